@@ -1,0 +1,147 @@
+// Package attach talks to the operating system about profiling targets:
+// it launches or attaches to processes, samples their threads, and reports
+// what it sees as a stream of platform-neutral events. Platform code lives
+// in files with build tags; nothing outside this package samples the OS.
+package attach
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost.
+type Event interface{ eventTime() int64 }
+
+// Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
+// Linux), the same clock as MonotonicNow.
+
+// Sample is one stack sample of one thread.
+type Sample struct {
+	Time     int64
+	Pid, Tid int
+	CPU      int
+	// CPUDelta is the CPU time in ns the thread used since its previous
+	// sample (or since sampling began for its first); -1 when unknown.
+	CPUDelta int64
+	// Stack holds absolute addresses, leaf first: the interrupted
+	// instruction, then return addresses. The first KernelFrames entries are
+	// kernel addresses.
+	Stack        []uint64
+	KernelFrames int
+	// Regs and StackCopy are set instead of (or in addition to) user frames
+	// in Stack when the backend leaves user-space unwinding to the caller.
+	Regs      *Regs
+	StackCopy []byte
+}
+
+// Regs are the user registers an unwinder needs, in a portable shape.
+type Regs struct {
+	IP, SP, FP uint64
+	LR         uint64 // arm64 only
+}
+
+// Map reports a file (or anonymous region) mapped executable into a process.
+type Map struct {
+	Time       int64
+	Pid        int
+	Start, End uint64
+	FileOffset uint64
+	Path       string
+	BuildID    []byte // GNU build-id when the kernel reported it
+	// Dev and Inode identify the file as mapped; with MapFile they let a
+	// reader open the mapped file even after it was deleted or replaced.
+	Dev, Inode uint64
+	// MapFile is a path that opens the mapped file itself while the process
+	// lives (/proc/PID/map_files/START-END on Linux); empty if unavailable.
+	MapFile string
+}
+
+// Comm reports a thread's name, and whether it changed because of exec.
+type Comm struct {
+	Time     int64
+	Pid, Tid int
+	Name     string
+	Exec     bool
+	// Argv is the process's command line when the backend could read it
+	// (at exec or attach).
+	Argv []string
+}
+
+// Fork reports a new thread (Pid == Ppid) or process.
+type Fork struct {
+	Time       int64
+	Pid, Tid   int
+	Ppid, Ptid int
+}
+
+// Exit reports a thread's exit; when Tid == Pid the process exited.
+type Exit struct {
+	Time     int64
+	Pid, Tid int
+}
+
+// Lost reports records the kernel or backend dropped.
+type Lost struct {
+	Time  int64
+	Count uint64
+}
+
+func (e *Sample) eventTime() int64 { return e.Time }
+func (e *Map) eventTime() int64    { return e.Time }
+func (e *Comm) eventTime() int64   { return e.Time }
+func (e *Fork) eventTime() int64   { return e.Time }
+func (e *Exit) eventTime() int64   { return e.Time }
+func (e *Lost) eventTime() int64   { return e.Time }
+
+// Options configure a recording.
+type Options struct {
+	// Exactly one of Pids and Command is set.
+	Pids    []int
+	Command []string // argv; Command[0] is looked up in PATH
+	Env     []string // environment for Command; nil means inherit
+	Dir     string   // working directory for Command; "" means inherit
+
+	Interval time.Duration // time between samples of a running thread
+	Kernel   bool          // also record kernel frames, when permitted
+	Event    string        // "cpu-clock" (default) or "cycles"
+	// CallGraph selects how user stacks are taken: "fp" (kernel walks frame
+	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
+	CallGraph string
+	StackSize int
+	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
+	Backend string
+	// Notice receives one-line, human-readable notices (fallbacks, lost
+	// data); nil discards them.
+	Notice func(string)
+}
+
+// Result summarizes a finished recording.
+type Result struct {
+	// ExitCode is the launched command's exit status (128+signal when it
+	// was killed), or -1 when not known or nothing was launched.
+	ExitCode int
+	Lost     uint64
+	Backend  string // the backend that actually ran
+	Event    string // the event that actually sampled
+}
+
+// Handler receives events. A backend calls it from one goroutine at a time,
+// in nearly time order, and never after Record returns. The event and its
+// slices may be reused after the handler returns.
+type Handler func(Event)
+
+// Record samples the targets named in opts until ctx is cancelled, every
+// target has exited, or an error occurs, and sends what it sees to h.
+// Cancelling ctx is the normal way to stop; it is not an error. Targets that
+// were attached are left running and untraced.
+func Record(ctx context.Context, opts Options, h Handler) (Result, error) {
+	return record(ctx, opts, h)
+}
+
+// Errors that the CLI turns into advice.
+var (
+	ErrNoSuchProcess = errors.New("no such process")
+	ErrPermission    = errors.New("permission denied")
+	ErrUnsupported   = errors.New("not supported on this platform")
+)

@@ -1,0 +1,236 @@
+// Package format holds gprof's in-memory profile model and the readers and
+// writers that move it to and from files.
+//
+// The model mirrors what the Firefox Profiler needs: processes own their
+// library mappings, threads own their samples, and each thread interns its
+// frames and stacks so that memory grows with distinct stacks, not with
+// samples. Times are nanoseconds since Profile.Meta.StartTime.
+package format
+
+import (
+	"time"
+)
+
+// Category indexes Meta.Categories. The first three are fixed so writers and
+// readers agree on them without looking them up.
+type Category uint8
+
+const (
+	CategoryOther  Category = iota // grey: the default the Firefox Profiler requires
+	CategoryUser                   // user-space native code
+	CategoryKernel                 // kernel code
+)
+
+// CategoryInfo describes one category in the order of Category values.
+type CategoryInfo struct {
+	Name  string
+	Color string // one of the Firefox Profiler's palette names
+}
+
+// DefaultCategories are the categories every gprof profile declares.
+var DefaultCategories = []CategoryInfo{
+	{Name: "Other", Color: "grey"},
+	{Name: "User", Color: "yellow"},
+	{Name: "Kernel", Color: "orange"},
+}
+
+// Profile is a whole recording: one or more processes.
+type Profile struct {
+	Meta      Meta
+	Processes []*Process
+	// Symbols holds symbolication results keyed by library identity, so a
+	// profile stays readable when its binaries are gone. May be nil.
+	Symbols *SymbolTable
+}
+
+// Meta describes the recording as a whole.
+type Meta struct {
+	Product     string
+	StartTime   time.Time     // wall-clock time of time zero
+	Interval    time.Duration // nominal sampling interval
+	OSCPU       string        // e.g. "Linux 6.8.0"
+	Platform    string        // e.g. "Linux"
+	Arch        string        // e.g. "x86_64"
+	LogicalCPUs int
+	CPUName     string
+	// Duration is when recording stopped, in ns since StartTime.
+	Duration int64
+	// LostEvents counts samples or records the kernel or backend dropped.
+	LostEvents uint64
+	// Categories lists frame categories; nil means DefaultCategories.
+	Categories []CategoryInfo
+	// Extra holds free-form facts (backend, event, command line) that writers
+	// may surface; keys are stable strings.
+	Extra map[string]string
+}
+
+// Process is one OS process.
+type Process struct {
+	Pid  int
+	Name string // command name (argv[0] base name or comm)
+	// Start and End are ns since Meta.StartTime; End < 0 means still running
+	// when recording stopped.
+	Start, End int64
+	Libs       []Lib // sorted by Start, non-overlapping (see SortLibs)
+	Threads    []*Thread
+	// ExitCode is the process's exit status when known, else -1.
+	ExitCode int
+}
+
+// Lib is one mapping of a binary into a process's address space.
+// Offset is what the Firefox Profiler calls the offset: Start minus the
+// address the binary's relative addresses count from.
+type Lib struct {
+	Start, End, Offset uint64
+	Name, Path         string
+	DebugName          string
+	DebugPath          string
+	BreakpadID         string // 33 uppercase hex chars for ELF (GUID + age 0)
+	CodeID             string // ELF build-id in lowercase hex; empty if none
+	Arch               string
+}
+
+// Key is the identity the Firefox Profiler and symbol servers use.
+func (l *Lib) Key() LibKey { return LibKey{DebugName: l.DebugName, BreakpadID: l.BreakpadID} }
+
+// LibKey identifies a binary independent of where it was mapped.
+type LibKey struct {
+	DebugName  string
+	BreakpadID string
+}
+
+// Thread is one OS thread and everything sampled on it.
+type Thread struct {
+	Tid  int
+	Name string
+	Main bool // the process's main thread (tid == pid on Linux)
+	// Start and End are ns since Meta.StartTime; End < 0 means still alive.
+	Start, End int64
+
+	Frames  FrameTable
+	Stacks  StackTable
+	Samples SampleTable
+	Markers []Marker
+}
+
+// Frame is one entry of a thread's frame table: either a native address or
+// a label (a pre-symbolicated or non-native frame).
+type Frame struct {
+	Address  uint64 // absolute instruction address; meaningful when Label == ""
+	Label    string
+	Category Category
+}
+
+// FrameTable interns frames.
+type FrameTable struct {
+	Frames []Frame
+	index  map[Frame]int32
+}
+
+// Intern returns the index of f, adding it if new.
+func (t *FrameTable) Intern(f Frame) int32 {
+	if t.index == nil {
+		t.index = make(map[Frame]int32, len(t.Frames))
+		for i, fr := range t.Frames {
+			t.index[fr] = int32(i)
+		}
+	}
+	if i, ok := t.index[f]; ok {
+		return i
+	}
+	i := int32(len(t.Frames))
+	t.Frames = append(t.Frames, f)
+	t.index[f] = i
+	return i
+}
+
+// Len returns the number of frames.
+func (t *FrameTable) Len() int { return len(t.Frames) }
+
+// NoStack is the stack index of a sample without a stack, and the prefix of
+// a root stack.
+const NoStack int32 = -1
+
+// StackTable interns stacks as a prefix tree: each stack is a frame on top
+// of a prefix stack (NoStack for roots).
+type StackTable struct {
+	Prefix []int32
+	Frame  []int32
+	index  map[uint64]int32
+}
+
+// Intern returns the index of the stack frame-on-prefix, adding it if new.
+func (t *StackTable) Intern(prefix, frame int32) int32 {
+	if t.index == nil {
+		t.index = make(map[uint64]int32, len(t.Frame))
+		for i := range t.Frame {
+			t.index[stackKey(t.Prefix[i], t.Frame[i])] = int32(i)
+		}
+	}
+	k := stackKey(prefix, frame)
+	if i, ok := t.index[k]; ok {
+		return i
+	}
+	i := int32(len(t.Frame))
+	t.Prefix = append(t.Prefix, prefix)
+	t.Frame = append(t.Frame, frame)
+	t.index[k] = i
+	return i
+}
+
+func stackKey(prefix, frame int32) uint64 { return uint64(uint32(prefix))<<32 | uint64(uint32(frame)) }
+
+// Len returns the number of stacks.
+func (t *StackTable) Len() int { return len(t.Frame) }
+
+// InternStack interns a whole stack given leaf first (as unwinders produce
+// it) and returns its index, or NoStack for an empty stack.
+func (th *Thread) InternStack(leafFirst []Frame) int32 {
+	s := NoStack
+	for i := len(leafFirst) - 1; i >= 0; i-- {
+		s = th.Stacks.Intern(s, th.Frames.Intern(leafFirst[i]))
+	}
+	return s
+}
+
+// SampleTable is a column store of samples in time order.
+type SampleTable struct {
+	Stack    []int32 // NoStack when the sample has no stack
+	Time     []int64 // ns since Meta.StartTime
+	CPUDelta []int64 // ns of CPU the thread used since its previous sample; -1 unknown
+	// Weight is nil when every sample weighs 1.
+	Weight []int32
+}
+
+// Add appends one sample.
+func (t *SampleTable) Add(stack int32, time, cpuDelta int64) {
+	t.Stack = append(t.Stack, stack)
+	t.Time = append(t.Time, time)
+	t.CPUDelta = append(t.CPUDelta, cpuDelta)
+	if t.Weight != nil {
+		t.Weight = append(t.Weight, 1)
+	}
+}
+
+// Len returns the number of samples.
+func (t *SampleTable) Len() int { return len(t.Stack) }
+
+// MarkerPhase follows the Firefox Profiler's marker phases.
+type MarkerPhase uint8
+
+const (
+	PhaseInstant MarkerPhase = iota
+	PhaseInterval
+	PhaseIntervalStart
+	PhaseIntervalEnd
+)
+
+// Marker is a point or span of interest on a thread's timeline.
+type Marker struct {
+	Name       string
+	Start, End int64 // ns since Meta.StartTime; End unused for instants
+	Phase      MarkerPhase
+	Category   Category
+	// Data is the marker payload; "type" names its schema.
+	Data map[string]any
+}

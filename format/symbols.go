@@ -1,0 +1,49 @@
+package format
+
+// SymbolTable holds symbolication results for the libraries of a profile,
+// keyed by library identity, so names survive the binaries they came from.
+type SymbolTable struct {
+	Libs map[LibKey]*LibSymbols
+}
+
+// LibSymbols maps lib-relative addresses (as the Firefox Profiler computes
+// them: address minus the lib's base) to what the address is.
+type LibSymbols struct {
+	Addresses map[uint64][]SymbolFrame
+}
+
+// SymbolFrame is one function level at an address. A lookup yields the
+// outer (real) function first, then each inlined callee inward; only the
+// first level has FuncAddr and FuncSize.
+type SymbolFrame struct {
+	Function string // demangled name
+	FuncAddr uint64 // lib-relative start of the function; 0 when unknown
+	FuncSize uint64 // 0 when unknown
+	File     string
+	Line     int // 0 when unknown
+}
+
+// Lookup returns the frames for lib-relative address addr of lib k.
+func (s *SymbolTable) Lookup(k LibKey, addr uint64) []SymbolFrame {
+	if s == nil {
+		return nil
+	}
+	ls := s.Libs[k]
+	if ls == nil {
+		return nil
+	}
+	return ls.Addresses[addr]
+}
+
+// Add records frames for lib-relative address addr of lib k.
+func (s *SymbolTable) Add(k LibKey, addr uint64, frames []SymbolFrame) {
+	if s.Libs == nil {
+		s.Libs = make(map[LibKey]*LibSymbols)
+	}
+	ls := s.Libs[k]
+	if ls == nil {
+		ls = &LibSymbols{Addresses: make(map[uint64][]SymbolFrame)}
+		s.Libs[k] = ls
+	}
+	ls.Addresses[addr] = frames
+}

@@ -1,0 +1,172 @@
+package unwind
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"testing"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// systemBinaries are Debian binaries built without frame pointers; each
+// one present is checked.
+var systemBinaries = []string{
+	"/lib/x86_64-linux-gnu/libc.so.6",
+	"/lib64/ld-linux-x86-64.so.2",
+	"/lib/x86_64-linux-gnu/libm.so.6",
+	"/lib/x86_64-linux-gnu/libstdc++.so.6",
+	"/usr/bin/xz",
+	"/usr/bin/perl",
+	"/usr/bin/python3",
+	"/usr/bin/sqlite3",
+	"/usr/bin/gdb",
+}
+
+// TestCFIAgainstDelve compares the rules we compile with the rows delve's
+// independent CFI interpreter produces, at many PCs of every FDE.
+func TestCFIAgainstDelve(t *testing.T) {
+	files := append([]string(nil), systemBinaries...)
+	n := 0
+	for _, path := range files {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		n++
+		t.Run(path, func(t *testing.T) { compareWithDelve(t, path) })
+	}
+	if n == 0 {
+		t.Skip("no system binaries")
+	}
+	t.Run("vdso", func(t *testing.T) {
+		img, err := ownVDSO()
+		if err != nil {
+			t.Skip(err)
+		}
+		m, err := loadModule("[vdso]", img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareModule(t, m, img)
+	})
+}
+
+func compareWithDelve(t *testing.T, path string) {
+	m, err := openModule(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	compareModule(t, m, m.image)
+}
+
+func compareModule(t *testing.T, m *module, image []byte) {
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fdes frame.FrameDescriptionEntries
+	if s := f.Section(".eh_frame"); s != nil {
+		data, _ := s.Data()
+		fdes, err = frame.Parse(data, binary.LittleEndian, 0, 8, s.Addr)
+		if err != nil {
+			t.Fatalf("delve: %v", err)
+		}
+	}
+	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		data, _ := s.Data()
+		more, err := frame.Parse(data, binary.LittleEndian, 0, 8, 0)
+		if err == nil {
+			fdes = fdes.Append(more)
+		}
+	}
+	fdes = frame.FrameDescriptionEntries(nil).Append(fdes)
+	if len(fdes) == 0 {
+		t.Skip("no CFI")
+	}
+	checked, mismatches := 0, 0
+	for _, fd := range fdes {
+		step := (fd.End() - fd.Begin()) / 48
+		if step == 0 {
+			step = 1
+		}
+		for pc := fd.Begin(); pc < fd.End(); pc += step {
+			want, err := fd.EstablishFrame(pc)
+			if err != nil {
+				continue
+			}
+			var got rule
+			m.rule(pc, true, &got)
+			checked++
+			if msg := diffRule(m, &got, want); msg != "" {
+				mismatches++
+				if mismatches <= 10 {
+					t.Errorf("pc %#x (fde %#x-%#x): %s", pc, fd.Begin(), fd.End(), msg)
+				}
+			}
+		}
+	}
+	t.Logf("%d FDEs, %d PCs checked, %d mismatches", len(fdes), checked, mismatches)
+}
+
+func diffRule(m *module, got *rule, want *frame.FrameContext) string {
+	if got.flags&(flagNoCFI|flagBad) != 0 {
+		return "no rule compiled"
+	}
+	sec := &m.eh
+	if got.flags&flagDebug != 0 {
+		sec = &m.dbg
+	}
+	switch want.CFA.Rule {
+	case frame.RuleCFA:
+		if got.cfa.kind != ruleReg || got.cfa.reg != m.arch.slot(want.CFA.Reg) || int64(got.cfa.off) != want.CFA.Offset {
+			return "CFA differs"
+		}
+	case frame.RuleExpression:
+		switch got.cfa.kind {
+		case rulePLT:
+		case ruleExpr:
+			if !bytes.Equal(sec.expr(got.cfa), want.CFA.Expression) {
+				return "CFA expression differs"
+			}
+		default:
+			return "CFA kind differs"
+		}
+	}
+	if msg := diffReg(sec, got.ra, want.Regs[want.RetAddrReg], "RA"); msg != "" {
+		return msg
+	}
+	fpReg := uint64(6)
+	if m.arch == archARM64 {
+		fpReg = 29
+	}
+	return diffReg(sec, got.fp, want.Regs[fpReg], "FP")
+}
+
+func diffReg(sec *cfiSection, got regRule, want frame.DWRule, name string) string {
+	switch want.Rule {
+	case frame.RuleUndefined:
+		// delve's zero value also means "no rule"
+		if got.kind != ruleUnset && got.kind != ruleUndef {
+			return name + ": want undefined/unset"
+		}
+	case frame.RuleSameVal:
+		if got.kind != ruleSame && got.kind != ruleUnset {
+			return name + ": want same value"
+		}
+	case frame.RuleOffset:
+		if got.kind != ruleOffset || int64(got.off) != want.Offset {
+			return name + ": offset differs"
+		}
+	case frame.RuleValOffset:
+		if got.kind != ruleValOff || int64(got.off) != want.Offset {
+			return name + ": val offset differs"
+		}
+	case frame.RuleExpression, frame.RuleValExpression:
+		if (got.kind != ruleExpr && got.kind != ruleValExpr) || !bytes.Equal(sec.expr(got), want.Expression) {
+			return name + ": expression differs"
+		}
+	}
+	return ""
+}

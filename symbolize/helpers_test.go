@@ -29,6 +29,17 @@ func TestMain(m *testing.M) {
 // standing for the output path and "TESTDATA" for the testdata directory.
 func build(t testing.TB, name string, args ...string) string {
 	t.Helper()
+	return doBuild(t, false, name, args...)
+}
+
+// buildOrSkip is build for toolchain features that may be missing.
+func buildOrSkip(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return doBuild(t, true, name, args...)
+}
+
+func doBuild(t testing.TB, skip bool, name string, args ...string) string {
+	t.Helper()
 	buildDirOnce.Do(func() {
 		d, err := os.MkdirTemp("", "symbolize-test-")
 		if err != nil {
@@ -54,6 +65,9 @@ func build(t testing.TB, name string, args ...string) string {
 	cmd.Dir = buildDir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
+		if skip {
+			t.Skipf("toolchain cannot: %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, b)
 	}
 	built[name] = out

@@ -1,8 +1,294 @@
 package symbolize
 
-import "io"
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"debug/gosym"
+	"io"
+	"sort"
+	"strings"
+	"sync"
 
-// index is everything Lookup needs, built once per binary.
+	"github.com/gprof-dev/gprof/format"
+)
+
+// Frame is one level of a lookup result; see format.SymbolFrame. FuncAddr
+// is lib-relative, like the address looked up.
+type Frame = format.SymbolFrame
+
+// index is everything Lookup needs, built once per binary. The symbol
+// table is built eagerly on first use; DWARF compilation units are parsed
+// only when a lookup lands in them, so symbolizing a handful of addresses
+// in a large binary touches a handful of units.
 type index struct {
+	base      uint64
+	syms      []symbol // sorted by addr
+	dw        *dwarfIndex
+	gotab     *gosym.Table
 	debugFile io.Closer // separate debug file, if one was found
+	debugPath string
+
+	mu        sync.Mutex
+	demangled map[string]string
+}
+
+type symbol struct {
+	addr, size uint64
+	end        uint64 // addr+size, or up to the next symbol when size is 0
+	name       string
+}
+
+// Lookup returns the frames at lib-relative address relAddr, outer
+// function first and then each inlined callee inward; the last frame's
+// file and line are those of the instruction itself. It returns nil when
+// nothing is known about the address.
+//
+// Callers symbolizing return addresses should look up the address minus
+// one, so that the result names the call rather than the instruction after
+// it (which may be on another line or, after a call to a function that does
+// not return, in another function).
+func (b *Binary) Lookup(relAddr uint64) []Frame {
+	ix, err := b.index()
+	if err != nil {
+		return nil
+	}
+	return ix.lookup(relAddr)
+}
+
+// DebugFile returns the path of the separate debug file in use, or "".
+func (b *Binary) DebugFile() string {
+	ix, err := b.index()
+	if err != nil {
+		return ""
+	}
+	return ix.debugPath
+}
+
+func (b *Binary) index() (*index, error) {
+	b.idxOnce.Do(func() { b.idx, b.idxErr = b.buildIndex() })
+	return b.idx, b.idxErr
+}
+
+func (b *Binary) buildIndex() (*index, error) {
+	ix := &index{base: RelativeBase(b.elf), demangled: make(map[string]string)}
+	files := []*elf.File{b.elf}
+	dwarfFile := b.elf
+	if !hasDWARF(b.elf) && !b.cfg.noDebug {
+		if df, path := b.findDebugFile(); df != nil {
+			ix.debugFile, ix.debugPath = df, path
+			files = append(files, df.elf)
+			if hasDWARF(df.elf) {
+				dwarfFile = df.elf
+			}
+		}
+	}
+	var syms []symbol
+	for _, f := range files {
+		syms = appendSymbols(syms, f)
+	}
+	syms = append(syms, pltSymbols(b.elf)...)
+	ix.syms = finishSymbols(syms, b.elf)
+	if hasDWARF(dwarfFile) {
+		if d, err := dwarfFile.DWARF(); err == nil {
+			ix.dw = newDWARFIndex(d)
+		}
+	}
+	ix.gotab = goTable(b.elf, ix.syms)
+	return ix, nil
+}
+
+func hasDWARF(f *elf.File) bool {
+	for _, name := range []string{".debug_info", ".zdebug_info"} {
+		if s := f.Section(name); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendSymbols adds the function-like symbols of f's .symtab and .dynsym.
+// Assembly often leaves symbols untyped, so untyped symbols count when they
+// sit in an executable section.
+func appendSymbols(dst []symbol, f *elf.File) []symbol {
+	add := func(syms []elf.Symbol) {
+		for _, s := range syms {
+			if s.Value == 0 || s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE {
+				continue
+			}
+			switch elf.ST_TYPE(s.Info) {
+			case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+			case elf.STT_NOTYPE:
+				if int(s.Section) >= len(f.Sections) || f.Sections[s.Section].Flags&elf.SHF_EXECINSTR == 0 {
+					continue
+				}
+				// Local labels and ARM mapping symbols are not functions.
+				if s.Name[0] == '$' || strings.HasPrefix(s.Name, ".L") {
+					continue
+				}
+			default:
+				continue
+			}
+			dst = append(dst, symbol{addr: s.Value, size: s.Size, name: s.Name})
+		}
+	}
+	if syms, err := f.Symbols(); err == nil {
+		add(syms)
+	}
+	if syms, err := f.DynamicSymbols(); err == nil {
+		add(syms)
+	}
+	return dst
+}
+
+// finishSymbols sorts syms, keeps one symbol per address (the sized one,
+// else the first seen, which is the .symtab one) and bounds unsized symbols
+// by the next symbol or the end of their section.
+func finishSymbols(syms []symbol, f *elf.File) []symbol {
+	sort.SliceStable(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
+	out := syms[:0]
+	for _, s := range syms {
+		if n := len(out); n > 0 && out[n-1].addr == s.addr {
+			if out[n-1].size == 0 && s.size > 0 {
+				out[n-1] = s
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	var exec []*elf.Section
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 {
+			exec = append(exec, s)
+		}
+	}
+	for i := range out {
+		s := &out[i]
+		if s.size > 0 {
+			s.end = s.addr + s.size
+			continue
+		}
+		s.end = ^uint64(0)
+		if i+1 < len(out) {
+			s.end = out[i+1].addr
+		}
+		for _, sec := range exec {
+			if sec.Addr <= s.addr && s.addr < sec.Addr+sec.Size {
+				s.end = min(s.end, sec.Addr+sec.Size)
+			}
+		}
+	}
+	return out
+}
+
+// symbolAt returns the symbol covering addr. Symbols rarely nest, but when
+// they do (an alias with a larger size, say) the covering one may not be
+// the nearest, so a few predecessors are tried.
+func (ix *index) symbolAt(addr uint64) *symbol {
+	i := sort.Search(len(ix.syms), func(i int) bool { return ix.syms[i].addr > addr }) - 1
+	for j := i; j >= 0 && j > i-4; j-- {
+		if s := &ix.syms[j]; addr < s.end {
+			return s
+		}
+	}
+	return nil
+}
+
+// goTable reads .gopclntab, which Go binaries keep even when stripped.
+func goTable(f *elf.File, syms []symbol) *gosym.Table {
+	s := f.Section(".gopclntab")
+	if s == nil {
+		return nil
+	}
+	data, err := s.Data()
+	if err != nil {
+		return nil
+	}
+	text := uint64(0)
+	if t := f.Section(".text"); t != nil {
+		text = t.Addr
+	}
+	for _, sym := range syms {
+		if sym.name == "runtime.text" {
+			text = sym.addr
+			break
+		}
+	}
+	t, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+func (ix *index) lookup(relAddr uint64) []Frame {
+	pc := relAddr + ix.base
+	sym := ix.symbolAt(pc)
+	var frames []Frame
+	if ix.dw != nil {
+		frames = ix.dw.lookup(pc)
+	}
+	if frames == nil && ix.gotab != nil {
+		if file, line, fn := ix.gotab.PCToLine(pc); fn != nil {
+			frames = []Frame{{
+				Function: fn.Name,
+				FuncAddr: fn.Entry - ix.base,
+				FuncSize: fn.End - fn.Entry,
+				File:     file,
+				Line:     line,
+			}}
+			return frames
+		}
+	}
+	if frames == nil {
+		if sym == nil {
+			return nil
+		}
+		frames = []Frame{{Function: sym.name}}
+	}
+	outer := &frames[0]
+	if sym != nil {
+		outer.FuncAddr, outer.FuncSize = sym.addr-ix.base, sym.size
+		if outer.Function == "" {
+			outer.Function = sym.name
+		}
+	}
+	for i := range frames {
+		frames[i].Function = ix.demangle(frames[i].Function)
+	}
+	return frames
+}
+
+// newDWARFIndex lists the compilation units and the address ranges they
+// cover; their contents are read on demand.
+func newDWARFIndex(d *dwarf.Data) *dwarfIndex {
+	dx := &dwarfIndex{d: d, refNames: make(map[dwarf.Offset]string)}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			u := &unit{entry: e}
+			ui := int32(len(dx.units))
+			dx.units = append(dx.units, u)
+			ranges, _ := d.Ranges(e)
+			if len(ranges) == 0 && e.Children {
+				// No ranges on the unit: learn them from its contents.
+				dx.parse(u)
+				for _, s := range u.top {
+					ranges = append(ranges, [2]uint64{s.lo, s.hi})
+				}
+				ranges = append(ranges, u.seqs...)
+			}
+			for _, rg := range ranges {
+				if rg[0] < rg[1] && rg[0] != 0 {
+					dx.cus = append(dx.cus, span{lo: rg[0], hi: rg[1], node: ui})
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	sort.Slice(dx.cus, func(i, j int) bool { return dx.cus[i].lo < dx.cus[j].lo })
+	return dx
 }

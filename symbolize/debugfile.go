@@ -1,0 +1,123 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// debugFile is a separate file holding a binary's symbols and DWARF.
+type debugFile struct {
+	f   *os.File
+	elf *elf.File
+}
+
+func (d *debugFile) Close() error { return d.f.Close() }
+
+// findDebugFile looks for separate debug information the ways gdb does:
+// by build-id under each symbol directory and the debug root, then by
+// .gnu_debuglink name next to the binary, in its .debug directory, under
+// the debug root and in each symbol directory; finally by the binary's own
+// file name in each symbol directory. Build-id candidates must carry the
+// same build-id and debuglink candidates the recorded CRC.
+func (b *Binary) findDebugFile() (*debugFile, string) {
+	buildID := b.Identity().BuildID
+	roots := append([]string(nil), b.cfg.symbolDirs...)
+	if b.cfg.debugRoot != "" {
+		roots = append(roots, b.cfg.debugRoot)
+	}
+	matchesID := func(f *elf.File) bool { return bytes.Equal(FileBuildID(f), buildID) }
+	if len(buildID) >= 2 {
+		h := hex.EncodeToString(buildID)
+		for _, root := range roots {
+			p := filepath.Join(root, ".build-id", h[:2], h[2:]+".debug")
+			if d := openDebug(p, matchesID); d != nil {
+				return d, p
+			}
+		}
+	}
+	if name, crc, ok := debugLink(b.elf); ok {
+		dir := filepath.Dir(b.path)
+		cands := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
+		if b.cfg.debugRoot != "" {
+			cands = append(cands, filepath.Join(b.cfg.debugRoot, dir, name))
+		}
+		for _, sd := range b.cfg.symbolDirs {
+			cands = append(cands, filepath.Join(sd, name))
+		}
+		self, _ := filepath.Abs(b.openPath)
+		for _, p := range cands {
+			if abs, _ := filepath.Abs(p); abs == self {
+				continue
+			}
+			if d := openDebug(p, func(*elf.File) bool { return fileCRC(p) == crc }); d != nil {
+				return d, p
+			}
+		}
+	}
+	if len(buildID) > 0 {
+		for _, sd := range b.cfg.symbolDirs {
+			for _, name := range []string{filepath.Base(b.path), filepath.Base(b.path) + ".debug"} {
+				p := filepath.Join(sd, name)
+				if d := openDebug(p, matchesID); d != nil {
+					return d, p
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+func openDebug(path string, ok func(*elf.File) bool) *debugFile {
+	f, ef, err := openELF(path)
+	if err != nil {
+		return nil
+	}
+	if !ok(ef) || (!hasDWARF(ef) && ef.Section(".symtab") == nil) {
+		f.Close()
+		return nil
+	}
+	return &debugFile{f: f, elf: ef}
+}
+
+// debugLink returns the file name and CRC recorded in .gnu_debuglink.
+func debugLink(f *elf.File) (name string, crc uint32, ok bool) {
+	s := f.Section(".gnu_debuglink")
+	if s == nil {
+		return "", 0, false
+	}
+	d, err := s.Data()
+	if err != nil {
+		return "", 0, false
+	}
+	n := bytes.IndexByte(d, 0)
+	if n <= 0 {
+		return "", 0, false
+	}
+	off := (n + 4) &^ 3 // the name's NUL, then padding to 4
+	if off+4 > len(d) {
+		return "", 0, false
+	}
+	name = string(d[:n])
+	if filepath.Base(name) != name {
+		return "", 0, false
+	}
+	return name, f.ByteOrder.Uint32(d[off:]), true
+}
+
+func fileCRC(path string) uint32 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, f); err != nil {
+		return 0
+	}
+	return h.Sum32()
+}

@@ -1,0 +1,196 @@
+package symbolize
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// oracleFrame is one level of addr2line -i output.
+type oracleFrame struct {
+	fn   string
+	file string // base name
+	line int
+}
+
+var discriminator = regexp.MustCompile(` \(discriminator \d+\)$`)
+
+// addr2line symbolizes svmas with binutils, returning frames innermost
+// first as addr2line prints them.
+func addr2line(t *testing.T, bin string, demangle bool, svmas []uint64) [][]oracleFrame {
+	args := []string{"-a", "-f", "-i", "-e", bin}
+	if demangle {
+		args = append(args, "-C")
+	}
+	for _, a := range svmas {
+		args = append(args, fmt.Sprintf("%#x", a))
+	}
+	out := run(t, "addr2line", args...)
+	var res [][]oracleFrame
+	sc := bufio.NewScanner(strings.NewReader(out))
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], "0x") {
+			t.Fatalf("addr2line output out of step at %q", lines[i])
+		}
+		i++
+		var fr []oracleFrame
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i], "0x") {
+			fn := lines[i]
+			if demangle {
+				fn = withoutSignature(fn)
+			}
+			loc := discriminator.ReplaceAllString(lines[i+1], "")
+			file, ln, _ := strings.Cut(loc, ":")
+			n, _ := strconv.Atoi(ln)
+			fr = append(fr, oracleFrame{fn, filepath.Base(file), n})
+			i += 2
+		}
+		res = append(res, fr)
+	}
+	return res
+}
+
+// withoutSignature drops what Demangle leaves out of a fully demangled
+// C++ name: the parameter list and, for templates, the return type.
+func withoutSignature(fn string) string {
+	depth, cut := 0, 0
+	for i, c := range fn {
+		switch c {
+		case '<':
+			depth++
+		case '>':
+			depth--
+		case ' ':
+			if depth == 0 && !strings.HasSuffix(fn[:i], "operator") {
+				cut = i + 1
+			}
+		case '(':
+			if depth == 0 && i > 0 {
+				return fn[cut:i]
+			}
+		}
+	}
+	return fn[cut:]
+}
+
+// funcRange finds a symbol's address range with debug/elf.
+func funcRange(t *testing.T, bin, name string) (lo, hi uint64) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, s.Value + s.Size
+		}
+	}
+	t.Fatalf("%s: no symbol %s", bin, name)
+	return
+}
+
+// compareWithAddr2line checks every instruction-ish address (each byte)
+// of the named functions against addr2line.
+func compareWithAddr2line(t *testing.T, bin string, demangle bool, funcs ...string) {
+	b, err := Open(bin, NoSeparateDebug())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	compareBinary(t, b, bin, demangle, funcs...)
+}
+
+func compareBinary(t *testing.T, b *Binary, bin string, demangle bool, funcs ...string) {
+	base := b.Identity().Base
+	var svmas []uint64
+	for _, fn := range funcs {
+		lo, hi := funcRange(t, bin, fn)
+		for a := lo; a < hi; a++ {
+			svmas = append(svmas, a)
+		}
+	}
+	want := addr2line(t, bin, demangle, svmas)
+	bad := 0
+	for i, a := range svmas {
+		got := b.Lookup(a - base)
+		w := want[i]
+		var g []oracleFrame
+		for j := len(got) - 1; j >= 0; j-- {
+			g = append(g, oracleFrame{got[j].Function, filepath.Base(got[j].File), got[j].Line})
+		}
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			bad++
+			if bad <= 5 {
+				t.Errorf("%#x: got %v, addr2line says %v", a, g, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ from addr2line", bad, len(svmas))
+	}
+}
+
+func TestLookupC(t *testing.T) {
+	for _, dw := range []string{"-gdwarf-4", "-gdwarf-5"} {
+		t.Run(dw, func(t *testing.T) {
+			bin := build(t, "prog"+dw, "gcc", dw, "-O2", "-o", "OUT", "TESTDATA/prog.c")
+			compareWithAddr2line(t, bin, false, "work", "helper", "main")
+		})
+	}
+}
+
+func TestLookupInlineChain(t *testing.T) {
+	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lo, hi := funcRange(t, bin, "work")
+	found := false
+	for a := lo; a < hi && !found; a++ {
+		fr := b.Lookup(a)
+		if len(fr) == 3 && fr[0].Function == "work" && fr[1].Function == "sum_squares" && fr[2].Function == "square" {
+			found = true
+			if fr[0].Line != 22 || fr[1].Line != 16 || fr[0].FuncAddr != lo || fr[0].FuncSize != hi-lo {
+				t.Errorf("chain at %#x: %+v", a, fr)
+			}
+		}
+	}
+	if !found {
+		t.Error("no address in work shows work → sum_squares → square")
+	}
+}
+
+func TestLookupCompressedDWARF(t *testing.T) {
+	for _, z := range []string{"zlib", "zstd"} {
+		t.Run(z, func(t *testing.T) {
+			bin := buildOrSkip(t, "prog-z"+z, "gcc", "-g", "-O2", "-gz="+z, "-o", "OUT", "TESTDATA/prog.c")
+			compareWithAddr2line(t, bin, false, "work")
+		})
+	}
+}
+
+func TestLookupCPlusPlus(t *testing.T) {
+	bin := build(t, "progcc", "g++", "-g", "-O2", "-o", "OUT", "TESTDATA/prog.cc")
+	compareWithAddr2line(t, bin, true, "_ZNK3geo3BoxIiE5totalEi", "_ZNK3geo3BoxIdE5totalEi", "_ZN3geo4areaEii", "main")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lo, _ := funcRange(t, bin, "_ZNK3geo3BoxIdE5totalEi")
+	if fr := b.Lookup(lo); len(fr) == 0 || fr[0].Function != "geo::Box<double>::total" {
+		t.Errorf("Lookup(%#x) = %+v", lo, fr)
+	}
+}

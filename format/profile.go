@@ -8,6 +8,8 @@
 package format
 
 import (
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -227,10 +229,58 @@ const (
 
 // Marker is a point or span of interest on a thread's timeline.
 type Marker struct {
-	Name       string
-	Start, End int64 // ns since Meta.StartTime; End unused for instants
+	Name string
+	// Start and End are ns since Meta.StartTime. Instants and interval
+	// starts use only Start, interval ends only End.
+	Start, End int64
 	Phase      MarkerPhase
 	Category   Category
 	// Data is the marker payload; "type" names its schema.
 	Data map[string]any
+}
+
+// SortLibs sorts libs by start address and makes their ranges disjoint, as
+// the Firefox Profiler's address lookup requires. Where two mappings overlap,
+// the one that starts first (or, at equal starts, the larger one) keeps its
+// range and the other is trimmed to the part after it, with Offset advanced
+// to match, or dropped when nothing is left. Empty ranges are dropped. Ties
+// are broken on every field so the result does not depend on input order.
+// SortLibs reorders libs in place and returns the shortened slice.
+func SortLibs(libs []Lib) []Lib {
+	slices.SortFunc(libs, compareLibs)
+	out := libs[:0]
+	for _, l := range libs {
+		if n := len(out); n > 0 && l.Start < out[n-1].End {
+			prevEnd := out[n-1].End
+			if l.End <= prevEnd {
+				continue
+			}
+			l.Offset += prevEnd - l.Start
+			l.Start = prevEnd
+		}
+		if l.End <= l.Start {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func compareLibs(a, b Lib) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.End, a.End); c != 0 {
+		return c
+	}
+	return cmp.Or(
+		cmp.Compare(a.Offset, b.Offset),
+		cmp.Compare(a.Path, b.Path),
+		cmp.Compare(a.Name, b.Name),
+		cmp.Compare(a.DebugName, b.DebugName),
+		cmp.Compare(a.DebugPath, b.DebugPath),
+		cmp.Compare(a.BreakpadID, b.BreakpadID),
+		cmp.Compare(a.CodeID, b.CodeID),
+		cmp.Compare(a.Arch, b.Arch),
+	)
 }

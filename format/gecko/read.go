@@ -1,0 +1,926 @@
+package gecko
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/klauspost/compress/gzip"
+)
+
+// ReadFile reads a Gecko profile file; see Read. Errors name the file.
+func ReadFile(path string) (*format.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Read reads a Gecko profile, gzipped or not: gprof's own output or one
+// written by Firefox, of any version up to Version. Tables are read through
+// their schemas, so the column layouts of older versions work too.
+//
+// Subprocess times are moved onto the top-level process's time base. Native
+// frames ("0x…" locations) become addresses; every other location becomes a
+// label. A thread's pid decides its process, so one Gecko process object
+// holding several pids yields several processes sharing its libs.
+func Read(r io.Reader) (p *format.Profile, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var in io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("reading gzip header: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	}
+	s := newScanner(in)
+	defer func() {
+		if e := recover(); e != nil {
+			se, ok := e.(*syntaxError)
+			if !ok {
+				panic(e)
+			}
+			p, err = nil, se
+		}
+	}()
+	top := readTop(s)
+	return top.build()
+}
+
+// errNotGecko prefixes errors for input that is JSON but not a profile.
+var errNotGecko = errors.New("not a Gecko profile")
+
+// rawProfile is one Gecko process object as read, before it is turned into
+// model processes; its times are still relative to its own meta.startTime.
+type rawProfile struct {
+	hasMeta      bool
+	hasThreads   bool
+	hasStart     bool
+	version      int64
+	processed    bool // meta.preprocessedProfileVersion: the other format
+	start        int64
+	shutdown     int64 // -1 when null or absent
+	interval     int64
+	product      string
+	oscpu        string
+	platform     string
+	abi          string
+	logicalCPUs  int
+	cpuName      string
+	profilingEnd int64 // -1 when absent
+	categories   []format.CategoryInfo
+	cpuUnit      string
+	lostEvents   uint64
+	extra        map[string]string
+
+	libs    []format.Lib
+	threads []*rawThread
+	subs    []*rawProfile
+	proc    *rawProcess
+	symbols *format.SymbolTable
+}
+
+// rawProcess is the gprofProcess object Write adds to each process.
+type rawProcess struct {
+	pid        int
+	name       string
+	start, end int64
+	exitCode   int
+}
+
+type rawThread struct {
+	name, processName string
+	gprofName         *string
+	gprofMain         *bool
+	tid, pid          int64
+	register          int64
+	unregister        int64 // -1 when null
+
+	frameLoc []int32
+	frameCat []int32
+
+	stackPrefix []int32
+	stackFrame  []int32
+
+	sampleStack  []int32
+	sampleTime   []int64
+	sampleCPU    []int64 // thousandths of the meta's CPU delta unit; -1 null
+	sampleWeight []int32
+
+	markers []rawMarker
+	strings []string
+}
+
+type rawMarker struct {
+	name       int32
+	start, end int64 // -1 << 63 when null
+	phase      format.MarkerPhase
+	cat        int32
+	data       any
+}
+
+const nullTime = -1 << 63
+
+// readTop reads the top-level value: a profile, or a {profile: …} wrapper
+// as the old DevTools panel exported.
+func readTop(s *scanner) *rawProfile {
+	switch c := s.peek(); c {
+	case '{':
+	case 0:
+		s.fail("unexpected end of JSON input")
+	case '[':
+		panic(&syntaxError{msg: errNotGecko.Error() + ": top level is an array, not an object", off: s.base + int64(s.pos)})
+	default:
+		s.unexpected(c, "looking for beginning of value")
+	}
+	p := readProfile(s, true)
+	s.finish()
+	if p.wrapped != nil {
+		return p.wrapped
+	}
+	return &p.rawProfile
+}
+
+type topProfile struct {
+	rawProfile
+	wrapped *rawProfile
+}
+
+func readProfile(s *scanner, top bool) *topProfile {
+	p := &topProfile{rawProfile: rawProfile{shutdown: -1, profilingEnd: -1}}
+	if !s.beginObject("a profile") {
+		return p
+	}
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "meta":
+			p.readMeta(s)
+		case "libs":
+			if s.beginArray("libs") {
+				for j := 0; s.elem(j); j++ {
+					p.libs = append(p.libs, readLib(s))
+				}
+			}
+		case "threads":
+			p.hasThreads = true
+			if s.beginArray("threads") {
+				for j := 0; s.elem(j); j++ {
+					p.threads = append(p.threads, readThread(s))
+				}
+			}
+		case "processes":
+			if s.beginArray("processes") {
+				for j := 0; s.elem(j); j++ {
+					if s.peek() == '{' {
+						sub := readProfile(s, false)
+						p.subs = append(p.subs, &sub.rawProfile)
+					} else {
+						s.skip()
+					}
+				}
+			}
+		case "gprofProcess":
+			p.proc = readProcess(s)
+		case "gprofSymbols":
+			p.symbols = readSymbols(s)
+		case "profile":
+			if top && s.peek() == '{' {
+				p.wrapped = &readProfile(s, false).rawProfile
+			} else {
+				s.skip()
+			}
+		default:
+			s.skip()
+		}
+	}
+	return p
+}
+
+func (p *rawProfile) readMeta(s *scanner) {
+	if !s.beginObject("meta") {
+		return
+	}
+	p.hasMeta = true
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "version":
+			p.version = s.number().int()
+			if p.version > Version {
+				s.fail("unsupported Gecko profile version %d (newest supported is %d)", p.version, Version)
+			}
+		case "preprocessedProfileVersion":
+			if s.peek() != 'n' {
+				s.fail("%v: this is a processed Firefox Profiler profile (version %d)", errNotGecko, s.number().int())
+			}
+			s.skip()
+		case "startTime":
+			p.start = s.number().fixed(6)
+			p.hasStart = true
+		case "shutdownTime":
+			if !s.null() {
+				p.shutdown = s.number().fixed(6)
+			}
+		case "interval":
+			p.interval = s.number().fixed(6)
+		case "product":
+			p.product = s.stringOrNull()
+		case "oscpu":
+			p.oscpu = s.stringOrNull()
+		case "platform":
+			p.platform = s.stringOrNull()
+		case "abi":
+			p.abi = s.stringOrNull()
+		case "CPUName":
+			p.cpuName = s.stringOrNull()
+		case "logicalCPUs":
+			if !s.null() {
+				p.logicalCPUs = int(s.number().int())
+			}
+		case "profilingEndTime":
+			if !s.null() {
+				p.profilingEnd = s.number().fixed(6)
+			}
+		case "categories":
+			p.categories = readCategories(s)
+		case "sampleUnits":
+			if s.beginObject("sampleUnits") {
+				for j := 0; s.field(j); j++ {
+					if string(s.key) == "threadCPUDelta" {
+						p.cpuUnit = s.stringOrNull()
+					} else {
+						s.skip()
+					}
+				}
+			}
+		case "gprof":
+			if s.beginObject("meta.gprof") {
+				for j := 0; s.field(j); j++ {
+					switch string(s.key) {
+					case "lostEvents":
+						p.lostEvents, _ = s.number().uint()
+					case "extra":
+						if s.beginObject("meta.gprof.extra") {
+							p.extra = map[string]string{}
+							for k := 0; s.field(k); k++ {
+								key := string(s.key)
+								p.extra[key] = s.stringOrNull()
+							}
+						}
+					default:
+						s.skip()
+					}
+				}
+			}
+		default:
+			s.skip()
+		}
+	}
+}
+
+func readCategories(s *scanner) []format.CategoryInfo {
+	var cats []format.CategoryInfo
+	if !s.beginArray("categories") {
+		return nil
+	}
+	for i := 0; s.elem(i); i++ {
+		var c format.CategoryInfo
+		if s.beginObject("a category") {
+			for j := 0; s.field(j); j++ {
+				switch string(s.key) {
+				case "name":
+					c.Name = s.stringOrNull()
+				case "color":
+					c.Color = s.stringOrNull()
+				default:
+					s.skip()
+				}
+			}
+		}
+		cats = append(cats, c)
+	}
+	return cats
+}
+
+func readLib(s *scanner) format.Lib {
+	var l format.Lib
+	if !s.beginObject("a lib") {
+		return l
+	}
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "start":
+			l.Start = s.address()
+		case "end":
+			l.End = s.address()
+		case "offset":
+			l.Offset = s.address()
+		case "name":
+			l.Name = s.stringOrNull()
+		case "path":
+			l.Path = s.stringOrNull()
+		case "debugName":
+			l.DebugName = s.stringOrNull()
+		case "debugPath":
+			l.DebugPath = s.stringOrNull()
+		case "breakpadId":
+			l.BreakpadID = s.stringOrNull()
+		case "codeId":
+			l.CodeID = s.stringOrNull()
+		case "arch":
+			l.Arch = s.stringOrNull()
+		default:
+			s.skip()
+		}
+	}
+	return l
+}
+
+// address reads a lib address: a number, exact up to 2^64, or a hex string.
+func (s *scanner) address() uint64 {
+	at := s.offset()
+	if s.peek() == '"' {
+		b := s.stringBytes()
+		v, err := strconv.ParseUint(strings.TrimPrefix(string(b), "0x"), 16, 64)
+		if err != nil {
+			s.failOff(at, "invalid address %q", b)
+		}
+		return v
+	}
+	n := s.number()
+	v, ok := n.uint()
+	if !ok {
+		s.failOff(at, "invalid address")
+	}
+	return v
+}
+
+func readProcess(s *scanner) *rawProcess {
+	pr := &rawProcess{end: -1, exitCode: -1}
+	if !s.beginObject("gprofProcess") {
+		return nil
+	}
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "pid":
+			pr.pid = int(s.intValue())
+		case "name":
+			pr.name = s.stringOrNull()
+		case "start":
+			pr.start = s.number().fixed(6)
+		case "end":
+			pr.end = s.number().fixed(6)
+		case "exitCode":
+			pr.exitCode = int(s.number().int())
+		default:
+			s.skip()
+		}
+	}
+	return pr
+}
+
+func readThread(s *scanner) *rawThread {
+	t := &rawThread{unregister: -1}
+	if !s.beginObject("a thread") {
+		return t
+	}
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "name":
+			t.name = s.stringOrNull()
+		case "processName":
+			t.processName = s.stringOrNull()
+		case "gprofName":
+			n := s.stringOrNull()
+			t.gprofName = &n
+		case "gprofMain":
+			m := s.literal() == 't'
+			t.gprofMain = &m
+		case "tid":
+			t.tid = s.intValue()
+		case "pid":
+			t.pid = s.intValue()
+		case "registerTime":
+			if !s.null() {
+				t.register = s.number().fixed(6)
+			}
+		case "unregisterTime":
+			if !s.null() {
+				t.unregister = s.number().fixed(6)
+			}
+		case "samples":
+			t.readSamples(s)
+		case "markers":
+			t.readMarkers(s)
+		case "frameTable":
+			t.readFrames(s)
+		case "stackTable":
+			t.readStacks(s)
+		case "stringTable", "stringArray":
+			if s.beginArray("the string table") {
+				for j := 0; s.elem(j); j++ {
+					t.strings = append(t.strings, s.stringOrNull())
+				}
+			}
+		default:
+			s.skip()
+		}
+	}
+	return t
+}
+
+// cell is one value of a table row.
+type cell struct {
+	kind byte // 0 null, 'n' number, 'b' bool, 'v' anything else
+	n    num
+	v    any
+}
+
+var nullCell cell
+
+// table reads a {schema, data} table, handing each row to row with cells
+// found by column name, in the order names lists them.
+type table struct {
+	names []string
+	idx   []int  // column of each name, -1 if absent
+	need  []bool // by column: is it one of names
+	cells []cell // by column, for the current row
+	n     int
+}
+
+func (t *table) col(k int) *cell {
+	if i := t.idx[k]; i >= 0 && i < t.n {
+		return &t.cells[i]
+	}
+	return &nullCell
+}
+
+func (s *scanner) table(what string, names []string, row func(t *table)) {
+	t := &table{names: names}
+	if !s.beginObject(what) {
+		return
+	}
+	var pending [][]cell // rows seen before the schema
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "schema":
+			t.readSchema(s, what)
+		case "data":
+			if !s.beginArray(what + " data") {
+				continue
+			}
+			for j := 0; s.elem(j); j++ {
+				if t.idx == nil {
+					t.readRow(s, what, true)
+					pending = append(pending, slices.Clone(t.cells[:t.n]))
+					continue
+				}
+				t.readRow(s, what, false)
+				row(t)
+			}
+		default:
+			s.skip()
+		}
+	}
+	if pending != nil {
+		if t.idx == nil {
+			s.fail("%s has data but no schema", what)
+		}
+		for _, r := range pending {
+			t.cells = r
+			t.n = len(r)
+			row(t)
+		}
+	}
+}
+
+func (t *table) readSchema(s *scanner, what string) {
+	t.idx = make([]int, len(t.names))
+	for k := range t.idx {
+		t.idx[k] = -1
+	}
+	if !s.beginObject(what + " schema") {
+		return
+	}
+	for i := 0; s.field(i); i++ {
+		k := slices.Index(t.names, string(s.key))
+		at := s.offset()
+		n := s.number()
+		c, ok := n.uint()
+		if !ok || c > 1000 {
+			s.failOff(at, "invalid column index in %s schema", what)
+		}
+		if k >= 0 {
+			t.idx[k] = int(c)
+		}
+	}
+	maxCol := -1
+	for _, c := range t.idx {
+		maxCol = max(maxCol, c)
+	}
+	t.need = make([]bool, maxCol+1)
+	for _, c := range t.idx {
+		if c >= 0 {
+			t.need[c] = true
+		}
+	}
+	t.cells = make([]cell, maxCol+1)
+}
+
+// readRow reads one row into t.cells; all says to keep every column,
+// because the schema is not known yet.
+func (t *table) readRow(s *scanner, what string, all bool) {
+	if s.peek() != '[' {
+		s.unexpected(s.peek(), "where a row of "+what+" should be an array")
+	}
+	s.pos++
+	s.enter()
+	t.n = 0
+	for i := 0; s.elem(i); i++ {
+		if !all && (i >= len(t.need) || !t.need[i]) {
+			s.skip()
+			continue
+		}
+		if i >= len(t.cells) {
+			t.cells = append(t.cells, make([]cell, i+1-len(t.cells))...)
+		}
+		c := &t.cells[i]
+		switch ch := s.peek(); {
+		case ch == 'n':
+			s.literal()
+			*c = cell{}
+		case ch == '-' || '0' <= ch && ch <= '9':
+			*c = cell{kind: 'n', n: s.number()}
+		case ch == 't' || ch == 'f':
+			*c = cell{kind: 'b', n: num{mant: uint64(b2i(s.literal() == 't'))}}
+		default:
+			*c = cell{kind: 'v', v: s.value()}
+		}
+		t.n = i + 1
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// index reads a cell as a table index; null is -1.
+func (s *scanner) index(c *cell, what string) int32 {
+	switch c.kind {
+	case 0:
+		return -1
+	case 'n':
+		if v, ok := c.n.uint(); ok && v < 1<<31-1 {
+			return int32(v)
+		}
+	}
+	s.fail("invalid %s", what)
+	return 0
+}
+
+func (t *rawThread) readSamples(s *scanner) {
+	const (
+		stack = iota
+		tm
+		cpu
+		weight
+	)
+	s.table("samples", []string{"stack", "time", "threadCPUDelta", "weight"}, func(tb *table) {
+		t.sampleStack = append(t.sampleStack, s.index(tb.col(stack), "sample stack"))
+		var ns int64
+		if c := tb.col(tm); c.kind == 'n' {
+			ns = c.n.fixed(6)
+		}
+		t.sampleTime = append(t.sampleTime, ns)
+		cd := int64(-1)
+		if c := tb.col(cpu); c.kind == 'n' {
+			cd = max(c.n.fixed(3), 0)
+		}
+		t.sampleCPU = append(t.sampleCPU, cd)
+		if tb.idx[weight] >= 0 {
+			w := int32(1)
+			if c := tb.col(weight); c.kind == 'n' {
+				w = int32(c.n.int())
+			}
+			t.sampleWeight = append(t.sampleWeight, w)
+		}
+	})
+}
+
+func (t *rawThread) readFrames(s *scanner) {
+	s.table("frameTable", []string{"location", "category"}, func(tb *table) {
+		loc := s.index(tb.col(0), "frame location")
+		if loc < 0 {
+			s.fail("frame without a location")
+		}
+		t.frameLoc = append(t.frameLoc, loc)
+		cat := int32(0)
+		if c := tb.col(1); c.kind == 'n' {
+			if v, ok := c.n.uint(); ok && v < 256 {
+				cat = int32(v)
+			}
+		}
+		t.frameCat = append(t.frameCat, cat)
+	})
+}
+
+func (t *rawThread) readStacks(s *scanner) {
+	s.table("stackTable", []string{"prefix", "frame"}, func(tb *table) {
+		t.stackPrefix = append(t.stackPrefix, s.index(tb.col(0), "stack prefix"))
+		f := s.index(tb.col(1), "stack frame")
+		if f < 0 {
+			s.fail("stack without a frame")
+		}
+		t.stackFrame = append(t.stackFrame, f)
+	})
+}
+
+func (t *rawThread) readMarkers(s *scanner) {
+	const (
+		name = iota
+		start
+		end
+		phase
+		category
+		data
+		oldTime // before version 20 markers had one time and no phase
+	)
+	s.table("markers", []string{"name", "startTime", "endTime", "phase", "category", "data", "time"}, func(tb *table) {
+		m := rawMarker{name: s.index(tb.col(name), "marker name"), start: nullTime, end: nullTime}
+		if m.name < 0 {
+			s.fail("marker without a name")
+		}
+		if c := tb.col(start); c.kind == 'n' {
+			m.start = c.n.fixed(6)
+		} else if c := tb.col(oldTime); c.kind == 'n' {
+			m.start = c.n.fixed(6)
+		}
+		if c := tb.col(end); c.kind == 'n' {
+			m.end = c.n.fixed(6)
+		}
+		if c := tb.col(phase); c.kind == 'n' {
+			if v, ok := c.n.uint(); ok && v <= uint64(format.PhaseIntervalEnd) {
+				m.phase = format.MarkerPhase(v)
+			}
+		} else if m.end != nullTime {
+			m.phase = format.PhaseInterval
+		}
+		if c := tb.col(category); c.kind == 'n' {
+			if v, ok := c.n.uint(); ok && v < 256 {
+				m.cat = int32(v)
+			}
+		}
+		if c := tb.col(data); c.kind == 'v' {
+			m.data = c.v
+		}
+		t.markers = append(t.markers, m)
+	})
+}
+
+// build turns the parsed top-level profile into the model.
+func (top *rawProfile) build() (*format.Profile, error) {
+	if !top.hasMeta {
+		return nil, fmt.Errorf("%w: missing meta", errNotGecko)
+	}
+	if !top.hasThreads {
+		return nil, fmt.Errorf("%w: missing threads", errNotGecko)
+	}
+	p := &format.Profile{Symbols: top.symbols}
+	m := &p.Meta
+	m.Product = top.product
+	m.StartTime = time.Unix(0, top.start)
+	m.Interval = time.Duration(top.interval)
+	m.OSCPU = top.oscpu
+	m.Platform = top.platform
+	m.Arch = strings.TrimSuffix(top.abi, "-gcc3")
+	m.LogicalCPUs = top.logicalCPUs
+	m.CPUName = top.cpuName
+	m.LostEvents = top.lostEvents
+	m.Extra = top.extra
+	if !slices.Equal(top.categories, format.DefaultCategories) {
+		m.Categories = top.categories
+	}
+	b := builder{p: p, ncat: len(top.categories), cpuUnit: top.cpuUnit, start: top.start}
+	if err := b.add(top, 0); err != nil {
+		return nil, err
+	}
+	if top.profilingEnd >= 0 {
+		m.Duration = top.profilingEnd
+	} else {
+		m.Duration = b.last
+	}
+	return p, nil
+}
+
+type builder struct {
+	p       *format.Profile
+	ncat    int
+	cpuUnit string
+	start   int64 // the top-level meta.startTime, which all times become relative to
+	last    int64 // latest time seen, for profiles that do not say when they ended
+}
+
+func (b *builder) add(rp *rawProfile, shift int64) error {
+	if rp.version > Version {
+		return fmt.Errorf("unsupported Gecko profile version %d (newest supported is %d)", rp.version, Version)
+	}
+	var procs []*format.Process
+	byPid := map[int64]*format.Process{}
+	for _, rt := range rp.threads {
+		proc := byPid[rt.pid]
+		if proc == nil {
+			proc = &format.Process{
+				Pid:      int(rt.pid),
+				Start:    shift,
+				End:      -1,
+				ExitCode: -1,
+				Libs:     slices.Clone(rp.libs),
+			}
+			if rp.shutdown >= 0 {
+				proc.End = rp.shutdown + shift
+			}
+			byPid[rt.pid] = proc
+			procs = append(procs, proc)
+		}
+		if proc.Name == "" {
+			proc.Name = rt.processName
+		}
+		th, err := b.thread(rt, shift)
+		if err != nil {
+			return fmt.Errorf("thread %d (%s): %w", rt.tid, rt.name, err)
+		}
+		proc.Threads = append(proc.Threads, th)
+	}
+	if rp.proc != nil {
+		if len(procs) == 0 {
+			procs = append(procs, &format.Process{Libs: slices.Clone(rp.libs)})
+		}
+		if len(procs) == 1 {
+			proc := procs[0]
+			proc.Pid = rp.proc.pid
+			proc.Name = rp.proc.name
+			proc.Start = rp.proc.start
+			proc.End = rp.proc.end
+			proc.ExitCode = rp.proc.exitCode
+		}
+	}
+	b.p.Processes = append(b.p.Processes, procs...)
+	for _, sub := range rp.subs {
+		var subShift int64
+		if sub.hasStart {
+			subShift = sub.start - b.start
+		}
+		if err := b.add(sub, subShift); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
+	th := &format.Thread{
+		Tid:   int(rt.tid),
+		Name:  rt.name,
+		Main:  rt.name == "GeckoMain",
+		Start: rt.register + shift,
+		End:   -1,
+	}
+	if rt.gprofName != nil {
+		th.Name = *rt.gprofName
+	}
+	if rt.gprofMain != nil {
+		th.Main = *rt.gprofMain
+	}
+	if rt.unregister >= 0 {
+		th.End = rt.unregister + shift
+		b.last = max(b.last, th.End)
+	}
+	strs := rt.strings
+
+	if len(rt.frameLoc) != len(rt.frameCat) {
+		return nil, errors.New("frame table columns differ in length")
+	}
+	frames := make([]int32, len(rt.frameLoc))
+	for i, loc := range rt.frameLoc {
+		if int(loc) >= len(strs) {
+			return nil, fmt.Errorf("frame %d has location string %d of %d", i, loc, len(strs))
+		}
+		f := format.Frame{Category: format.Category(rt.frameCat[i])}
+		if int(f.Category) >= b.ncat {
+			f.Category = format.CategoryOther
+		}
+		s := strs[loc]
+		if a, ok := parseAddress(s); ok {
+			f.Address = a
+		} else {
+			f.Label = s
+		}
+		frames[i] = th.Frames.Intern(f)
+	}
+
+	stacks := make([]int32, len(rt.stackFrame))
+	for i, fr := range rt.stackFrame {
+		pre := rt.stackPrefix[i]
+		if pre >= int32(i) {
+			return nil, fmt.Errorf("stack %d has prefix %d, not an earlier stack", i, pre)
+		}
+		if int(fr) >= len(frames) {
+			return nil, fmt.Errorf("stack %d has frame %d of %d", i, fr, len(frames))
+		}
+		if pre >= 0 {
+			pre = stacks[pre]
+		}
+		stacks[i] = th.Stacks.Intern(pre, frames[fr])
+	}
+
+	st := rt.sampleStack
+	for i, x := range st {
+		if int(x) >= len(stacks) {
+			return nil, fmt.Errorf("sample %d has stack %d of %d", i, x, len(stacks))
+		}
+		if x >= 0 {
+			st[i] = stacks[x]
+		}
+	}
+	for i := range rt.sampleTime {
+		rt.sampleTime[i] += shift
+	}
+	if n := len(rt.sampleTime); n > 0 {
+		b.last = max(b.last, rt.sampleTime[n-1])
+	}
+	// CPU deltas were read in thousandths of the unit.
+	div := int64(1) // µs: thousandths are ns
+	if b.cpuUnit == "ns" || b.cpuUnit == "variable CPU cycles" {
+		div = 1000
+	}
+	for i, v := range rt.sampleCPU {
+		if v >= 0 && div != 1 {
+			rt.sampleCPU[i] = (v + div/2) / div
+		}
+	}
+	th.Samples = format.SampleTable{Stack: st, Time: rt.sampleTime, CPUDelta: rt.sampleCPU, Weight: rt.sampleWeight}
+
+	for _, rm := range rt.markers {
+		if int(rm.name) >= len(strs) {
+			return nil, fmt.Errorf("marker has name string %d of %d", rm.name, len(strs))
+		}
+		data, _ := rm.data.(map[string]any)
+		if typ, _ := data["type"].(string); typ == processMarkerType || typ == threadMarkerType {
+			continue
+		}
+		m := format.Marker{Name: strs[rm.name], Phase: rm.phase, Category: format.Category(rm.cat), Data: data}
+		if int(m.Category) >= b.ncat {
+			m.Category = format.CategoryOther
+		}
+		if rm.start != nullTime {
+			m.Start = rm.start + shift
+		}
+		if rm.end != nullTime && (m.Phase == format.PhaseInterval || m.Phase == format.PhaseIntervalEnd) {
+			m.End = rm.end + shift
+		}
+		th.Markers = append(th.Markers, m)
+	}
+	return th, nil
+}
+
+func parseAddress(s string) (uint64, bool) {
+	if len(s) < 3 || s[0] != '0' || s[1] != 'x' {
+		return 0, false
+	}
+	var v uint64
+	for i := 2; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		if v>>60 != 0 {
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}

@@ -1,0 +1,611 @@
+package gecko
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-json"
+	"github.com/gprof-dev/gprof/format"
+	"github.com/klauspost/compress/gzip"
+)
+
+// Version is the Gecko profile format version Write produces and the newest
+// Read accepts.
+const Version = 36
+
+// Marker payload types gprof synthesizes for process and thread lifetimes.
+// Read drops markers of these types, since it restores the same facts from
+// the fields they were made from.
+const (
+	processMarkerType = "GprofProcess"
+	threadMarkerType  = "GprofThread"
+)
+
+// Write writes p to w as a Gecko profile that the Firefox Profiler loads.
+// It streams: memory use does not grow with the number of samples.
+func Write(w io.Writer, p *format.Profile) error {
+	if err := check(p); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta)}
+	pw.write()
+	if pw.e.err != nil {
+		return pw.e.err
+	}
+	return bw.Flush()
+}
+
+// WriteFile writes p to path, gzipped when path ends in ".gz". It writes a
+// temporary file next to path and renames it into place only once complete
+// and synced, so a failure leaves any previous file at path intact.
+func WriteFile(path string, p *format.Profile) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if strings.HasSuffix(path, ".gz") {
+		zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
+		if err != nil {
+			return err
+		}
+		if err := Write(zw, p); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+	} else if err := Write(f, p); err != nil {
+		return err
+	}
+	// CreateTemp makes the file private; a profile is an ordinary document.
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// check rejects profiles whose indices would make the front-end fail, before
+// anything is written.
+func check(p *format.Profile) error {
+	if p == nil {
+		return errNoProfile
+	}
+	ncat := len(categoriesOf(&p.Meta))
+	for _, proc := range p.Processes {
+		for _, th := range proc.Threads {
+			where := func(format string, args ...any) error {
+				return fmt.Errorf("gecko: process %d thread %d: %s", proc.Pid, th.Tid, fmt.Sprintf(format, args...))
+			}
+			nf := int32(th.Frames.Len())
+			for i, f := range th.Frames.Frames {
+				if int(f.Category) >= ncat {
+					return where("frame %d has category %d of %d", i, f.Category, ncat)
+				}
+			}
+			st := &th.Stacks
+			if len(st.Prefix) != len(st.Frame) {
+				return where("stack table columns differ in length")
+			}
+			for i := range st.Frame {
+				if st.Frame[i] < 0 || st.Frame[i] >= nf {
+					return where("stack %d has frame %d of %d", i, st.Frame[i], nf)
+				}
+				if st.Prefix[i] < format.NoStack || st.Prefix[i] >= int32(i) {
+					return where("stack %d has prefix %d", i, st.Prefix[i])
+				}
+			}
+			s := &th.Samples
+			ns := int32(st.Len())
+			if len(s.Time) != len(s.Stack) ||
+				(s.CPUDelta != nil && len(s.CPUDelta) != len(s.Stack)) ||
+				(s.Weight != nil && len(s.Weight) != len(s.Stack)) {
+				return where("sample table columns differ in length")
+			}
+			for i, x := range s.Stack {
+				if x < format.NoStack || x >= ns {
+					return where("sample %d has stack %d of %d", i, x, ns)
+				}
+			}
+			for i := range th.Markers {
+				m := &th.Markers[i]
+				if int(m.Category) >= ncat {
+					return where("marker %q has category %d of %d", m.Name, m.Category, ncat)
+				}
+				if m.Phase > format.PhaseIntervalEnd {
+					return where("marker %q has phase %d", m.Name, m.Phase)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// categoriesOf returns the categories to declare. The front-end needs a grey
+// one as the default, so one is appended when the model has none; appending
+// keeps every existing index valid.
+func categoriesOf(m *format.Meta) []format.CategoryInfo {
+	cats := m.Categories
+	if cats == nil {
+		cats = format.DefaultCategories
+	}
+	for _, c := range cats {
+		if c.Color == "grey" {
+			return cats
+		}
+	}
+	return append(cats[:len(cats):len(cats)], format.CategoryInfo{Name: "Other", Color: "grey"})
+}
+
+type profileWriter struct {
+	e    emitter
+	p    *format.Profile
+	cats []format.CategoryInfo
+
+	// Per-thread string table, reused across threads.
+	strs  []string
+	strix map[string]int32
+}
+
+func (w *profileWriter) write() {
+	e := &w.e
+	var top *format.Process
+	if len(w.p.Processes) > 0 {
+		top = w.p.Processes[0]
+	}
+	e.raw(`{"meta":`)
+	w.meta(top, 0, true)
+	w.processBody(top, 0)
+	e.raw(`,"processes":[`)
+	if len(w.p.Processes) > 1 {
+		for i, proc := range w.p.Processes[1:] {
+			if i > 0 {
+				e.byte(',')
+			}
+			base := max(proc.Start, 0)
+			e.raw(`{"meta":`)
+			w.meta(proc, base, false)
+			w.processBody(proc, base)
+			e.raw(`,"processes":[]}`)
+			if e.err != nil {
+				return
+			}
+		}
+	}
+	e.byte(']')
+	if w.p.Symbols != nil {
+		e.raw(`,"gprofSymbols":`)
+		writeSymbols(e, w.p.Symbols)
+	}
+	e.raw("}\n")
+}
+
+// meta writes a process's meta object. Subprocesses get the short form the
+// front-end expects of them, with startTime moved to base so their times
+// line up after the front-end shifts them.
+func (w *profileWriter) meta(proc *format.Process, base int64, full bool) {
+	e := &w.e
+	m := &w.p.Meta
+	e.raw(`{"version":`)
+	e.int(Version)
+	e.raw(`,"startTime":`)
+	e.ms(m.StartTime.UnixNano() + base)
+	e.raw(`,"shutdownTime":`)
+	if proc != nil && proc.End >= 0 {
+		e.ms(proc.End - base)
+	} else {
+		e.raw("null")
+	}
+	e.raw(`,"categories":[`)
+	for i, c := range w.cats {
+		if i > 0 {
+			e.byte(',')
+		}
+		e.raw(`{"name":`)
+		e.string(c.Name)
+		e.raw(`,"color":`)
+		e.string(c.Color)
+		e.raw(`,"subcategories":["Other"]}`)
+	}
+	e.raw(`],"markerSchema":`)
+	e.raw(markerSchema)
+	if full {
+		product := m.Product
+		if product == "" {
+			product = "gprof"
+		}
+		e.raw(`,"interval":`)
+		e.ms(int64(m.Interval))
+		e.raw(`,"stackwalk":1,"debug":0,"gcpoison":0,"asyncstack":0,"processType":0,"product":`)
+		e.string(product)
+		w.optString("oscpu", m.OSCPU)
+		w.optString("platform", m.Platform)
+		w.optString("abi", m.Arch)
+		if m.LogicalCPUs > 0 {
+			e.raw(`,"logicalCPUs":`)
+			e.int(int64(m.LogicalCPUs))
+		}
+		w.optString("CPUName", m.CPUName)
+		e.raw(`,"profilingStartTime":0,"profilingEndTime":`)
+		e.ms(m.Duration)
+		e.raw(`,"sampleUnits":{"time":"ms","eventDelay":"ms","threadCPUDelta":"µs"}`)
+		// The front-end copies only the meta fields it knows, so this
+		// object rides along unseen by it.
+		e.raw(`,"gprof":{"lostEvents":`)
+		e.uint(m.LostEvents)
+		if len(m.Extra) > 0 {
+			e.raw(`,"extra":`)
+			w.json(m.Extra)
+		}
+		e.byte('}')
+	}
+	e.byte('}')
+}
+
+func (w *profileWriter) optString(key, v string) {
+	if v == "" {
+		return
+	}
+	e := &w.e
+	e.raw(`,"`)
+	e.raw(key)
+	e.raw(`":`)
+	e.string(v)
+}
+
+// json writes a small value with goccy/go-json, which sorts map keys and so
+// keeps the output deterministic.
+func (w *profileWriter) json(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		if w.e.err == nil {
+			w.e.err = fmt.Errorf("gecko: encoding %T: %w", v, err)
+		}
+		return
+	}
+	w.e.bytes(b)
+}
+
+// processBody writes the fields after meta that every process object has.
+func (w *profileWriter) processBody(proc *format.Process, base int64) {
+	e := &w.e
+	e.raw(`,"libs":[`)
+	if proc != nil {
+		libs := format.SortLibs(append([]format.Lib(nil), proc.Libs...))
+		for i := range libs {
+			if i > 0 {
+				e.byte(',')
+			}
+			w.lib(&libs[i])
+		}
+	}
+	e.raw(`],"threads":[`)
+	if proc != nil {
+		main := mainThread(proc)
+		for i, th := range proc.Threads {
+			if i > 0 {
+				e.byte(',')
+			}
+			w.thread(proc, th, th == main, base)
+			if e.err != nil {
+				return
+			}
+		}
+	}
+	e.raw(`],"pausedRanges":[]`)
+	e.raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
+	if proc != nil {
+		// The front-end ignores keys it does not know; this keeps what
+		// the Gecko fields cannot say about the process.
+		e.raw(`,"gprofProcess":{"pid":`)
+		e.int(int64(proc.Pid))
+		e.raw(`,"name":`)
+		e.string(proc.Name)
+		e.raw(`,"start":`)
+		e.ms(proc.Start)
+		e.raw(`,"end":`)
+		e.ms(proc.End)
+		e.raw(`,"exitCode":`)
+		e.int(int64(proc.ExitCode))
+		e.byte('}')
+	}
+}
+
+// mainThread picks the thread that carries the process's lifetime markers.
+func mainThread(proc *format.Process) *format.Thread {
+	for _, th := range proc.Threads {
+		if th.Main {
+			return th
+		}
+	}
+	if len(proc.Threads) > 0 {
+		return proc.Threads[0]
+	}
+	return nil
+}
+
+func (w *profileWriter) lib(l *format.Lib) {
+	e := &w.e
+	e.raw(`{"start":`)
+	e.uint(l.Start)
+	e.raw(`,"end":`)
+	e.uint(l.End)
+	e.raw(`,"offset":`)
+	e.uint(l.Offset)
+	e.raw(`,"name":`)
+	e.string(l.Name)
+	e.raw(`,"path":`)
+	e.string(l.Path)
+	e.raw(`,"debugName":`)
+	e.string(l.DebugName)
+	e.raw(`,"debugPath":`)
+	e.string(l.DebugPath)
+	e.raw(`,"breakpadId":`)
+	e.string(l.BreakpadID)
+	e.raw(`,"codeId":`)
+	e.string(l.CodeID)
+	e.raw(`,"arch":`)
+	e.string(l.Arch)
+	e.byte('}')
+}
+
+func (w *profileWriter) intern(s string) int32 {
+	if i, ok := w.strix[s]; ok {
+		return i
+	}
+	i := int32(len(w.strs))
+	w.strs = append(w.strs, s)
+	w.strix[s] = i
+	return i
+}
+
+func (w *profileWriter) thread(proc *format.Process, th *format.Thread, carriesProcess bool, base int64) {
+	e := &w.e
+	w.strs = w.strs[:0]
+	if w.strix == nil {
+		w.strix = make(map[string]int32)
+	} else {
+		clear(w.strix)
+	}
+
+	// The front-end treats the thread named GeckoMain as the main thread
+	// and labels it with processName, which is how a track comes to show
+	// the command rather than a thread name.
+	name := th.Name
+	if th.Main {
+		name = "GeckoMain"
+	}
+	e.raw(`{"name":`)
+	e.string(name)
+	e.raw(`,"processType":"default","processName":`)
+	e.string(proc.Name)
+	e.raw(`,"tid":`)
+	e.int(int64(th.Tid))
+	e.raw(`,"pid":`)
+	e.int(int64(proc.Pid))
+	e.raw(`,"registerTime":`)
+	e.ms(th.Start - base)
+	e.raw(`,"unregisterTime":`)
+	if th.End >= 0 {
+		e.ms(th.End - base)
+	} else {
+		e.raw("null")
+	}
+	e.raw(`,"gprofName":`)
+	e.string(th.Name)
+	e.raw(`,"gprofMain":`)
+	e.bool(th.Main)
+
+	w.samples(&th.Samples, base)
+	w.markers(proc, th, carriesProcess, base)
+	w.frames(&th.Frames)
+
+	e.raw(`,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
+	st := &th.Stacks
+	for i := range st.Frame {
+		if i > 0 {
+			e.byte(',')
+		}
+		e.byte('[')
+		if st.Prefix[i] == format.NoStack {
+			e.raw("null")
+		} else {
+			e.int(int64(st.Prefix[i]))
+		}
+		e.byte(',')
+		e.int(int64(st.Frame[i]))
+		e.byte(']')
+	}
+	e.raw(`]},"stringTable":[`)
+	for i, s := range w.strs {
+		if i > 0 {
+			e.byte(',')
+		}
+		e.string(s)
+	}
+	e.raw("]}")
+}
+
+func (w *profileWriter) samples(s *format.SampleTable, base int64) {
+	e := &w.e
+	e.raw(`,"samples":{"schema":{"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3`)
+	// The front-end does not read a weight column; gprof's reader does.
+	if s.Weight != nil {
+		e.raw(`,"weight":4`)
+	}
+	e.raw(`},"data":[`)
+	b := e.buf[:0]
+	for i, stack := range s.Stack {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		if stack == format.NoStack {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64(stack), 10)
+		}
+		b = append(b, ',')
+		b = appendFixed(b, s.Time[i]-base, 6)
+		b = append(b, ",0,"...)
+		if s.CPUDelta == nil || s.CPUDelta[i] < 0 {
+			b = append(b, "null"...)
+		} else {
+			b = appendFixed(b, s.CPUDelta[i], 3) // ns to µs
+		}
+		if s.Weight != nil {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(s.Weight[i]), 10)
+		}
+		b = append(b, ']')
+		if len(b) > 32<<10 {
+			e.bytes(b)
+			b = b[:0]
+		}
+	}
+	e.bytes(b)
+	e.buf = b[:0]
+	e.raw("]}")
+}
+
+func (w *profileWriter) frames(ft *format.FrameTable) {
+	e := &w.e
+	e.raw(`,"frameTable":{"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,"column":5,"category":6,"subcategory":7},"data":[`)
+	var loc []byte
+	for i := range ft.Frames {
+		f := &ft.Frames[i]
+		var s int32
+		if f.Label != "" {
+			s = w.intern(f.Label)
+		} else {
+			// Raw addresses: the front-end itself moves return addresses
+			// back into the call instruction.
+			loc = strconv.AppendUint(append(loc[:0], "0x"...), f.Address, 16)
+			s = w.intern(string(loc))
+		}
+		if i > 0 {
+			e.byte(',')
+		}
+		e.byte('[')
+		e.int(int64(s))
+		e.raw(",false,null,null,null,null,")
+		e.int(int64(f.Category))
+		e.raw(",0]")
+	}
+	e.raw("]}")
+}
+
+func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carriesProcess bool, base int64) {
+	e := &w.e
+	e.raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[`)
+	n := 0
+	sep := func() {
+		if n > 0 {
+			e.byte(',')
+		}
+		n++
+	}
+	instant := func(name string, t int64, payload string) {
+		sep()
+		e.byte('[')
+		e.int(int64(w.intern(name)))
+		e.byte(',')
+		e.ms(t - base)
+		e.raw(",null,0,0,")
+		e.raw(payload)
+		e.byte(']')
+	}
+	if carriesProcess {
+		b := []byte(`{"type":"` + processMarkerType + `","name":`)
+		b = appendString(b, proc.Name)
+		b = append(b, `,"pid":`...)
+		b = strconv.AppendInt(b, int64(proc.Pid), 10)
+		if proc.Start > 0 {
+			instant("Process start", proc.Start, string(b)+"}")
+		}
+		if proc.End >= 0 {
+			b = append(b, `,"exitCode":`...)
+			b = strconv.AppendInt(b, int64(proc.ExitCode), 10)
+			instant("Process exit", proc.End, string(b)+"}")
+		}
+	} else {
+		b := []byte(`{"type":"` + threadMarkerType + `","threadName":`)
+		b = appendString(b, th.Name)
+		b = append(b, `,"tid":`...)
+		b = strconv.AppendInt(b, int64(th.Tid), 10)
+		b = append(b, '}')
+		if th.Start > 0 {
+			instant("Thread start", th.Start, string(b))
+		}
+		if th.End >= 0 {
+			instant("Thread exit", th.End, string(b))
+		}
+	}
+	for i := range th.Markers {
+		m := &th.Markers[i]
+		sep()
+		e.byte('[')
+		e.int(int64(w.intern(m.Name)))
+		e.byte(',')
+		if m.Phase == format.PhaseIntervalEnd {
+			e.raw("null")
+		} else {
+			e.ms(m.Start - base)
+		}
+		e.byte(',')
+		if m.Phase == format.PhaseInterval || m.Phase == format.PhaseIntervalEnd {
+			e.ms(m.End - base)
+		} else {
+			e.raw("null")
+		}
+		e.byte(',')
+		e.int(int64(m.Phase))
+		e.byte(',')
+		e.int(int64(m.Category))
+		e.byte(',')
+		if m.Data == nil {
+			e.raw("null")
+		} else {
+			w.json(m.Data)
+		}
+		e.byte(']')
+		if e.err != nil {
+			return
+		}
+	}
+	e.raw("]}")
+}
+
+// markerSchema describes the lifetime markers gprof adds; the front-end
+// shows markers of unknown types too, just without labels and fields.
+const markerSchema = `[{"name":"` + processMarkerType + `","tooltipLabel":"{marker.name}: {marker.data.name}",` +
+	`"tableLabel":"{marker.data.name} (pid {marker.data.pid})","chartLabel":"{marker.data.name}",` +
+	`"display":["marker-chart","marker-table","timeline-overview"],` +
+	`"data":[{"key":"name","label":"Command","format":"string","searchable":true},` +
+	`{"key":"pid","label":"PID","format":"pid","searchable":true},` +
+	`{"key":"exitCode","label":"Exit code","format":"integer"}]},` +
+	`{"name":"` + threadMarkerType + `","tooltipLabel":"{marker.name}: {marker.data.threadName}",` +
+	`"tableLabel":"{marker.data.threadName} (tid {marker.data.tid})","chartLabel":"{marker.data.threadName}",` +
+	`"display":["marker-chart","marker-table"],` +
+	`"data":[{"key":"threadName","label":"Thread","format":"string","searchable":true},` +
+	`{"key":"tid","label":"TID","format":"tid","searchable":true}]}]`
+
+var errNoProfile = errors.New("gecko: nil profile")

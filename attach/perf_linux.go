@@ -5,8 +5,617 @@ package attach
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
+// The perf_event backend.
+//
+// Topology: for every target task (the launch helper, or each thread of each
+// attached pid) one event per online CPU with inherit, so threads and
+// processes the task creates later are sampled too. All events of a CPU
+// write into one ring (PERF_EVENT_IOC_SET_OUTPUT into the CPU's first
+// event), so there are as many rings as CPUs whatever the number of threads.
+// Since a CPU runs one thread at a time, a ring sees at most one sample per
+// interval, which is what the ring is sized for.
+//
+// A reader goroutine polls the events, drains every ring into a batch,
+// sorts the batch by time and hands it to the goroutine that called Record,
+// which calls the handler; so a slow handler queues batches instead of
+// losing samples. Recording ends when ctx is cancelled or every event
+// reports POLLHUP (its task and all tasks that inherited it have exited).
+
+// perf_event_attr bits that x/sys/unix does not name (kernel bitfield order).
+const (
+	bitBuildID = 1 << 34 // mmap2 records carry the build-id (5.12+)
+)
+
+const (
+	defaultInterval  = time.Millisecond
+	defaultStackSize = 16384
+	maxStackSize     = 65528
+	pollTimeoutMs    = 20
+)
+
+type perfSession struct {
+	opts     Options
+	attr     unix.PerfEventAttr
+	event    string
+	dec      *decoder
+	cpus     []int
+	rings    map[int]*ring
+	ringList []*ring
+	pages    int
+	fds      []int
+	opened   map[int]bool
+	notices  []string
+}
+
+func (s *perfSession) notice(format string, args ...any) {
+	s.notices = append(s.notices, fmt.Sprintf(format, args...))
+}
+
 func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
-	return Result{ExitCode: -1}, errors.New("perf backend: not written yet")
+	res := Result{ExitCode: -1, Backend: "perf"}
+	notify := opts.Notice
+	if notify == nil {
+		notify = func(string) {}
+	}
+	s := &perfSession{opts: opts, rings: map[int]*ring{}, opened: map[int]bool{}}
+	if err := s.configure(); err != nil {
+		return res, err
+	}
+	if err := s.probe(); err != nil {
+		if opts.Backend == "" && perfDenied(err) {
+			for _, n := range s.notices {
+				notify(n)
+			}
+			notify(fmt.Sprintf("perf events are not available (%s); using the ptrace backend", deniedReason(err)))
+			return recordPtrace(ctx, opts, h)
+		}
+		return res, err
+	}
+	res.Event = s.event
+	defer s.close()
+
+	first := &batch{}
+	var l *launched
+	if len(opts.Command) > 0 {
+		var err error
+		if l, err = launch(opts); err != nil {
+			return res, err
+		}
+		s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
+		if err := s.openTask(l.Pid); err != nil {
+			l.abort()
+			return res, s.openError(err, l.Pid, opts.Command[0])
+		}
+		if err := l.release(); err != nil {
+			l.abort()
+			return res, err
+		}
+	} else {
+		s.attr.Bits |= unix.PerfBitInherit
+		if err := s.attach(first); err != nil {
+			return res, err
+		}
+	}
+
+	reason := s.run(ctx, first, h, &res, notify)
+
+	if l != nil {
+		if reason == stopExited {
+			res.ExitCode = l.wait()
+		} else {
+			// Cancelled: the terminal's SIGINT (if that was the cause)
+			// reached the command too. Report its status if it is
+			// exiting; otherwise leave it running, untraced.
+			go l.wait()
+			select {
+			case <-l.done:
+				res.ExitCode = l.code
+			case <-time.After(250 * time.Millisecond):
+				notify(fmt.Sprintf("%s (pid %d) is still running; it was left running, no longer profiled", opts.Command[0], l.Pid))
+			}
+		}
+	}
+	if res.Lost > 0 {
+		notify(fmt.Sprintf("the kernel dropped %d records (ring buffer full); the profile is missing some samples", res.Lost))
+	}
+	return res, nil
+}
+
+// configure builds the attr from opts.
+func (s *perfSession) configure() error {
+	o := s.opts
+	interval := o.Interval
+	if interval <= 0 {
+		interval = defaultInterval
+	}
+	if interval < 10*time.Microsecond {
+		s.notice("interval %v is below the kernel's 10µs minimum for clock events; using 10µs", interval)
+		interval = 10 * time.Microsecond
+	}
+	rate := int(time.Second / interval)
+	if maxRate, ok := readSysctlInt("perf_event_max_sample_rate"); ok && rate > maxRate {
+		s.notice("sampling at %d Hz exceeds kernel.perf_event_max_sample_rate=%d; the kernel may throttle", rate, maxRate)
+	}
+	a := &s.attr
+	a.Size = uint32(unsafe.Sizeof(*a))
+	periodIsNs := true
+	switch o.Event {
+	case "", "cpu-clock":
+		s.event = "cpu-clock"
+		a.Type = unix.PERF_TYPE_SOFTWARE
+		a.Config = unix.PERF_COUNT_SW_CPU_CLOCK
+		a.Sample = uint64(interval)
+	case "task-clock":
+		s.event = "task-clock"
+		a.Type = unix.PERF_TYPE_SOFTWARE
+		a.Config = unix.PERF_COUNT_SW_TASK_CLOCK
+		a.Sample = uint64(interval)
+	case "cycles":
+		// A cycle count is not a time: sample at the interval's frequency
+		// and let the kernel adapt the period.
+		s.event = "cycles"
+		a.Type = unix.PERF_TYPE_HARDWARE
+		a.Config = unix.PERF_COUNT_HW_CPU_CYCLES
+		a.Sample = uint64(rate)
+		a.Bits |= unix.PerfBitFreq
+		periodIsNs = false
+	default:
+		return fmt.Errorf("unknown event %q (want cpu-clock, task-clock or cycles)", o.Event)
+	}
+	a.Sample_type = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME |
+		unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN
+	a.Bits |= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
+		unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv |
+		unix.PerfBitWatermark | bitBuildID
+	if !o.Kernel {
+		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
+	}
+	a.Clockid = unix.CLOCK_MONOTONIC
+	a.Sample_max_stack = 127
+	if v, ok := readSysctlInt("perf_event_max_stack"); ok && v > 0 && v < 1<<16 {
+		a.Sample_max_stack = uint16(v)
+	}
+	var regs regsLayout
+	stackSize := 0
+	switch o.CallGraph {
+	case "", "fp":
+	case "dwarf":
+		var ok bool
+		if regs, ok = userRegs(runtime.GOARCH); !ok {
+			return fmt.Errorf("dwarf call graphs are not supported on %s", runtime.GOARCH)
+		}
+		stackSize = o.StackSize
+		if stackSize <= 0 {
+			stackSize = defaultStackSize
+		}
+		stackSize = (stackSize + 7) &^ 7
+		if stackSize > maxStackSize {
+			stackSize = maxStackSize
+		}
+		a.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
+		a.Sample_regs_user = regs.mask
+		a.Sample_stack_user = uint32(stackSize)
+	default:
+		return fmt.Errorf("unknown call graph mode %q (want fp or dwarf)", o.CallGraph)
+	}
+	s.pages = ringPages(rate, stackSize)
+	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
+	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
+	s.cpus = onlineCPUs()
+	return nil
+}
+
+// ringPages sizes one CPU's ring: room for a quarter second of samples at
+// the full rate, at least samply's 32 stack copies, at least 128 pages
+// (512 KiB, what kernel.perf_event_mlock_kb allows per CPU by default), at
+// most 16 MiB; a power of two.
+func ringPages(rate, stackSize int) int {
+	ps := os.Getpagesize()
+	rec := 64 + 8*32
+	if stackSize > 0 {
+		rec += stackSize + 64
+	}
+	want := rec * rate / 4
+	if stackSize > 0 {
+		want = max(want, max(stackSize, 4096)*32)
+	}
+	pages := max(want/ps, 128)
+	pages = min(pages, (16<<20)/ps)
+	p := 1
+	for p < pages {
+		p <<= 1
+	}
+	return p
+}
+
+// probe opens (and closes) the configured event on this process to find
+// out early whether perf events work at all, adjusting the attr for what
+// the kernel refuses.
+func (s *perfSession) probe() error {
+	try := func() error {
+		a := s.attr
+		a.Bits |= unix.PerfBitDisabled
+		fd, err := unix.PerfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	err := try()
+	if err == unix.EINVAL && s.attr.Bits&bitBuildID != 0 {
+		// Kernels before 5.12 do not know the build_id bit.
+		s.attr.Bits &^= bitBuildID
+		if err = try(); err == nil {
+			s.notice("this kernel cannot report build-ids with mappings; they will be read from the files")
+		}
+	}
+	if (err == unix.EACCES || err == unix.EPERM) && s.opts.Kernel {
+		s.attr.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
+		if err = try(); err == nil {
+			p, _ := readSysctlInt("perf_event_paranoid")
+			s.notice("kernel stacks are not permitted (kernel.perf_event_paranoid=%d; needs <=1 or CAP_PERFMON); recording user stacks only", p)
+		}
+	}
+	if err != nil {
+		return s.openError(err, 0, "")
+	}
+	return nil
+}
+
+// perfDenied reports whether err means perf events cannot be used by this
+// process at all (paranoid > 2, seccomp, container policy), as opposed to
+// a problem with one target.
+func perfDenied(err error) bool {
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
+}
+
+func deniedReason(err error) string {
+	if errors.Is(err, unix.ENOSYS) {
+		return "perf_event_open is blocked, probably by a seccomp filter"
+	}
+	if p, ok := readSysctlInt("perf_event_paranoid"); ok && p > 2 {
+		return fmt.Sprintf("kernel.perf_event_paranoid=%d forbids them", p)
+	}
+	return "perf_event_open is not permitted here, probably by a container's seccomp policy"
+}
+
+// openError turns an errno from perf_event_open into an error with advice.
+// pid 0 means gprof itself (the probe).
+func (s *perfSession) openError(err error, pid int, what string) error {
+	target := "gprof itself"
+	if pid != 0 {
+		target = fmt.Sprintf("pid %d", pid)
+		if what != "" {
+			target = fmt.Sprintf("%s (pid %d)", what, pid)
+		}
+	}
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("open perf event for %s: %w", target, err)
+	}
+	switch errno {
+	case unix.EACCES, unix.EPERM:
+		p, _ := readSysctlInt("perf_event_paranoid")
+		fix := "run gprof as root, or give it CAP_PERFMON (setcap cap_perfmon+ep gprof)"
+		if p > 2 {
+			fix += ", or allow unprivileged profiling with `sysctl kernel.perf_event_paranoid=2`"
+		} else if pid != 0 {
+			fix = "profile your own processes, " + fix
+		}
+		return fmt.Errorf("open perf event for %s: %w (%w; kernel.perf_event_paranoid=%d): %s", target, ErrPermission, errno, p, fix)
+	case unix.ESRCH:
+		return fmt.Errorf("open perf event for %s: %w", target, ErrNoSuchProcess)
+	case unix.ENOSYS:
+		return fmt.Errorf("open perf event for %s: %w (perf_event_open is blocked, probably by seccomp: %w)", target, ErrPermission, errno)
+	case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
+		if s.event == "cycles" {
+			return fmt.Errorf("the cycles event is not available on this machine (no hardware PMU, e.g. in a VM: %w); use --event cpu-clock", errno)
+		}
+		return fmt.Errorf("open %s event for %s: %w", s.event, target, errno)
+	case unix.EMFILE, unix.ENFILE:
+		return fmt.Errorf("open perf event for %s: %w (one file per thread and CPU is needed; raise `ulimit -n`)", target, errno)
+	case unix.EINVAL:
+		return fmt.Errorf("open %s event for %s: the kernel rejected the configuration (%w)", s.event, target, errno)
+	}
+	return fmt.Errorf("open perf event for %s: %w", target, errno)
+}
+
+// openTask opens one event per CPU on task tid.
+func (s *perfSession) openTask(tid int) error {
+	if s.opened[tid] {
+		return nil
+	}
+	for i, cpu := range s.cpus {
+		fd, err := unix.PerfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if err == unix.ENODEV && i > 0 {
+				continue // the CPU went offline
+			}
+			return err
+		}
+		s.fds = append(s.fds, fd)
+		r := s.rings[cpu]
+		if r == nil {
+			if r, err = s.mapRing(fd, cpu); err != nil {
+				return err
+			}
+			s.rings[cpu] = r
+			s.ringList = append(s.ringList, r)
+		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		}
+	}
+	s.opened[tid] = true
+	return nil
+}
+
+// mapRing maps a ring, falling back to smaller rings when the locked
+// memory limit refuses.
+func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
+	for {
+		r, err := mapRing(fd, s.pages)
+		if err == nil {
+			return r, nil
+		}
+		if err != unix.EPERM && err != unix.ENOMEM || s.pages <= 16 {
+			kb, _ := readSysctlInt("perf_event_mlock_kb")
+			if err == unix.EPERM {
+				return nil, fmt.Errorf("map perf ring for cpu %d: %w (locked memory limit: kernel.perf_event_mlock_kb=%d; raise it with `sysctl kernel.perf_event_mlock_kb=2048` or `ulimit -l`, or run as root)", cpu, ErrPermission, kb)
+			}
+			return nil, fmt.Errorf("map perf ring for cpu %d: %w", cpu, err)
+		}
+		kb, _ := readSysctlInt("perf_event_mlock_kb")
+		s.pages /= 2
+		s.notice("perf ring buffers limited by locked memory (kernel.perf_event_mlock_kb=%d); using %d KiB per CPU, samples may be lost (raise with `sysctl kernel.perf_event_mlock_kb=2048`)", kb, s.pages*os.Getpagesize()/1024)
+	}
+}
+
+// attach opens events on every thread of every pid and synthesizes the
+// state perf does not report for existing tasks: names and mappings.
+func (s *perfSession) attach(b *batch) error {
+	t0 := MonotonicNow()
+	for _, pid := range s.opts.Pids {
+		if !processExists(pid) {
+			return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+		}
+	}
+	for _, pid := range s.opts.Pids {
+		tids, err := listTasks(pid)
+		if err != nil {
+			return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+		}
+		n := 0
+		for _, tid := range tids {
+			err := s.openTask(tid)
+			if err == unix.ESRCH {
+				continue // the thread exited meanwhile
+			}
+			if err != nil {
+				return s.openError(err, pid, "")
+			}
+			n++
+		}
+		if n == 0 || len(tids) == 1 && processState(pid) == 'Z' {
+			return fmt.Errorf("pid %d exited while attaching: %w", pid, ErrNoSuchProcess)
+		}
+	}
+	// Threads created while we were opening: those created by a thread
+	// that already had events inherited them (and produced a FORK record);
+	// the others need their own events. Repeat until nothing is new.
+	for round := 0; round < 20; round++ {
+		var fresh []int
+		for _, pid := range s.opts.Pids {
+			tids, _ := listTasks(pid)
+			for _, tid := range tids {
+				if !s.opened[tid] {
+					fresh = append(fresh, tid)
+				}
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond) // let pending FORK records land
+		s.drain(b)
+		inherited := map[int]bool{}
+		for _, e := range b.events {
+			if f, ok := e.(*Fork); ok {
+				inherited[f.Tid] = true
+			}
+		}
+		for _, tid := range fresh {
+			if inherited[tid] {
+				s.opened[tid] = true
+				continue
+			}
+			if err := s.openTask(tid); err != nil && err != unix.ESRCH {
+				return s.openError(err, tid, "")
+			}
+		}
+	}
+	// Synthesize names and mappings, dated before any sample.
+	var synth []Event
+	for _, pid := range s.opts.Pids {
+		argv := readCmdline(pid)
+		tids, _ := listTasks(pid)
+		for _, tid := range tids {
+			name := readTaskComm(pid, tid)
+			if name == "" {
+				continue
+			}
+			synth = append(synth, &Comm{Time: t0, Pid: pid, Tid: tid, Name: name, Argv: argv})
+		}
+		maps, err := readMaps(pid, t0)
+		if err != nil && processExists(pid) {
+			s.notice("cannot read the mappings of pid %d: %v", pid, err)
+		}
+		for _, m := range maps {
+			synth = append(synth, m)
+		}
+	}
+	b.events = append(synth, b.events...)
+	return nil
+}
+
+// drain decodes everything in every ring into b.
+func (s *perfSession) drain(b *batch) {
+	for _, r := range s.ringList {
+		r.drain(func(rec []byte) { s.dec.decode(rec, b) })
+	}
+}
+
+type stopReason int
+
+const (
+	stopCancelled stopReason = iota
+	stopExited
+)
+
+// run drains the rings until ctx is cancelled or all targets have exited,
+// calling h on this goroutine.
+func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Result, notify func(string)) stopReason {
+	batches := make(chan *batch, 256)
+	free := make(chan *batch, 8)
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		wake = -1
+	}
+	done := make(chan struct{})
+	var waker sync.WaitGroup
+	waker.Add(1)
+	go func() {
+		defer waker.Done()
+		select {
+		case <-ctx.Done():
+			if wake >= 0 {
+				unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+			}
+		case <-done:
+		}
+	}()
+	reason := make(chan stopReason, 1)
+	go func() {
+		defer close(batches)
+		first.notices = append(s.notices, first.notices...)
+		s.notices = nil
+		send := func(b *batch) {
+			if len(b.events) == 0 && b.lost == 0 && len(b.notices) == 0 {
+				b.reset()
+				select {
+				case free <- b:
+				default:
+				}
+				return
+			}
+			slices.SortStableFunc(b.events, func(x, y Event) int {
+				tx, ty := x.eventTime(), y.eventTime()
+				switch {
+				case tx < ty:
+					return -1
+				case tx > ty:
+					return 1
+				}
+				return 0
+			})
+			batches <- b
+		}
+		getBatch := func() *batch {
+			select {
+			case b := <-free:
+				return b
+			default:
+				return &batch{}
+			}
+		}
+		throttled := false
+		flush := func(b *batch) {
+			s.drain(b)
+			if s.dec.throttled && !throttled {
+				throttled = true
+				b.notices = append(b.notices, "the kernel throttled sampling (kernel.perf_cpu_time_max_percent); some samples are missing")
+			}
+			send(b)
+		}
+		flush(first)
+		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
+		for _, fd := range s.fds {
+			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+		why := stopCancelled
+		for {
+			all := pfds
+			if wake >= 0 {
+				all = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
+			}
+			_, err := unix.Poll(all, pollTimeoutMs)
+			if err != nil && err != unix.EINTR {
+				time.Sleep(pollTimeoutMs * time.Millisecond)
+			}
+			// Drop events whose tasks (and inheritors) are all gone.
+			live := pfds[:0]
+			for _, p := range all[:len(pfds)] {
+				if p.Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) == 0 {
+					p.Revents = 0
+					live = append(live, p)
+				}
+			}
+			pfds = live
+			flush(getBatch())
+			if ctx.Err() != nil {
+				break
+			}
+			if len(pfds) == 0 {
+				why = stopExited
+				break
+			}
+		}
+		for _, fd := range s.fds {
+			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+		}
+		flush(getBatch())
+		reason <- why
+	}()
+	for b := range batches {
+		for _, n := range b.notices {
+			notify(n)
+		}
+		for _, e := range b.events {
+			h(e)
+		}
+		res.Lost += b.lost
+		b.reset()
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	close(done)
+	waker.Wait()
+	if wake >= 0 {
+		unix.Close(wake)
+	}
+	return <-reason
+}
+
+func (s *perfSession) close() {
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	s.fds = nil
+	for _, r := range s.ringList {
+		r.close()
+	}
+	s.ringList = nil
+	s.rings = map[int]*ring{}
 }

@@ -1,0 +1,656 @@
+//go:build linux
+
+package attach
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	ExecHelperMain()
+	os.Exit(m.Run())
+}
+
+// skipIfNoPerf skips when perf_event_open itself is refused here.
+func skipIfNoPerf(t testing.TB) {
+	t.Helper()
+	a := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Sample: 1000000,
+		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+	a.Size = uint32(unsafe.Sizeof(a))
+	fd, err := unix.PerfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == unix.EACCES || err == unix.EPERM || err == unix.ENOSYS {
+		t.Skipf("perf_event_open is refused here (%v); these tests need perf events", err)
+	}
+	if err != nil {
+		t.Fatalf("perf_event_open probe: %v", err)
+	}
+	unix.Close(fd)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// testProgram builds testdata/NAME.c (once per test binary) and returns
+// the executable's path.
+func testProgram(t testing.TB, name string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			buildErr = err
+			return
+		}
+		buildDir, buildErr = os.MkdirTemp("", "gprof-attach-test")
+		if buildErr != nil {
+			return
+		}
+		for _, n := range []string{"busy", "forkexec", "threads"} {
+			out, err := exec.Command("gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread",
+				"-o", filepath.Join(buildDir, n), filepath.Join("testdata", n+".c")).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("gcc %s: %v\n%s", n, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		if strings.Contains(buildErr.Error(), "executable file not found") {
+			t.Skipf("gcc not available: %v", buildErr)
+		}
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, name)
+}
+
+// recording is what a test saw, deep-copied out of the handler.
+type recording struct {
+	samples []Sample
+	maps    []Map
+	comms   []Comm
+	forks   []Fork
+	exits   []Exit
+	lost    uint64
+	notices []string
+	lastT   int64
+	order   int // events out of time order by more than a batch could explain
+}
+
+func (r *recording) handle(e Event) {
+	if t := e.eventTime(); t < r.lastT-int64(time.Second) {
+		r.order++
+	} else if t > r.lastT {
+		r.lastT = t
+	}
+	switch e := e.(type) {
+	case *Sample:
+		s := *e
+		s.Stack = append([]uint64(nil), e.Stack...)
+		s.StackCopy = append([]byte(nil), e.StackCopy...)
+		if e.Regs != nil {
+			r := *e.Regs
+			s.Regs = &r
+		}
+		r.samples = append(r.samples, s)
+	case *Map:
+		r.maps = append(r.maps, *e)
+	case *Comm:
+		r.comms = append(r.comms, *e)
+	case *Fork:
+		r.forks = append(r.forks, *e)
+	case *Exit:
+		r.exits = append(r.exits, *e)
+	case *Lost:
+		r.lost += e.Count
+	}
+}
+
+func record1(t *testing.T, ctx context.Context, opts Options) (*recording, Result) {
+	t.Helper()
+	rec := &recording{}
+	opts.Notice = func(s string) { rec.notices = append(rec.notices, s); t.Logf("notice: %s", s) }
+	res, err := Record(ctx, opts, rec.handle)
+	if err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	return rec, res
+}
+
+func readBuildID(t *testing.T, path string) []byte {
+	t.Helper()
+	out, err := exec.Command("readelf", "-n", path).Output()
+	if err != nil {
+		t.Skipf("readelf: %v", err)
+	}
+	m := regexp.MustCompile(`Build ID: ([0-9a-f]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no build-id in readelf -n %s:\n%s", path, out)
+	}
+	id, _ := hex.DecodeString(string(m[1]))
+	return id
+}
+
+// symbolizer resolves absolute addresses in one mapping of an ELF file to
+// function names.
+type symbolizer struct {
+	maps  []Map
+	progs []elf.ProgHeader
+	syms  []elf.Symbol
+}
+
+func newSymbolizer(t *testing.T, path string, maps []Map) *symbolizer {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &symbolizer{maps: maps, syms: syms}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			s.progs = append(s.progs, p.ProgHeader)
+		}
+	}
+	return s
+}
+
+func (s *symbolizer) lookup(addr uint64) string {
+	for _, m := range s.maps {
+		if addr < m.Start || addr >= m.End {
+			continue
+		}
+		off := addr - m.Start + m.FileOffset
+		for _, p := range s.progs {
+			if off >= p.Off && off < p.Off+p.Filesz {
+				va := off - p.Off + p.Vaddr
+				for _, sym := range s.syms {
+					if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && va >= sym.Value && va < sym.Value+sym.Size {
+						return sym.Name
+					}
+				}
+				return "?"
+			}
+		}
+	}
+	return ""
+}
+
+// stackNames names a sample's user frames (return addresses minus one).
+func (s *symbolizer) stackNames(smp *Sample) []string {
+	var names []string
+	for i, a := range smp.Stack[smp.KernelFrames:] {
+		if i > 0 {
+			a--
+		}
+		names = append(names, s.lookup(a))
+	}
+	return names
+}
+
+func mapsOf(maps []Map, pid int, path string) []Map {
+	var out []Map
+	for _, m := range maps {
+		if m.Pid == pid && m.Path == path {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// launchPid finds the launched command's pid from its exec Comm.
+func launchPid(t *testing.T, rec *recording, name string) int {
+	t.Helper()
+	for _, c := range rec.comms {
+		if c.Exec && c.Name == name {
+			return c.Pid
+		}
+	}
+	t.Fatalf("no exec comm for %q among %+v", name, rec.comms)
+	return 0
+}
+
+func TestLaunchBusy(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	out := filepath.Join(t.TempDir(), "cpu")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, res := record1(t, ctx, Options{Command: []string{busy, out, "400"}, Interval: time.Millisecond})
+	if res.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3", res.ExitCode)
+	}
+	if res.Lost != 0 || rec.lost != 0 {
+		t.Errorf("lost %d records at 1 kHz", res.Lost)
+	}
+	if res.Backend != "perf" || res.Event != "cpu-clock" {
+		t.Errorf("backend %q event %q", res.Backend, res.Event)
+	}
+	pid := launchPid(t, rec, "busy")
+	for _, c := range rec.comms {
+		if c.Exec && c.Pid == pid && (len(c.Argv) != 3 || c.Argv[0] != busy || c.Argv[2] != "400") {
+			t.Errorf("exec comm argv %q", c.Argv)
+		}
+	}
+
+	// Samples per thread against the CPU time each thread measured itself.
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[int]int{}
+	period := map[int]int64{}
+	for _, s := range rec.samples {
+		if s.Pid != pid {
+			continue
+		}
+		count[s.Tid]++
+		period[s.Tid] += s.CPUDelta
+	}
+	var worker int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		tid, _ := strconv.Atoi(f[0])
+		cpu, _ := strconv.ParseInt(f[1], 10, 64)
+		if tid != pid {
+			worker = tid
+		}
+		want := float64(cpu) / float64(time.Millisecond)
+		got := float64(count[tid])
+		t.Logf("tid %d: %d samples (period sum %v), thread CPU %v: ratio %.3f", tid, count[tid], time.Duration(period[tid]), time.Duration(cpu), got/want)
+		if got < 0.9*want || got > 1.1*want {
+			t.Errorf("tid %d: %d samples, want %.0f ±10%%", tid, count[tid], want)
+		}
+	}
+	if worker == 0 {
+		t.Fatal("no worker thread in the output")
+	}
+
+	// Thread lifecycle.
+	var forked, exited bool
+	for _, f := range rec.forks {
+		forked = forked || f.Pid == pid && f.Ppid == pid && f.Tid == worker
+	}
+	for _, e := range rec.exits {
+		exited = exited || e.Pid == pid && e.Tid == worker
+	}
+	if !forked || !exited {
+		t.Errorf("worker %d: fork seen %v, exit seen %v", worker, forked, exited)
+	}
+	var named bool
+	for _, c := range rec.comms {
+		named = named || c.Tid == worker && c.Name == "worker"
+	}
+	if !named {
+		t.Errorf("no comm 'worker' for tid %d", worker)
+	}
+
+	// The binary's mapping, with its build-id.
+	bm := mapsOf(rec.maps, pid, busy)
+	if len(bm) == 0 {
+		t.Fatalf("no executable mapping of %s in %+v", busy, rec.maps)
+	}
+	if want := readBuildID(t, busy); string(bm[0].BuildID) != string(want) {
+		t.Errorf("build-id %x, want %x", bm[0].BuildID, want)
+	}
+	if !strings.HasPrefix(bm[0].MapFile, fmt.Sprintf("/proc/%d/map_files/", pid)) {
+		t.Errorf("map file %q", bm[0].MapFile)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(busy, &st); err == nil && (bm[0].Inode != st.Ino || bm[0].Dev != st.Dev) {
+		t.Logf("dev/inode %d/%d, file has %d/%d (the process may have gone before stat)", bm[0].Dev, bm[0].Inode, st.Dev, st.Ino)
+	}
+
+	// Stacks: spin <- work <- main on the main thread.
+	sym := newSymbolizer(t, busy, bm)
+	good, spinning := 0, 0
+	for i := range rec.samples {
+		s := &rec.samples[i]
+		if s.Tid != pid || s.KernelFrames != 0 {
+			continue
+		}
+		names := sym.stackNames(s)
+		if len(names) == 0 || names[0] != "spin" {
+			continue
+		}
+		spinning++
+		if len(names) >= 3 && names[1] == "work" && names[2] == "main" {
+			good++
+		} else if spinning-good < 3 {
+			t.Logf("stack %x = %q", s.Stack, names)
+		}
+	}
+	t.Logf("main thread: %d samples in spin, %d with spin<-work<-main", spinning, good)
+	if spinning == 0 || float64(good) < 0.9*float64(spinning) {
+		t.Errorf("%d of %d spin samples have spin<-work<-main", good, spinning)
+	}
+	if rec.order > 0 {
+		t.Errorf("%d events more than a second out of order", rec.order)
+	}
+}
+
+func TestLaunchForkExec(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	fe := testProgram(t, "forkexec")
+	out := filepath.Join(t.TempDir(), "cpu")
+	rec, res := record1(t, context.Background(), Options{Command: []string{fe, busy, out, "100"}})
+	if res.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3", res.ExitCode)
+	}
+	parent := launchPid(t, rec, "forkexec")
+	child := launchPid(t, rec, "busy")
+	if child == parent {
+		t.Fatalf("busy ran in the launched process itself")
+	}
+	var forked bool
+	for _, f := range rec.forks {
+		forked = forked || f.Pid == child && f.Tid == child && f.Ppid == parent
+	}
+	if !forked {
+		t.Errorf("no fork of process %d from %d in %+v", child, parent, rec.forks)
+	}
+	if len(mapsOf(rec.maps, child, busy)) == 0 {
+		t.Errorf("no mapping of busy in the exec'd child")
+	}
+	if len(mapsOf(rec.maps, parent, fe)) == 0 {
+		t.Errorf("no mapping of forkexec in the parent")
+	}
+	n := map[int]int{}
+	for _, s := range rec.samples {
+		n[s.Pid]++
+	}
+	t.Logf("samples: parent %d, child %d", n[parent], n[child])
+	if n[parent] < 20 || n[child] < 100 {
+		t.Errorf("samples: parent %d (want ~50), child %d (want ~200)", n[parent], n[child])
+	}
+	if res.Lost != 0 {
+		t.Errorf("lost %d", res.Lost)
+	}
+}
+
+func TestManyShortThreads(t *testing.T) {
+	skipIfNoPerf(t)
+	prog := testProgram(t, "threads")
+	rec, res := record1(t, context.Background(), Options{Command: []string{prog, "500"}})
+	if res.ExitCode != 0 {
+		t.Errorf("exit code %d", res.ExitCode)
+	}
+	pid := launchPid(t, rec, "threads")
+	threads, exits := map[int]bool{}, map[int]bool{}
+	for _, f := range rec.forks {
+		if f.Pid == pid && f.Tid != pid {
+			threads[f.Tid] = true
+		}
+	}
+	for _, e := range rec.exits {
+		if e.Pid == pid && e.Tid != pid {
+			exits[e.Tid] = true
+		}
+	}
+	sampled := map[int]bool{}
+	for _, s := range rec.samples {
+		if s.Tid != pid {
+			sampled[s.Tid] = true
+		}
+	}
+	t.Logf("%d thread forks, %d exits, %d threads sampled, %d samples, lost %d", len(threads), len(exits), len(sampled), len(rec.samples), res.Lost)
+	if len(threads) != 500 || len(exits) != 500 {
+		t.Errorf("saw %d thread forks and %d exits, want 500", len(threads), len(exits))
+	}
+	if len(sampled) < 400 {
+		t.Errorf("only %d of 500 threads sampled (each burns 2 ms)", len(sampled))
+	}
+	if res.Lost != 0 {
+		t.Errorf("lost %d", res.Lost)
+	}
+}
+
+func TestAttach(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	cmd := exec.Command(busy, "--forever")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	time.Sleep(100 * time.Millisecond) // let it map its libraries
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGUSR1)
+		time.Sleep(700 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	rec, res := record1(t, ctx, Options{Pids: []int{pid}})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Record took %v after cancel", d)
+	}
+	if res.ExitCode != -1 {
+		t.Errorf("exit code %d in attach mode", res.ExitCode)
+	}
+	if st := processState(pid); st == 'T' || st == 't' || st == 0 {
+		t.Errorf("target state after recording: %q", st)
+	}
+
+	var comm bool
+	for _, c := range rec.comms {
+		if c.Pid == pid && c.Tid == pid && c.Name == "busy" && len(c.Argv) == 2 && c.Argv[1] == "--forever" {
+			comm = true
+		}
+	}
+	if !comm {
+		t.Errorf("no synthesized comm with argv for %d: %+v", pid, rec.comms)
+	}
+	bm := mapsOf(rec.maps, pid, busy)
+	if len(bm) == 0 || bm[0].Inode == 0 || bm[0].MapFile == "" {
+		t.Fatalf("no synthesized mapping of busy: %+v", rec.maps)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(busy, &st); err == nil && (bm[0].Inode != st.Ino || bm[0].Dev != st.Dev) {
+		t.Errorf("dev/inode %d/%d, want %d/%d", bm[0].Dev, bm[0].Inode, st.Dev, st.Ino)
+	}
+	if _, err := os.Stat(bm[0].MapFile); err != nil {
+		t.Errorf("map file: %v", err)
+	}
+
+	late := 0
+	for _, f := range rec.forks {
+		if f.Pid == pid && f.Tid != pid {
+			late = f.Tid
+		}
+	}
+	n := map[int]int{}
+	for _, s := range rec.samples {
+		n[s.Tid]++
+	}
+	t.Logf("samples: main %d, late thread %d: %d", n[pid], late, n[late])
+	if late == 0 {
+		t.Fatalf("the thread created after attaching was not seen: forks %+v", rec.forks)
+	}
+	if n[late] < 50 || n[pid] < 200 {
+		t.Errorf("samples: main %d, late %d", n[pid], n[late])
+	}
+	// Stacks resolve inside the binary's mapping.
+	sym := newSymbolizer(t, busy, bm)
+	inBinary := 0
+	for i := range rec.samples {
+		names := sym.stackNames(&rec.samples[i])
+		for _, name := range names {
+			if name == "main" {
+				inBinary++
+				break
+			}
+		}
+	}
+	if inBinary < n[pid]*8/10 {
+		t.Errorf("%d of %d main-thread samples reach main", inBinary, n[pid])
+	}
+	if res.Lost != 0 {
+		t.Errorf("lost %d", res.Lost)
+	}
+}
+
+func TestAttachExits(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	cmd := exec.Command(busy, filepath.Join(t.TempDir(), "cpu"), "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, _ := record1(t, ctx, Options{Pids: []int{cmd.Process.Pid}})
+	if ctx.Err() != nil {
+		t.Errorf("recording did not end when the target exited")
+	}
+	t.Logf("%d samples", len(rec.samples))
+}
+
+func TestAttachMissingPid(t *testing.T) {
+	skipIfNoPerf(t)
+	_, err := Record(context.Background(), Options{Pids: []int{1 << 30}}, func(Event) {})
+	if !errors.Is(err, ErrNoSuchProcess) || !strings.Contains(err.Error(), strconv.Itoa(1<<30)) {
+		t.Errorf("err = %v, want ErrNoSuchProcess naming the pid", err)
+	}
+}
+
+func TestLaunchMissingCommand(t *testing.T) {
+	_, err := Record(context.Background(), Options{Command: []string{"gprof-no-such-command"}}, func(Event) {})
+	if err == nil || !strings.Contains(err.Error(), `exec: "gprof-no-such-command": executable file not found in $PATH`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLaunchCancel(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rec, res := record1(t, ctx, Options{Command: []string{busy, "--forever"}})
+	pid := launchPid(t, rec, "busy")
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if res.ExitCode != -1 {
+		t.Errorf("exit code %d, want -1 for a command left running", res.ExitCode)
+	}
+	if st := processState(pid); st != 'R' && st != 'S' {
+		t.Errorf("command state %q after cancel", st)
+	}
+}
+
+func TestDwarf(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	out := filepath.Join(t.TempDir(), "cpu")
+	rec, res := record1(t, context.Background(), Options{Command: []string{busy, out, "200"}, CallGraph: "dwarf", StackSize: 8190})
+	if res.Lost != 0 {
+		t.Errorf("lost %d", res.Lost)
+	}
+	n, withRegs := 0, 0
+	for _, s := range rec.samples {
+		n++
+		if s.Regs == nil || len(s.StackCopy) == 0 {
+			continue
+		}
+		withRegs++
+		if s.Regs.IP != s.Stack[0] {
+			t.Fatalf("regs IP %x, stack[0] %x", s.Regs.IP, s.Stack[0])
+		}
+		if len(s.StackCopy) > 8192 || s.Regs.SP == 0 || s.Regs.FP < s.Regs.SP {
+			t.Fatalf("stack copy %d bytes, sp %x fp %x", len(s.StackCopy), s.Regs.SP, s.Regs.FP)
+		}
+	}
+	t.Logf("%d samples, %d with registers and a stack copy", n, withRegs)
+	if n < 300 || withRegs < n*9/10 {
+		t.Errorf("%d samples, %d with registers and a stack copy", n, withRegs)
+	}
+}
+
+func TestCyclesUnavailable(t *testing.T) {
+	skipIfNoPerf(t)
+	_, err := Record(context.Background(), Options{Command: []string{"true"}, Event: "cycles"}, func(Event) {})
+	if err != nil {
+		t.Logf("cycles: %v", err)
+		if !strings.Contains(err.Error(), "cycles") {
+			t.Errorf("error does not name the event: %v", err)
+		}
+	}
+}
+
+// BenchmarkDecodeSample measures decoding of a 24-frame fp sample record.
+func BenchmarkDecodeSample(b *testing.B) {
+	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
+	d := newDecoder(st, regsLayout{}, true)
+	rec := sampleRecord(24)
+	bt := &batch{}
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.decode(rec, bt)
+		if i%1024 == 1023 {
+			bt.reset()
+		}
+	}
+}
+
+func sampleRecord(frames int) []byte {
+	var rec []byte
+	u64 := func(v uint64) { rec = ne.AppendUint64(rec, v) }
+	u64(0) // header, patched below
+	u64(0x401000)
+	u64(uint64(1234) | uint64(1235)<<32)
+	u64(1_000_000_000)
+	u64(1)
+	u64(1_000_000)
+	u64(uint64(frames + 1))
+	u64(ctxUser)
+	for i := 0; i < frames; i++ {
+		u64(0x401000 + uint64(i)*16)
+	}
+	ne.PutUint32(rec[0:], unix.PERF_RECORD_SAMPLE)
+	ne.PutUint16(rec[4:], 2) // PERF_RECORD_MISC_USER
+	ne.PutUint16(rec[6:], uint16(len(rec)))
+	return rec
+}
+
+func TestDecodeSampleRecord(t *testing.T) {
+	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
+	d := newDecoder(st, regsLayout{}, true)
+	bt := &batch{}
+	d.decode(sampleRecord(3), bt)
+	if len(bt.events) != 1 {
+		t.Fatalf("%d events", len(bt.events))
+	}
+	s := bt.events[0].(*Sample)
+	if s.Pid != 1234 || s.Tid != 1235 || s.Time != 1e9 || s.CPU != 1 || s.CPUDelta != 1e6 || s.KernelFrames != 0 ||
+		fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010, 0x401020}) {
+		t.Errorf("decoded %+v", s)
+	}
+}

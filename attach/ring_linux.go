@@ -1,0 +1,98 @@
+//go:build linux
+
+package attach
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ring is one mmap'd perf ring buffer: a metadata page followed by a
+// power-of-two data area the kernel writes records into. Mapping it writable
+// makes it non-overwriting: the kernel drops (and counts) records rather
+// than overwrite ones we have not consumed, and we publish what we consumed
+// by advancing data_tail.
+type ring struct {
+	fd      int
+	mem     []byte
+	meta    *unix.PerfEventMmapPage
+	data    []byte
+	mask    uint64
+	scratch []byte
+}
+
+func mapRing(fd, pages int) (*ring, error) {
+	ps := os.Getpagesize()
+	mem, err := unix.Mmap(fd, 0, (1+pages)*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	meta := (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0]))
+	off, size := meta.Data_offset, meta.Data_size
+	if size == 0 { // kernels before 4.1
+		off, size = uint64(ps), uint64(pages*ps)
+	}
+	if off+size > uint64(len(mem)) || size&(size-1) != 0 {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("perf ring: unexpected layout (offset %d, size %d)", off, size)
+	}
+	return &ring{fd: fd, mem: mem, meta: meta, data: mem[off : off+size], mask: size - 1}, nil
+}
+
+// drain passes every complete record in the ring to fn, then releases the
+// space. A record that wraps around the end is copied into a scratch buffer;
+// others are passed in place, so fn must copy what it keeps. It returns the
+// bytes consumed.
+func (r *ring) drain(fn func(rec []byte)) uint64 {
+	// Loading data_head with sync/atomic orders the record reads after it
+	// (the smp_rmb the uapi header asks for).
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	start := atomic.LoadUint64(&r.meta.Data_tail)
+	tail := start
+	size := r.mask + 1
+	for head-tail >= 8 {
+		var hdr [8]byte
+		r.copyOut(hdr[:], tail)
+		n := uint64(ne.Uint16(hdr[6:]))
+		if n < 8 || n > head-tail {
+			// Corrupt or torn: skip what is there.
+			tail = head
+			break
+		}
+		off := tail & r.mask
+		if off+n <= size {
+			fn(r.data[off : off+n])
+		} else {
+			if uint64(cap(r.scratch)) < n {
+				r.scratch = make([]byte, n)
+			}
+			rec := r.scratch[:n]
+			r.copyOut(rec, tail)
+			fn(rec)
+		}
+		tail += n
+	}
+	// The atomic store is a full barrier in Go's memory model, so all the
+	// reads above happen before the kernel may reuse the space (smp_mb).
+	atomic.StoreUint64(&r.meta.Data_tail, tail)
+	return tail - start
+}
+
+func (r *ring) copyOut(dst []byte, pos uint64) {
+	off := pos & r.mask
+	n := copy(dst, r.data[off:])
+	if n < len(dst) {
+		copy(dst[n:], r.data)
+	}
+}
+
+func (r *ring) close() {
+	if r.mem != nil {
+		unix.Munmap(r.mem)
+		r.mem, r.data, r.meta = nil, nil, nil
+	}
+}

@@ -194,3 +194,176 @@ func TestLookupCPlusPlus(t *testing.T) {
 		t.Errorf("Lookup(%#x) = %+v", lo, fr)
 	}
 }
+
+func TestLookupGo(t *testing.T) {
+	full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+	stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+	lo, hi := funcRange(t, full, "main.work")
+	for _, bin := range []string{full, stripped} {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			b, err := Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			base := b.Identity().Base
+			sawInline := false
+			for a := lo; a < hi; a++ {
+				fr := b.Lookup(a - base)
+				if len(fr) == 0 || fr[0].Function != "main.work" || fr[0].FuncAddr != lo-base || !sizeOK(bin == full, fr[0].FuncSize, hi-lo) {
+					t.Fatalf("Lookup(%#x) = %+v, want function at %#x size %d", a, fr, lo-base, hi-lo)
+				}
+				last := fr[len(fr)-1]
+				if filepath.Base(last.File) != "main.go" || last.Line < 9 || last.Line > 19 {
+					t.Fatalf("Lookup(%#x) = %+v", a, fr)
+				}
+				if len(fr) == 2 && fr[1].Function == "main.inner" && fr[0].Line == 12 {
+					sawInline = true
+				}
+			}
+			// Only DWARF records inlining; pclntab's inline tree is not
+			// exposed by debug/gosym.
+			if bin == full && !sawInline {
+				t.Error("no address in main.work shows main.inner inlined at line 12")
+			}
+		})
+	}
+}
+
+// sizeOK accepts pclntab's function sizes, which run to the next function
+// and so include alignment padding.
+func sizeOK(exact bool, got, want uint64) bool {
+	if exact {
+		return got == want
+	}
+	return got >= want && got < want+64
+}
+
+func TestLookupSplitDebug(t *testing.T) {
+	full := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	dbg := filepath.Join(dir, "prog.debug")
+	run(t, "objcopy", "--only-keep-debug", full, dbg)
+	run(t, "objcopy", "--strip-all", "--add-gnu-debuglink="+dbg, full, bin)
+
+	b, err := Open(bin, DebugRoot(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.DebugFile() != dbg {
+		t.Fatalf("DebugFile = %q, want %q", b.DebugFile(), dbg)
+	}
+	compareBinary(t, b, full, false, "work", "helper", "main")
+
+	// Moved elsewhere, the debug file is found through a symbol directory
+	// by build-id layout and by name.
+	for _, layout := range []string{"build-id", "name"} {
+		t.Run(layout, func(t *testing.T) {
+			sd := t.TempDir()
+			var dst string
+			if layout == "build-id" {
+				h := fmt.Sprintf("%x", b.Identity().BuildID)
+				dst = filepath.Join(sd, ".build-id", h[:2], h[2:]+".debug")
+			} else {
+				dst = filepath.Join(sd, "prog")
+			}
+			run(t, "mkdir", "-p", filepath.Dir(dst))
+			run(t, "cp", dbg, dst)
+			lone := filepath.Join(t.TempDir(), "prog")
+			run(t, "cp", bin, lone)
+			b2, err := Open(lone, DebugRoot(""), SymbolDirs(t.TempDir(), sd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b2.Close()
+			if b2.DebugFile() != dst {
+				t.Fatalf("DebugFile = %q, want %q", b2.DebugFile(), dst)
+			}
+		})
+	}
+
+	// A debuglink whose CRC does not match is refused.
+	t.Run("crc", func(t *testing.T) {
+		d := t.TempDir()
+		run(t, "cp", bin, filepath.Join(d, "prog"))
+		run(t, "cp", bin, filepath.Join(d, "prog.debug")) // wrong file, same name
+		b3, err := Open(filepath.Join(d, "prog"), DebugRoot(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b3.Close()
+		if b3.DebugFile() != "" {
+			t.Errorf("accepted %s despite its CRC", b3.DebugFile())
+		}
+	})
+}
+
+func TestLookupSystemBinaries(t *testing.T) {
+	for _, tc := range []struct{ path, sym string }{
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "malloc"},
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "qsort"},
+		{"/usr/bin/perl", "perl_run"},
+		{"/usr/bin/sqlite3", "sqlite3_prepare_v2"},
+		{"/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", "sqlite3_step"},
+	} {
+		t.Run(filepath.Base(tc.path)+"/"+tc.sym, func(t *testing.T) {
+			systemFile(t, tc.path)
+			f, err := elf.Open(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syms, _ := f.DynamicSymbols()
+			f.Close()
+			var want *elf.Symbol
+			for i := range syms {
+				if syms[i].Name == tc.sym && syms[i].Value != 0 {
+					want = &syms[i]
+				}
+			}
+			if want == nil {
+				t.Skipf("%s does not define %s", tc.path, tc.sym)
+			}
+			b, err := Open(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			base := b.Identity().Base
+			for _, a := range []uint64{want.Value, want.Value + want.Size/2, want.Value + want.Size - 1} {
+				fr := b.Lookup(a - base)
+				if len(fr) == 0 {
+					t.Fatalf("Lookup(%#x) found nothing", a)
+				}
+				// Aliases (malloc/__libc_malloc) share an address; any
+				// name at the right start will do.
+				if fr[0].FuncAddr != want.Value-base {
+					t.Errorf("Lookup(%#x) = %+v, want a function at %#x", a, fr, want.Value-base)
+				}
+			}
+		})
+	}
+}
+
+func TestLookupPLT(t *testing.T) {
+	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	out := run(t, "objdump", "-d", "-j", ".plt.sec", "-j", ".plt", bin)
+	re := regexp.MustCompile(`(?m)^([0-9a-f]+) <(\w+@plt)>:`)
+	m := re.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		t.Skip("objdump lists no PLT entries")
+	}
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, s := range m {
+		a, _ := strconv.ParseUint(s[1], 16, 64)
+		fr := b.Lookup(a + 4)
+		if len(fr) == 0 || fr[0].Function != s[2] {
+			t.Errorf("Lookup(%#x) = %+v, want %s", a+4, fr, s[2])
+		}
+	}
+}

@@ -4,10 +4,934 @@ package attach
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// recordPtrace is the ptrace sampling backend.
+// The ptrace backend samples when perf_event_open is denied. Each tick it
+// looks at every thread of the targets in /proc and, for the ones that are
+// running, seizes the thread, interrupts it, reads its registers and a copy
+// of its stack, and detaches again (the py-spy model). Nothing stays traced
+// between ticks, so new threads need no ptrace event handling: the next
+// /proc scan finds them. A stop costs the target a few hundred
+// microseconds, which is why threads that are not running are left alone.
+
+const (
+	ptMaxRate     = 1000                   // samples per second per thread
+	ptSlowPeriod  = 100 * time.Millisecond // rescan maps, names, children
+	ptStopLimit   = 20 * time.Millisecond  // wait for an interrupted thread
+	ptDrainLimit  = 200 * time.Millisecond // wait for late stops at the end
+	ptExitGrace   = 500 * time.Millisecond // launched command, after cancel
+	ptExecLimit   = 5 * time.Second        // launched helper's exec
+	ptMaxStack    = 1 << 20
+	ptDefaultStak = 16 << 10
+)
+
 func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) {
-	return Result{ExitCode: -1}, errors.New("the ptrace backend is not available yet")
+	res := Result{ExitCode: -1, Backend: "ptrace", Event: "ptrace-timer"}
+	s := &ptSampler{
+		ctx:        ctx,
+		opts:       opts,
+		h:          h,
+		self:       os.Getpid(),
+		procs:      map[int]*ptProc{},
+		pending:    map[int]bool{},
+		launchCode: -1,
+		buf:        make([]byte, 4096),
+	}
+	s.interval = opts.Interval
+	if s.interval <= 0 {
+		s.interval = time.Millisecond
+	}
+	if floor := time.Second / ptMaxRate; s.interval < floor {
+		s.notice(fmt.Sprintf("the ptrace backend stops a thread for each sample, so it samples at most %d times a second (asked for every %v)", ptMaxRate, s.interval))
+		s.interval = floor
+	}
+	// A thread that slept through the tick but ran for at least this long
+	// since the previous one is sampled too, so that short bursts of work
+	// are not missed just because the thread is asleep at every tick.
+	s.minRun = int64(s.interval / 20)
+	s.stackSize = opts.StackSize
+	if s.stackSize <= 0 {
+		s.stackSize = ptDefaultStak
+	}
+	s.stackSize = min(s.stackSize, ptMaxStack)
+	s.stack = make([]byte, s.stackSize)
+	if opts.Kernel {
+		s.notice("the ptrace backend records no kernel frames")
+	}
+
+	if len(opts.Command) > 0 {
+		l, err := launch(opts)
+		if err != nil {
+			return res, err
+		}
+		s.launched = l
+	} else {
+		for _, pid := range opts.Pids {
+			if pid == s.self {
+				return res, fmt.Errorf("pid %d is gprof itself", pid)
+			}
+			if !processExists(pid) {
+				return res, fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+			}
+		}
+	}
+
+	// All ptrace requests must come from the thread that seized the tracee,
+	// so the sampler runs on a goroutine of its own, locked to its thread.
+	// If a tracee could not be detached, the goroutine exits still locked:
+	// the runtime then ends the thread, and the kernel detaches whatever it
+	// still traces and lets it run.
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		err = s.run()
+		if len(s.pending) == 0 && s.seized == 0 {
+			runtime.UnlockOSThread()
+		}
+	}()
+	<-done
+	if ptStatsHook != nil {
+		ptStatsHook(s.stats)
+	}
+
+	if s.launched != nil {
+		res.ExitCode = s.finishLaunched()
+	}
+	return res, err
+}
+
+// ptStatsHook, when set by a test, receives each recording's counts.
+var ptStatsHook func(ptStats)
+
+// ptSampler is the state of one recording. Only the sampler goroutine
+// touches it while it runs.
+type ptSampler struct {
+	ctx       context.Context
+	opts      Options
+	h         Handler
+	interval  time.Duration
+	minRun    int64
+	stackSize int
+	self      int
+
+	procs map[int]*ptProc
+	order []int // pids in order of discovery, for a stable sampling order
+
+	launched   *launched
+	launchGone bool // the launched process exited
+	launchCode int  // its exit code, if the sampler's own wait4 reaped it
+	reaped     bool
+
+	// pending holds the tids that were seized but did
+	// not stop in time; they are detached as soon as they stop. seized is
+	// the tid being sampled right now.
+	pending map[int]bool
+	seized  int
+
+	regs  Regs
+	stack []byte
+	iov   []unix.RemoteIovec
+	buf   []byte
+	path  []byte
+	one   [1]uint64
+
+	stats       ptStats
+	noticed     map[string]bool
+	ticks       int
+	ticksSince  time.Time
+	slowChecked bool
+}
+
+type ptProc struct {
+	pid     int
+	threads map[int]*ptThread
+	tids    []int
+	exec    []ptRange // executable mappings, sorted
+	all     []ptRange // every mapping, sorted
+	seen    map[ptMapKey]bool
+	exe     [2]uint64 // dev, inode of /proc/PID/exe, to notice exec
+	mapsAt  int64
+	denied  bool // seizing failed with EPERM; left alone
+}
+
+type ptThread struct {
+	comm string
+	// base is the thread's CPU time at its previous sample, or when it was
+	// first seen; last is its CPU time at the previous tick.
+	base, last int64
+	// woke is set when the sampler stopped a sleeping thread: the stop
+	// itself costs the thread a little CPU time, which must not count as a
+	// reason to stop it again at the next tick.
+	woke bool
+}
+
+// ptStats count what the sampler did, for tests and diagnostics.
+type ptStats struct {
+	ticks, samples int
+	late           int // interrupted threads that took too long to stop
+	denied         int // EPERM from PTRACE_SEIZE
+}
+
+type ptRange struct{ start, end uint64 }
+
+// ptMapKey identifies a mapping already reported.
+type ptMapKey struct {
+	start, end, off, dev, ino uint64
+	path                      string
+}
+
+func (s *ptSampler) notice(msg string) {
+	if s.noticed == nil {
+		s.noticed = map[string]bool{}
+	}
+	if s.opts.Notice != nil && !s.noticed[msg] {
+		s.noticed[msg] = true
+		s.opts.Notice(msg)
+	}
+}
+
+func (s *ptSampler) run() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("ptrace sampler: panic: %v", p)
+			if s.seized != 0 {
+				// The thread may or may not have stopped; let the drain
+				// below find out.
+				s.pending[s.seized] = true
+				s.seized = 0
+			}
+		}
+		s.drain()
+	}()
+
+	if s.launched != nil {
+		pid, err := s.startLaunched()
+		if err != nil || s.launchGone {
+			return err
+		}
+		if err := s.probe(pid); err != nil {
+			return err
+		}
+		s.addProcess(pid, 0, true)
+	} else {
+		for _, pid := range s.opts.Pids {
+			if err := s.probe(pid); err != nil {
+				return err
+			}
+		}
+		for _, pid := range s.opts.Pids {
+			if s.procs[pid] == nil {
+				s.addProcess(pid, 0, false)
+			}
+		}
+	}
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := time.Now()
+	lastSlow := next
+	s.ticksSince = next
+	for {
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		now := time.Now()
+		slow := now.Sub(lastSlow) >= ptSlowPeriod
+		if slow {
+			lastSlow = now
+		}
+		s.tick(slow)
+		if s.finished() {
+			return nil
+		}
+		next = next.Add(s.interval)
+		if d := time.Until(next); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-s.ctx.Done():
+				return nil
+			case <-timer.C:
+			}
+		} else {
+			// Sampling took longer than the interval: skip the ticks that
+			// were missed instead of running them back to back.
+			next = time.Now()
+		}
+	}
+}
+
+// finished reports whether there is nothing left to sample.
+func (s *ptSampler) finished() bool {
+	if s.launched != nil {
+		if !s.launchGone && len(s.pending) == 0 && processExited(s.launched.Pid) {
+			s.launchGone = true
+		}
+		if s.launchGone {
+			if pr := s.procs[s.launched.Pid]; pr != nil {
+				s.processGone(pr)
+			}
+			return true
+		}
+		return false
+	}
+	return len(s.procs) == 0
+}
+
+// startLaunched lets the launch helper exec the command and waits until
+// it has, so that gprof's own helper code is never sampled.
+func (s *ptSampler) startLaunched() (int, error) {
+	l := s.launched
+	helper, _ := exeID(l.Pid)
+	if err := l.release(); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(ptExecLimit)
+	for {
+		if id, ok := exeID(l.Pid); ok && id != helper {
+			return l.Pid, nil
+		}
+		if processExited(l.Pid) {
+			// The exec failed (the helper said why on stderr) or the
+			// command was over before it could be seen.
+			s.launchGone = true
+			return l.Pid, nil
+		}
+		if time.Now().After(deadline) {
+			// Perhaps the command is gprof itself; sample it anyway.
+			return l.Pid, nil
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// finishLaunched reaps the launched command and returns its exit code.
+func (s *ptSampler) finishLaunched() int {
+	l := s.launched
+	if !s.launchGone {
+		// Cancelled while the command runs. An interrupt from the terminal
+		// reached the command too, so give it a moment to finish.
+		deadline := time.Now().Add(ptExitGrace)
+		for !processExited(l.Pid) {
+			if time.Now().After(deadline) {
+				return -1
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	code := l.wait()
+	if s.reaped {
+		return s.launchCode
+	}
+	return code
+}
+
+// probe seizes one thread of pid and lets it go again, so that a
+// permission problem is reported at once rather than as a silent,
+// empty profile.
+func (s *ptSampler) probe(pid int) error {
+	tids, err := listTasks(pid)
+	if err != nil {
+		return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+	}
+	var denied error
+	for _, tid := range tids {
+		err := ptSeize(tid)
+		switch err {
+		case nil:
+		case unix.ESRCH:
+			continue
+		case unix.EPERM:
+			// Exiting threads and zombies refuse to be seized too; only a
+			// live thread's refusal means we are not allowed.
+			if st, _, _, ok := s.readStat(pid, tid); ok && st != 'Z' && st != 'X' {
+				denied = err
+			}
+			continue
+		default:
+			return fmt.Errorf("ptrace pid %d: %w", pid, err)
+		}
+		s.seized = tid
+		s.release(pid, tid, ptInterrupt(tid))
+		return nil
+	}
+	if denied != nil {
+		return ptPermissionError(pid, denied)
+	}
+	return nil
+}
+
+// release ends a seize that is not used for a sample.
+func (s *ptSampler) release(pid, tid int, interruptErr error) {
+	s.seized = 0
+	if interruptErr != nil {
+		s.pending[tid] = true
+		return
+	}
+	r := ptWaitStop(tid, ptStopLimit)
+	switch r.kind {
+	case stopped:
+		if ptDetach(tid, r.sig) != nil {
+			s.pending[tid] = true
+		}
+	case stopGone:
+		s.reapedThread(tid, r)
+	default:
+		s.pending[tid] = true
+	}
+}
+
+// reapedThread notes a thread whose exit the sampler collected as its
+// tracer. For the launched command's main thread that wait4 also reaped
+// the process, so its exit status is known only here.
+func (s *ptSampler) reapedThread(tid int, r stopResult) {
+	if s.launched == nil || tid != s.launched.Pid {
+		return
+	}
+	ws := r.status
+	switch {
+	case ws.Exited():
+		s.launchCode, s.reaped, s.launchGone = ws.ExitStatus(), true, true
+	case ws.Signaled():
+		s.launchCode, s.reaped, s.launchGone = 128+int(ws.Signal()), true, true
+	}
+}
+
+// pollPending detaches seized threads that have stopped since.
+func (s *ptSampler) pollPending() {
+	for tid := range s.pending {
+		r := ptPoll(tid)
+		switch r.kind {
+		case stopped:
+			if ptDetach(tid, r.sig) == unix.ESRCH {
+				// Killed while stopped; its exit is still ours to collect.
+				continue
+			}
+			delete(s.pending, tid)
+		case stopGone:
+			s.reapedThread(tid, r)
+			delete(s.pending, tid)
+		case stopBlocked:
+			delete(s.pending, tid)
+		}
+	}
+}
+
+// drain detaches what is still pending before the sampler returns.
+func (s *ptSampler) drain() {
+	deadline := time.Now().Add(ptDrainLimit)
+	for len(s.pending) > 0 && time.Now().Before(deadline) {
+		s.pollPending()
+		if len(s.pending) > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+func (s *ptSampler) tick(slow bool) {
+	s.pollPending()
+	if slow {
+		s.scanChildren()
+	}
+	for i := 0; i < len(s.order); i++ {
+		pr := s.procs[s.order[i]]
+		if pr == nil {
+			continue
+		}
+		if !s.scanThreads(pr, slow) {
+			continue
+		}
+		if !pr.denied {
+			s.sampleProcess(pr)
+		}
+	}
+	s.order = slices.DeleteFunc(s.order, func(pid int) bool { return s.procs[pid] == nil })
+	s.checkRate()
+}
+
+// checkRate tells the user once when sampling cannot keep up with the
+// requested interval, because then the profile has fewer samples than its
+// header suggests.
+func (s *ptSampler) checkRate() {
+	s.ticks++
+	s.stats.ticks++
+	el := time.Since(s.ticksSince)
+	if el < 2*time.Second {
+		return
+	}
+	want := float64(el) / float64(s.interval)
+	if !s.slowChecked && float64(s.ticks) < want/2 {
+		s.slowChecked = true
+		s.notice(fmt.Sprintf("ptrace sampling cannot keep up with a %v interval; it managed about %.0f samples a second per thread", s.interval, float64(s.ticks)/el.Seconds()))
+	}
+	s.ticks, s.ticksSince = 0, time.Now()
+}
+
+// addProcess starts tracking pid (a child of ppid when ppid is nonzero) and
+// reports what it has: its threads, names and mappings.
+func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
+	now := MonotonicNow()
+	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	pr.exe, _ = exeID(pid)
+	s.procs[pid] = pr
+	s.order = append(s.order, pid)
+	if ppid != 0 {
+		s.h(&Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
+	}
+	s.refreshMaps(pr, now)
+	tids, err := listTasks(pid)
+	if err != nil {
+		return
+	}
+	argv := readCmdline(pid)
+	for _, tid := range tids {
+		th := s.newThread(pid, tid)
+		pr.threads[tid] = th
+		c := &Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
+		if tid == pid {
+			c.Argv, c.Exec = argv, launched
+		}
+		s.h(c)
+	}
+	pr.tids = tids
+}
+
+func (s *ptSampler) newThread(pid, tid int) *ptThread {
+	th := &ptThread{comm: readTaskComm(pid, tid)}
+	th.last, _ = s.readRuntime(pid, tid)
+	th.base = th.last
+	return th
+}
+
+// processGone reports the exit of all of pr's threads, the main one last.
+func (s *ptSampler) processGone(pr *ptProc) {
+	now := MonotonicNow()
+	for _, tid := range pr.tids {
+		if tid != pr.pid {
+			s.h(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+		}
+	}
+	s.h(&Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	delete(s.procs, pr.pid)
+}
+
+// scanThreads reconciles pr's threads with /proc and reports false when
+// the process is gone.
+func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
+	tids, err := listTasks(pr.pid)
+	if err != nil || len(tids) == 0 || s.zombie(pr.pid, tids) {
+		s.processGone(pr)
+		return false
+	}
+	now := MonotonicNow()
+	for _, tid := range pr.tids {
+		if _, found := slices.BinarySearch(tids, tid); !found {
+			s.h(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			delete(pr.threads, tid)
+		}
+	}
+	for _, tid := range tids {
+		if pr.threads[tid] != nil {
+			continue
+		}
+		th := s.newThread(pr.pid, tid)
+		pr.threads[tid] = th
+		s.h(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
+		s.h(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+	}
+	pr.tids = append(pr.tids[:0], tids...)
+	if !slow {
+		return true
+	}
+
+	if id, ok := exeID(pr.pid); ok && id != pr.exe {
+		// The process exec'd: its old mappings are gone and its main
+		// thread has a new name and command line.
+		pr.exe = id
+		pr.exec, pr.all, pr.seen = nil, nil, map[ptMapKey]bool{}
+		pr.mapsAt = 0
+		if th := pr.threads[pr.pid]; th != nil {
+			th.comm = readTaskComm(pr.pid, pr.pid)
+			s.h(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
+		}
+	}
+	for _, tid := range tids {
+		th := pr.threads[tid]
+		if c := readTaskComm(pr.pid, tid); c != "" && c != th.comm {
+			th.comm = c
+			s.h(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
+		}
+	}
+	if now-pr.mapsAt >= int64(ptSlowPeriod) {
+		s.refreshMaps(pr, now)
+	}
+	return true
+}
+
+// zombie reports whether a process has exited but not been reaped: only
+// its main thread is left, as a zombie. Attached targets may stay like
+// that for as long as their parent neglects them.
+func (s *ptSampler) zombie(pid int, tids []int) bool {
+	if len(tids) != 1 || tids[0] != pid {
+		return false
+	}
+	st, _, _, ok := s.readStat(pid, pid)
+	return !ok || st == 'Z' || st == 'X'
+}
+
+// scanChildren starts tracking processes whose parent is a target.
+func (s *ptSampler) scanChildren() {
+	f, err := os.Open("/proc")
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	type cand struct{ pid, ppid int }
+	var cands []cand
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || s.procs[pid] != nil || pid == s.self {
+			continue
+		}
+		if _, ppid, _, ok := s.readStat(pid, pid); ok && ppid > 1 {
+			cands = append(cands, cand{pid, ppid})
+		}
+	}
+	// A child's own children are found in the same scan, parents first.
+	sort.Slice(cands, func(i, j int) bool { return cands[i].pid < cands[j].pid })
+	for added := true; added; {
+		added = false
+		for i, c := range cands {
+			if c.pid != 0 && s.procs[c.ppid] != nil {
+				s.addProcess(c.pid, c.ppid, false)
+				cands[i].pid = 0
+				added = true
+			}
+		}
+	}
+}
+
+func (s *ptSampler) sampleProcess(pr *ptProc) {
+	remapped := false
+	for _, tid := range pr.tids {
+		th := pr.threads[tid]
+		st, _, cpu, ok := s.readStat(pr.pid, tid)
+		if !ok || st == 'Z' || st == 'X' {
+			continue
+		}
+		run, ok := s.readRuntime(pr.pid, tid)
+		if !ok {
+			continue
+		}
+		ran := run - th.last
+		th.last = run
+		if s.pending[tid] {
+			// Still seized from an earlier tick and not yet stopped.
+			continue
+		}
+		running := st == 'R'
+		if !running {
+			if th.woke || ran < s.minRun {
+				th.woke = false
+				continue
+			}
+		}
+		th.woke = false
+		sm, outside := s.sampleThread(pr, tid, cpu)
+		if sm == nil {
+			if pr.denied {
+				return
+			}
+			continue
+		}
+		th.woke = !running
+		sm.CPUDelta = run - th.base
+		th.base = run
+		if outside && !remapped {
+			// The IP or SP is in memory mapped since the last look;
+			// report the new mappings before the sample that needs them.
+			remapped = true
+			s.refreshMaps(pr, sm.Time)
+		}
+		s.h(sm)
+	}
+}
+
+// sampleThread stops tid, takes its registers and stack, and lets it go.
+// outside reports that the IP or SP was not in a known mapping.
+func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside bool) {
+	switch err := ptSeize(tid); err {
+	case nil:
+	case unix.ESRCH:
+		return nil, false
+	case unix.EPERM:
+		// An exiting thread, a thread a debugger traces for the moment,
+		// or a child that exec'd a setuid program: only the last is
+		// reason to give up on the process.
+		st, _, _, ok := s.readStat(pr.pid, tid)
+		if ok && st != 'Z' && st != 'X' && tid == pr.pid && tracerPid(pr.pid) == 0 {
+			pr.denied = true
+			s.notice(fmt.Sprintf("not sampling pid %d: %v", pr.pid, ptPermissionError(pr.pid, err)))
+		}
+		s.stats.denied++
+		return nil, false
+	default:
+		return nil, false
+	}
+	s.seized = tid
+	if err := ptInterrupt(tid); err != nil {
+		s.seized = 0
+		s.pending[tid] = true
+		return nil, false
+	}
+	r := ptWaitStop(tid, ptStopLimit)
+	if r.kind != stopped {
+		s.stats.late++
+		s.seized = 0
+		if r.kind == stopGone {
+			s.reapedThread(tid, r)
+		} else {
+			s.pending[tid] = true
+		}
+		return nil, false
+	}
+	err := ptGetRegs(tid, &s.regs)
+	t := MonotonicNow()
+	var stack []byte
+	if err == nil {
+		end, ok := findRange(pr.all, s.regs.SP)
+		outside = !ok
+		stack, s.iov = readStack(pr.pid, s.regs.SP, end, s.stack, s.iov)
+	}
+	if ptDetach(tid, r.sig) != nil {
+		s.pending[tid] = true
+	}
+	s.seized = 0
+	if err != nil {
+		return nil, false
+	}
+	if _, ok := findRange(pr.exec, s.regs.IP); !ok {
+		outside = true
+	}
+	s.one[0] = s.regs.IP
+	s.stats.samples++
+	return &Sample{
+		Time:      t,
+		Pid:       pr.pid,
+		Tid:       tid,
+		CPU:       cpu,
+		Stack:     s.one[:],
+		Regs:      &s.regs,
+		StackCopy: stack,
+	}, outside
+}
+
+// refreshMaps rereads pr's mappings and reports executable ones not
+// reported before.
+func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pr.pid))
+	if err != nil {
+		return
+	}
+	pr.mapsAt = now
+	pr.exec, pr.all = pr.exec[:0], pr.all[:0]
+	for len(data) > 0 {
+		line := data
+		if i := indexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		r, ok := parseRange(line)
+		if !ok {
+			continue
+		}
+		pr.all = append(pr.all, r)
+		m := parseMapsLine(string(line), pr.pid, now)
+		if m == nil {
+			continue
+		}
+		pr.exec = append(pr.exec, r)
+		key := ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
+		if !pr.seen[key] {
+			pr.seen[key] = true
+			s.h(m)
+		}
+	}
+}
+
+func parseRange(line []byte) (ptRange, bool) {
+	var r ptRange
+	i := 0
+	for ; i < len(line) && line[i] != '-'; i++ {
+	}
+	j := i + 1
+	for ; j < len(line) && line[j] != ' '; j++ {
+	}
+	if i >= len(line) || j > len(line) {
+		return r, false
+	}
+	var err1, err2 error
+	r.start, err1 = strconv.ParseUint(string(line[:i]), 16, 64)
+	r.end, err2 = strconv.ParseUint(string(line[i+1:j]), 16, 64)
+	return r, err1 == nil && err2 == nil && r.end > r.start
+}
+
+// findRange returns the end of the range in sorted rs that holds a.
+func findRange(rs []ptRange, a uint64) (end uint64, ok bool) {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > a })
+	if i < len(rs) && rs[i].start <= a {
+		return rs[i].end, true
+	}
+	return 0, false
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// taskPath returns /proc/PID/task/TID/NAME.
+func (s *ptSampler) taskPath(pid, tid int, name string) string {
+	b := append(s.path[:0], "/proc/"...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, "/task/"...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, '/')
+	b = append(b, name...)
+	s.path = b
+	return string(b)
+}
+
+// readFile reads a small /proc file into the sampler's buffer; /proc files
+// are read every tick for every thread, so this avoids os.File's overhead.
+func (s *ptSampler) readFile(path string) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, s.buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return s.buf[:n], true
+}
+
+// readStat returns a thread's state letter, parent pid and last CPU from
+// /proc/PID/task/TID/stat.
+func (s *ptSampler) readStat(pid, tid int) (state byte, ppid, cpu int, ok bool) {
+	data, ok := s.readFile(s.taskPath(pid, tid, "stat"))
+	if !ok {
+		return 0, 0, 0, false
+	}
+	return parseStat(data)
+}
+
+// parseStat picks fields out of a stat line. The command name in
+// parentheses may hold spaces and parentheses, so fields are counted from
+// the last ')'. The state is field 3, the parent pid 4, the CPU 39.
+func parseStat(data []byte) (state byte, ppid, cpu int, ok bool) {
+	i := len(data) - 1
+	for ; i >= 0 && data[i] != ')'; i-- {
+	}
+	if i < 0 || i+2 >= len(data) {
+		return 0, 0, 0, false
+	}
+	state = data[i+2]
+	field := 3
+	cpu = -1
+	for p := i + 3; p < len(data) && field < 39; {
+		for p < len(data) && data[p] == ' ' {
+			p++
+		}
+		field++
+		q := p
+		for q < len(data) && data[q] != ' ' && data[q] != '\n' {
+			q++
+		}
+		switch field {
+		case 4:
+			ppid, _ = strconv.Atoi(string(data[p:q]))
+		case 39:
+			cpu, _ = strconv.Atoi(string(data[p:q]))
+		}
+		p = q
+	}
+	return state, ppid, cpu, true
+}
+
+// readRuntime returns a thread's CPU time in ns, the first field of
+// /proc/PID/task/TID/schedstat; stat's utime and stime count whole clock
+// ticks, too coarse to divide among samples.
+func (s *ptSampler) readRuntime(pid, tid int) (int64, bool) {
+	data, ok := s.readFile(s.taskPath(pid, tid, "schedstat"))
+	if !ok {
+		return 0, false
+	}
+	var v int64
+	for _, c := range data {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+// exeID identifies the executable a process runs.
+func exeID(pid int) ([2]uint64, bool) {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{st.Dev, st.Ino}, true
+}
+
+// ptPermissionError explains why pid cannot be traced.
+func ptPermissionError(pid int, err error) error {
+	if tracer := tracerPid(pid); tracer != 0 && tracer != os.Getpid() {
+		return fmt.Errorf("%w: pid %d is already being traced by pid %d (a debugger?), and a thread can have only one tracer", ErrPermission, pid, tracer)
+	}
+	const caps = "run gprof as root, or give it the capability with `sudo setcap cap_sys_ptrace+ep $(command -v gprof)`; in a container, start it with --cap-add SYS_PTRACE"
+	switch scope, _ := readSysctlInt("yama/ptrace_scope"); scope {
+	case 1:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 1, which allows tracing only a process's own descendants; %s, or allow it with `sudo sysctl kernel.yama.ptrace_scope=0`", ErrPermission, pid, err, caps)
+	case 2:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 2, which allows tracing only with CAP_SYS_PTRACE; %s", ErrPermission, pid, err, caps)
+	case 3:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 3, which disables ptrace until the next reboot", ErrPermission, pid, err)
+	}
+	return fmt.Errorf("%w: cannot trace pid %d (%v): a process can trace only processes of its own user that are not setuid; %s", ErrPermission, pid, err, caps)
+}
+
+// tracerPid returns the TracerPid line of /proc/PID/status, or 0.
+func tracerPid(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(data), "\nTracerPid:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	n, _ := strconv.Atoi(strings.TrimSpace(line))
+	return n
 }

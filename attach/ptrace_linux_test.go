@@ -1,0 +1,483 @@
+//go:build linux
+
+package attach
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	// Launch mode re-executes the running binary as its helper; in tests
+	// that binary is the test binary.
+	ExecHelperMain()
+}
+
+// ptBuild compiles testdata/ptrace/NAME.c with frame pointers.
+func ptBuild(t testing.TB, name string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found; the ptrace tests build their targets with it")
+	}
+	out := filepath.Join(t.TempDir(), name)
+	src := filepath.Join("testdata", "ptrace", name+".c")
+	cmd := exec.Command(gcc, "-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, b)
+	}
+	return out
+}
+
+// ptStartTarget starts prog and kills it when the test ends.
+func ptStartTarget(t testing.TB, prog string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(prog, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// ptRequire skips the test if this environment forbids ptrace
+// altogether (a seccomp profile, ptrace_scope 3), which is the only reason
+// the ptrace tests may not run.
+func ptRequire(t testing.TB, pid int) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := ptSeize(pid); err != nil {
+		if err == unix.EPERM {
+			t.Skipf("ptrace is not permitted here (%v)", ptPermissionError(pid, err))
+		}
+		t.Fatalf("seize %d: %v", pid, err)
+	}
+	if err := ptInterrupt(pid); err != nil {
+		t.Fatal(err)
+	}
+	r := ptWaitStop(pid, time.Second)
+	if r.kind != stopped {
+		t.Fatalf("probe stop: %+v", r)
+	}
+	if err := ptDetach(pid, r.sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ptCollected is what a recording handed to its handler, copied out because
+// the backend reuses events.
+type ptCollected struct {
+	samples []Sample
+	maps    []Map
+	comms   []Comm
+	forks   []Fork
+	exits   []Exit
+	stats   ptStats
+}
+
+func (c *ptCollected) handle(e Event) {
+	switch e := e.(type) {
+	case *Sample:
+		s := *e
+		s.Stack = append([]uint64(nil), e.Stack...)
+		s.StackCopy = append([]byte(nil), e.StackCopy...)
+		if e.Regs != nil {
+			r := *e.Regs
+			s.Regs = &r
+		}
+		c.samples = append(c.samples, s)
+	case *Map:
+		c.maps = append(c.maps, *e)
+	case *Comm:
+		c.comms = append(c.comms, *e)
+	case *Fork:
+		c.forks = append(c.forks, *e)
+	case *Exit:
+		c.exits = append(c.exits, *e)
+	}
+}
+
+func (c *ptCollected) perThread() map[int]int {
+	n := map[int]int{}
+	for _, s := range c.samples {
+		n[s.Tid]++
+	}
+	return n
+}
+
+func ptRecordFor(t testing.TB, d time.Duration, opts Options) (*ptCollected, Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	c := &ptCollected{}
+	var notices []string
+	opts.Notice = func(s string) { notices = append(notices, s) }
+	ptStatsHook = func(st ptStats) {
+		t.Logf("sampler: %+v", st)
+		c.stats = st
+	}
+	defer func() { ptStatsHook = nil }()
+	res, err := recordPtrace(ctx, opts, c.handle)
+	if err != nil {
+		t.Fatalf("recordPtrace: %v", err)
+	}
+	for _, n := range notices {
+		t.Logf("notice: %s", n)
+	}
+	return c, res
+}
+
+// ptCheckReleased asserts that no thread of pid is traced or stopped.
+func ptCheckReleased(t testing.TB, pid int) {
+	t.Helper()
+	tids, err := listTasks(pid)
+	if err != nil {
+		t.Fatalf("target %d is gone: %v", pid, err)
+	}
+	for _, tid := range tids {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "TracerPid":
+				if v != "0" {
+					t.Errorf("thread %d is still traced by %s", tid, v)
+				}
+			case "State":
+				if strings.HasPrefix(v, "t") || strings.HasPrefix(v, "T") {
+					t.Errorf("thread %d is left stopped: %s", tid, v)
+				}
+			}
+		}
+	}
+}
+
+// ptRuntimeOf returns the CPU time of pid's threads in ns.
+func ptRuntimeOf(pid int) int64 {
+	tids, _ := listTasks(pid)
+	var sum int64
+	for _, tid := range tids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+func ptMapsOf(t testing.TB, pid int) []ptRange {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []ptRange
+	for _, line := range strings.Split(string(data), "\n") {
+		if r, ok := parseRange([]byte(line)); ok {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+func TestPtraceAttachBusy(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	cmd := ptStartTarget(t, prog)
+	pid := cmd.Process.Pid
+	time.Sleep(100 * time.Millisecond) // let the worker start
+	ptRequire(t, pid)
+
+	const interval = 10 * time.Millisecond
+	const dur = 1500 * time.Millisecond
+	cpuBefore := ptRuntimeOf(pid)
+	c, res := ptRecordFor(t, dur, Options{Pids: []int{pid}, Interval: interval})
+	cpuUsed := ptRuntimeOf(pid) - cpuBefore
+	ptCheckReleased(t, pid)
+	if res.Backend != "ptrace" || res.Event != "ptrace-timer" {
+		t.Errorf("result names %q/%q", res.Backend, res.Event)
+	}
+
+	// Both threads burn CPU all the time, so each should be sampled at
+	// nearly every tick. A loaded 2-CPU machine manages fewer ticks than
+	// asked for, and the threads may be waiting for a CPU, not running.
+	ticks := c.stats.ticks
+	if ticks < int(dur/interval)/10 {
+		t.Errorf("only %d ticks in %v at %v", ticks, dur, interval)
+	}
+	per := c.perThread()
+	tids, _ := listTasks(pid)
+	if len(tids) != 2 {
+		t.Fatalf("target has threads %v, want 2", tids)
+	}
+	for _, tid := range tids {
+		t.Logf("thread %d: %d samples in %d ticks", tid, per[tid], ticks)
+		if per[tid] < ticks/3 || per[tid] > ticks {
+			t.Errorf("thread %d: %d samples, want about %d", tid, per[tid], ticks)
+		}
+	}
+
+	// The binary's executable mapping was reported, with map_files.
+	var text *Map
+	for i, m := range c.maps {
+		if m.Path == prog {
+			text = &c.maps[i]
+		}
+	}
+	if text == nil {
+		t.Fatalf("no executable Map for %s in %d maps", prog, len(c.maps))
+	}
+	if text.MapFile == "" || text.Inode == 0 {
+		t.Errorf("binary's Map lacks MapFile or Inode: %+v", *text)
+	}
+	names := map[string]bool{}
+	for _, cm := range c.comms {
+		names[cm.Name] = true
+		if cm.Tid == pid && (len(cm.Argv) == 0 || cm.Argv[0] != prog) {
+			t.Errorf("main thread's Comm has argv %q", cm.Argv)
+		}
+	}
+	if !names["busy-worker"] {
+		t.Errorf("thread names %v lack busy-worker", names)
+	}
+
+	// Registers and stack: the IP is in the binary (spin's loop), the SP
+	// inside a mapping, and the frame pointer chain in the copied stack
+	// leads to a return address in the binary.
+	all := ptMapsOf(t, pid)
+	inText := func(a uint64) bool { return a >= text.Start && a < text.End }
+	var ipOK, spOK, retOK int
+	var cpuSum int64
+	for _, s := range c.samples {
+		if s.Regs == nil || len(s.Stack) != 1 || s.Stack[0] != s.Regs.IP {
+			t.Fatalf("sample without registers or with stack %x", s.Stack)
+		}
+		cpuSum += s.CPUDelta
+		if inText(s.Regs.IP) {
+			ipOK++
+		}
+		if _, ok := findRange(all, s.Regs.SP); ok {
+			spOK++
+		}
+		if off := s.Regs.FP + 8 - s.Regs.SP; s.Regs.FP >= s.Regs.SP && off+8 <= uint64(len(s.StackCopy)) {
+			if inText(binary.LittleEndian.Uint64(s.StackCopy[off:])) {
+				retOK++
+			}
+		}
+		if len(s.StackCopy) == 0 || len(s.StackCopy) > 16384 {
+			t.Errorf("stack copy of %d bytes", len(s.StackCopy))
+		}
+	}
+	n := len(c.samples)
+	t.Logf("%d samples: IP in binary %d, SP mapped %d, FP return address in binary %d", n, ipOK, spOK, retOK)
+	if n == 0 || ipOK < n*8/10 || spOK != n || retOK < n*8/10 {
+		t.Errorf("registers or stacks look wrong")
+	}
+	// The samples' CPU deltas account for the CPU time the threads used
+	// up to their last samples.
+	t.Logf("samples account for %v of the %v of CPU used", time.Duration(cpuSum), time.Duration(cpuUsed))
+	if cpuSum < cpuUsed/2 || cpuSum > cpuUsed {
+		t.Errorf("samples account for %v of %v of CPU time", time.Duration(cpuSum), time.Duration(cpuUsed))
+	}
+}
+
+func TestPtraceNewThread(t *testing.T) {
+	prog := ptBuild(t, "late")
+	cmd := ptStartTarget(t, prog, "300")
+	pid := cmd.Process.Pid
+	time.Sleep(20 * time.Millisecond)
+	ptRequire(t, pid)
+	c, _ := ptRecordFor(t, 1200*time.Millisecond, Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
+	ptCheckReleased(t, pid)
+
+	var late int
+	for _, f := range c.forks {
+		if f.Pid == pid && f.Tid != pid {
+			late = f.Tid
+		}
+	}
+	if late == 0 {
+		t.Fatalf("no Fork for the late thread: %+v", c.forks)
+	}
+	per := c.perThread()
+	t.Logf("late thread %d: %d samples; main thread %d: %d", late, per[late], pid, per[pid])
+	if per[late] < 20 {
+		t.Errorf("late thread sampled %d times", per[late])
+	}
+	// The main thread sleeps in pthread_join and must be left alone.
+	if per[pid] > 3 {
+		t.Errorf("sleeping main thread sampled %d times", per[pid])
+	}
+	named := false
+	for _, cm := range c.comms {
+		named = named || cm.Tid == late && cm.Name == "late"
+	}
+	if !named {
+		t.Errorf("no Comm naming the late thread: %+v", c.comms)
+	}
+}
+
+func TestPtraceLaunch(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	c, res := ptRecordFor(t, 30*time.Second, Options{Command: []string{prog, "0.4", "7"}, Interval: 5 * time.Millisecond})
+	if res.ExitCode != 7 {
+		t.Errorf("exit code %d, want 7", res.ExitCode)
+	}
+	if len(c.samples) < 20 {
+		t.Errorf("%d samples", len(c.samples))
+	}
+	if len(c.comms) == 0 || !c.comms[0].Exec || len(c.comms[0].Argv) != 3 {
+		t.Errorf("first Comm %+v, want the exec'd command", c.comms)
+	}
+	pid := c.samples[0].Pid
+	exited := false
+	for _, e := range c.exits {
+		exited = exited || e.Tid == pid
+	}
+	if !exited {
+		t.Errorf("no Exit for the process: %+v", c.exits)
+	}
+	for _, s := range c.samples {
+		if s.Pid != pid {
+			t.Errorf("sample of pid %d, want %d", s.Pid, pid)
+		}
+	}
+}
+
+func TestPtraceLaunchKilled(t *testing.T) {
+	// A command killed by a signal reports 128+signal; the sampler's own
+	// wait4 may be the one that reaps it.
+	c, res := ptRecordFor(t, 30*time.Second, Options{Command: []string{"sh", "-c", "kill -9 $$"}, Interval: time.Millisecond})
+	if res.ExitCode != 128+9 {
+		t.Errorf("exit code %d, want 137 (events %d)", res.ExitCode, len(c.comms))
+	}
+}
+
+func TestPtraceNoSuchProcess(t *testing.T) {
+	cmd := exec.Command("true")
+	cmd.Run()
+	_, err := recordPtrace(context.Background(), Options{Pids: []int{cmd.Process.Pid}}, func(Event) {})
+	if !errors.Is(err, ErrNoSuchProcess) {
+		t.Errorf("got %v, want ErrNoSuchProcess", err)
+	}
+}
+
+const ptKillDriverEnv = "GPROF_PTRACE_KILL_DRIVER"
+
+// TestPtraceKillDriver is not a test: TestPtraceSurvivesSIGKILL runs the
+// test binary with this test selected to get a process that samples the
+// pid in the environment until it is killed.
+func TestPtraceKillDriver(t *testing.T) {
+	pid, err := strconv.Atoi(os.Getenv(ptKillDriverEnv))
+	if err != nil {
+		t.Skip("helper for TestPtraceSurvivesSIGKILL")
+	}
+	started := false
+	recordPtrace(context.Background(), Options{Pids: []int{pid}, Interval: time.Millisecond}, func(e Event) {
+		if _, ok := e.(*Sample); ok && !started {
+			started = true
+			fmt.Println("sampling")
+		}
+	})
+	os.Exit(3)
+}
+
+func TestPtraceSurvivesSIGKILL(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	target := ptStartTarget(t, prog)
+	pid := target.Process.Pid
+	time.Sleep(50 * time.Millisecond)
+	ptRequire(t, pid)
+
+	// Kill several drivers at different moments; at 1000 samples a second
+	// of two threads, most moments are within a stop or a seize.
+	for i := range 5 {
+		drv := exec.Command(os.Args[0], "-test.run=^TestPtraceKillDriver$", "-test.v")
+		drv.Env = append(os.Environ(), ptKillDriverEnv+"="+strconv.Itoa(pid))
+		out, err := drv.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if sc.Text() == "sampling" {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			drv.Process.Kill()
+			drv.Wait()
+			t.Fatal("driver did not start sampling")
+		}
+		time.Sleep(time.Duration(20+i*37) * time.Millisecond)
+		drv.Process.Signal(syscall.SIGKILL)
+		drv.Wait()
+
+		// The kernel detaches a dead tracer's tracees as it exits; the
+		// target must be running freely right away.
+		ptCheckReleased(t, pid)
+		before := ptRuntimeOf(pid)
+		time.Sleep(200 * time.Millisecond)
+		if after := ptRuntimeOf(pid); after == before {
+			t.Errorf("round %d: target did not run in the 200ms after the kill", i)
+		}
+	}
+	ptCheckReleased(t, pid)
+}
+
+// BenchmarkPtraceSample measures one sample of one running thread: seize,
+// interrupt, wait, registers, 16 KiB of stack, detach.
+func BenchmarkPtraceSample(b *testing.B) {
+	prog := ptBuild(b, "busy")
+	cmd := ptStartTarget(b, prog)
+	pid := cmd.Process.Pid
+	time.Sleep(50 * time.Millisecond)
+	ptRequire(b, pid)
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096), stack: make([]byte, 16384), h: func(Event) {}}
+	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	s.refreshMaps(pr, 0)
+	var bytes int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sm, _ := s.sampleThread(pr, pid, 0)
+		if sm != nil {
+			bytes += len(sm.StackCopy)
+		}
+	}
+	b.StopTimer()
+	if len(s.pending) > 0 {
+		s.drain()
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N), "stackbytes/op")
+	ptCheckReleased(b, pid)
+}

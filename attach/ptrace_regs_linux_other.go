@@ -1,0 +1,12 @@
+//go:build linux && !amd64 && !arm64
+
+package attach
+
+import (
+	"fmt"
+	"runtime"
+)
+
+func ptGetRegs(tid int, r *Regs) error {
+	return fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, ErrUnsupported)
+}

@@ -1,0 +1,193 @@
+//go:build linux
+
+package attach
+
+import (
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Thin wrappers over the ptrace requests the sampler uses. Every one of
+// them, and every wait4 on a tracee, must run on the OS thread that seized
+// the tracee; the sampler guarantees that by locking its goroutine.
+
+// ptSeize starts tracing tid without stopping it. No options: the sampler
+// never wants to hear about clone, exec or exit, and must never kill the
+// target (PTRACE_O_EXITKILL) if gprof dies.
+func ptSeize(tid int) error {
+	return ptrace(unix.PTRACE_SEIZE, tid, 0, 0)
+}
+
+func ptInterrupt(tid int) error {
+	return ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
+}
+
+// ptDetach lets a stopped tracee go, delivering sig (0 for none) so that a
+// signal which arrived while it was seized is not lost.
+func ptDetach(tid int, sig unix.Signal) error {
+	return ptrace(unix.PTRACE_DETACH, tid, 0, uintptr(sig))
+}
+
+func ptrace(req, tid int, addr, data uintptr) error {
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// stopKind says how a seized thread ended up when the sampler waited for it.
+type stopKind int
+
+const (
+	stopNone    stopKind = iota // still running (wait timed out)
+	stopped                     // in a ptrace-stop; registers can be read
+	stopGone                    // exited or no longer ours to wait for
+	stopBlocked                 // wait4 failed for another reason
+)
+
+// stopResult describes a stop: sig is the signal to hand back on detach,
+// nonzero only for a signal-delivery-stop; status is the process's exit
+// status when the thread turned out to be a process that exited.
+type stopResult struct {
+	kind   stopKind
+	sig    unix.Signal
+	status unix.WaitStatus
+}
+
+// ptPoll collects tid's state change if there is one, without blocking.
+func ptPoll(tid int) stopResult {
+	var ws unix.WaitStatus
+	for {
+		pid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD || err == unix.ESRCH:
+			return stopResult{kind: stopGone}
+		case err != nil:
+			return stopResult{kind: stopBlocked}
+		case pid == 0:
+			return stopResult{kind: stopNone}
+		}
+		break
+	}
+	switch {
+	case ws.Exited() || ws.Signaled():
+		return stopResult{kind: stopGone, status: ws}
+	case ws.Stopped():
+		r := stopResult{kind: stopped}
+		// A PTRACE_EVENT_STOP is our interrupt or a group-stop; either way
+		// there is no signal to deliver. Anything else is a
+		// signal-delivery-stop that overtook the interrupt, and the signal
+		// must be delivered on detach or the target would lose it.
+		if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
+			r.sig = ws.StopSignal()
+		}
+		return r
+	}
+	// Continued: not a ptrace-stop; keep waiting.
+	return stopResult{kind: stopNone}
+}
+
+// ptWaitStop waits up to limit for tid to enter a ptrace-stop after
+// PTRACE_INTERRUPT. A running thread stops within microseconds, so the wait
+// spins with sched_yield first and only then sleeps. It never blocks in
+// wait4: a thread that went into uninterruptible sleep, or a frozen cgroup,
+// would otherwise hang the sampler with every other thread waiting.
+func ptWaitStop(tid int, limit time.Duration) stopResult {
+	start := time.Now()
+	spin := 200 * time.Microsecond
+	nap := 20 * time.Microsecond
+	for {
+		r := ptPoll(tid)
+		if r.kind != stopNone {
+			return r
+		}
+		el := time.Since(start)
+		switch {
+		case el >= limit:
+			return r
+		case el < spin:
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		default:
+			time.Sleep(nap)
+			if nap < time.Millisecond {
+				nap *= 2
+			}
+		}
+	}
+}
+
+// processExited reports whether pid, a child of gprof, has exited and
+// waits to be reaped, without reaping it.
+func processExited(pid int) bool {
+	var info [128]byte
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_PID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, 0, 0)
+		runtime.KeepAlive(&info)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.ECHILD:
+			// Already reaped (by the sampler's own wait4, see sampleThread).
+			return true
+		case 0:
+		default:
+			return false
+		}
+		break
+	}
+	// si_pid follows si_signo, si_errno, si_code and, on 64-bit systems,
+	// the padding that aligns the union.
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	pid32 := *(*int32)(unsafe.Pointer(&info[off]))
+	code := *(*int32)(unsafe.Pointer(&info[8]))
+	// A ptrace-stop of a tracee that is also our child shows up here too,
+	// whatever the options; only CLD_EXITED, CLD_KILLED and CLD_DUMPED mean
+	// the process is gone.
+	return pid32 != 0 && code >= 1 && code <= 3
+}
+
+// readStack copies up to len(buf) bytes of tid's memory from sp, stopping
+// at end (the end of the stack mapping, or 0 if unknown). Reads are split
+// at page boundaries because process_vm_readv gives up at the first
+// unmapped page; what comes before it is still returned.
+func readStack(pid int, sp, end uint64, buf []byte, iov []unix.RemoteIovec) ([]byte, []unix.RemoteIovec) {
+	n := uint64(len(buf))
+	if end > sp && end-sp < n {
+		n = end - sp
+	}
+	if n == 0 || sp == 0 {
+		return buf[:0], iov
+	}
+	page := uint64(unix.Getpagesize())
+	iov = iov[:0]
+	for a, stop := sp, sp+n; a < stop; {
+		next := (a &^ (page - 1)) + page
+		if next > stop {
+			next = stop
+		}
+		iov = append(iov, unix.RemoteIovec{Base: uintptr(a), Len: int(next - a)})
+		a = next
+	}
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(int(n))
+	got, err := unix.ProcessVMReadv(pid, local, iov, 0)
+	if err != nil || got < 0 {
+		return buf[:0], iov
+	}
+	return buf[:got], iov
+}

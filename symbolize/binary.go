@@ -82,8 +82,13 @@ func Open(path string, opts ...Option) (*Binary, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return openNamed(path, append([]string{path}, cfg.altPaths...), cfg)
+}
+
+// openNamed opens the first of paths that is ELF as the binary called name.
+func openNamed(name string, paths []string, cfg config) (*Binary, error) {
 	var firstErr error
-	for _, p := range append([]string{path}, cfg.altPaths...) {
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}
@@ -94,10 +99,10 @@ func Open(path string, opts ...Option) (*Binary, error) {
 			}
 			continue
 		}
-		return &Binary{path: path, openPath: p, f: f, elf: ef, cfg: cfg}, nil
+		return &Binary{path: name, openPath: p, f: f, elf: ef, cfg: cfg}, nil
 	}
 	if firstErr == nil {
-		firstErr = fmt.Errorf("symbolize: open %q: no path to try", path)
+		firstErr = fmt.Errorf("symbolize: open %q: no path to try", name)
 	}
 	return nil, firstErr
 }

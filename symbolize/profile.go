@@ -1,0 +1,378 @@
+package symbolize
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+// KernelDebugName is the DebugName of the pseudo-library kernel addresses
+// are keyed under when no library of the process covers them. Its
+// addresses are absolute (its base is 0).
+const KernelDebugName = "kernel"
+
+// KernelKey keys kernel frames outside any library in Profile.Symbols.
+var KernelKey = format.LibKey{DebugName: KernelDebugName}
+
+// PerfMapKey keys JIT frames of process pid, resolved from its perf map,
+// in Profile.Symbols. Its addresses are absolute.
+func PerfMapKey(pid int) format.LibKey {
+	return format.LibKey{DebugName: fmt.Sprintf("perf-%d.map", pid)}
+}
+
+// Locate says where Profile files the symbols of native frame f of process
+// p: under the key of the library covering it at the library-relative
+// address, or, outside every library, under KernelKey (kernel frames) or
+// PerfMapKey (others) at the absolute address. Label frames have no
+// location.
+func Locate(p *format.Process, f format.Frame) (key format.LibKey, rel uint64, ok bool) {
+	if f.Label != "" {
+		return format.LibKey{}, 0, false
+	}
+	if lib := FindLib(p.Libs, f.Address); lib != nil {
+		return lib.Key(), f.Address - (lib.Start - lib.Offset), true
+	}
+	if f.Category == format.CategoryKernel {
+		return KernelKey, f.Address, true
+	}
+	return PerfMapKey(p.Pid), f.Address, true
+}
+
+// FindLib returns the library covering addr in libs, sorted by Start.
+func FindLib(libs []format.Lib, addr uint64) *format.Lib {
+	i := sort.Search(len(libs), func(i int) bool { return libs[i].Start > addr }) - 1
+	if i >= 0 && addr < libs[i].End {
+		return &libs[i]
+	}
+	return nil
+}
+
+// Options configure Profile.
+type Options struct {
+	// SymbolDirs are searched for separate debug files (see SymbolDirs).
+	SymbolDirs []string
+	// DebugRoot replaces DefaultDebugRoot when not empty.
+	DebugRoot string
+	// OpenPath returns more paths that open lib's binary, tried after
+	// lib.Path: /proc/PID/map_files/START-END while the process lives, or a
+	// copy kept by the recorder.
+	OpenPath func(p *format.Process, lib *format.Lib) []string
+	// Kallsyms loads the kernel symbols, once, if the profile has kernel
+	// frames; nil means LoadKallsyms.
+	Kallsyms func() (*Kallsyms, error)
+	// PerfMap returns the JIT perf map of process pid; nil reads
+	// /tmp/perf-PID.map.
+	PerfMap func(pid int) (*PerfMap, error)
+}
+
+// Stats reports what Profile resolved. Counts are of distinct addresses.
+type Stats struct {
+	Resolved, Unresolved int
+	Libs                 []LibStats // sorted by DebugName
+}
+
+// LibStats is the outcome for one library (or pseudo-library).
+type LibStats struct {
+	Key        format.LibKey
+	Path       string // the file symbols came from, when one was opened
+	DebugFile  string // its separate debug file, if any
+	Resolved   int
+	Unresolved int
+	Err        error // why nothing could be resolved, if so
+}
+
+// group is every address of one library across the profile.
+type group struct {
+	key  format.LibKey
+	kind groupKind
+	pid  int
+	// cands are the mappings the library was seen at, to find a path that
+	// opens.
+	cands []candidate
+	seen  map[*format.Lib]bool
+	// addrs maps each library-relative address to whether some frame at it
+	// is exact (a sampled instruction) rather than a return address.
+	addrs map[uint64]bool
+	stats LibStats
+}
+
+type groupKind uint8
+
+const (
+	kindBinary groupKind = iota
+	kindKernel
+	kindPerfMap
+)
+
+type candidate struct {
+	proc *format.Process
+	lib  *format.Lib
+}
+
+// Profile symbolizes every native frame of p into p.Symbols, keyed as
+// Locate says. Addresses already in p.Symbols are left alone, and a
+// library whose addresses are all known is not opened.
+//
+// Results are filed under the raw frame address, but an address that is
+// only ever a return address (never the leaf of a sample, nor the user
+// frame a kernel stack sits on) is looked up one byte lower, inside the
+// call instruction, so that its line is the call's and a call to a
+// function that never returns is not attributed to the next function. An
+// address seen both ways is looked up as is: the sampled instruction is
+// the better-defined answer.
+//
+// Failures to open or read one library are reported in Stats, not as an
+// error; the error is for a profile that cannot be processed at all.
+func Profile(p *format.Profile, opts Options) (Stats, error) {
+	if p == nil {
+		return Stats{}, errors.New("symbolize: nil profile")
+	}
+	if p.Symbols == nil {
+		p.Symbols = &format.SymbolTable{}
+	}
+	groups := collect(p)
+
+	var todo []*group
+	for _, g := range groups {
+		for rel := range g.addrs {
+			if p.Symbols.Lookup(g.key, rel) != nil {
+				delete(g.addrs, rel)
+			}
+		}
+		if len(g.addrs) > 0 {
+			todo = append(todo, g)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].key.DebugName < todo[j].key.DebugName })
+
+	loadKallsyms := opts.Kallsyms
+	if loadKallsyms == nil {
+		loadKallsyms = LoadKallsyms
+	}
+	loadKernel := sync.OnceValues(loadKallsyms)
+
+	var mu sync.Mutex // guards p.Symbols
+	add := func(g *group, rel uint64, frames []format.SymbolFrame) {
+		mu.Lock()
+		p.Symbols.Add(g.key, rel, frames)
+		mu.Unlock()
+	}
+	work := make(chan *group)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range work {
+				switch g.kind {
+				case kindKernel:
+					k, err := loadKernel()
+					symbolizeKernel(g, k, err, add)
+				case kindPerfMap:
+					symbolizePerfMap(g, opts, add)
+				default:
+					symbolizeBinary(g, opts, add)
+				}
+			}
+		}()
+	}
+	for _, g := range todo {
+		work <- g
+	}
+	close(work)
+	wg.Wait()
+
+	var st Stats
+	for _, g := range todo {
+		st.Resolved += g.stats.Resolved
+		st.Unresolved += g.stats.Unresolved
+		st.Libs = append(st.Libs, g.stats)
+	}
+	return st, nil
+}
+
+// collect groups the profile's native frame addresses by library and
+// decides which are return addresses.
+func collect(p *format.Profile) map[format.LibKey]*group {
+	groups := make(map[format.LibKey]*group)
+	for _, proc := range p.Processes {
+		for _, th := range proc.Threads {
+			exact := exactFrames(th)
+			for fi, f := range th.Frames.Frames {
+				key, rel, ok := Locate(proc, f)
+				if !ok {
+					continue
+				}
+				g := groups[key]
+				if g == nil {
+					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*format.Lib]bool)}
+					g.stats.Key = key
+					switch {
+					case f.Category == format.CategoryKernel:
+						g.kind = kindKernel
+					case key == PerfMapKey(proc.Pid) && FindLib(proc.Libs, f.Address) == nil:
+						g.kind = kindPerfMap
+					}
+					groups[key] = g
+				}
+				if lib := FindLib(proc.Libs, f.Address); lib != nil {
+					if !g.seen[lib] {
+						g.seen[lib] = true
+						g.cands = append(g.cands, candidate{proc, lib})
+					}
+				}
+				g.addrs[rel] = g.addrs[rel] || exact[fi]
+			}
+		}
+	}
+	return groups
+}
+
+// exactFrames marks the frames of th that are sampled instructions rather
+// than return addresses: sample leaves, and the user frame directly under
+// a kernel frame (the instruction that trapped or made the system call).
+func exactFrames(th *format.Thread) []bool {
+	exact := make([]bool, th.Frames.Len())
+	frames := th.Frames.Frames
+	st := &th.Stacks
+	for _, s := range th.Samples.Stack {
+		if s >= 0 && int(s) < len(st.Frame) {
+			exact[st.Frame[s]] = true
+		}
+	}
+	for s, fi := range st.Frame {
+		pre := st.Prefix[s]
+		if pre < 0 || int(fi) >= len(frames) || frames[fi].Category != format.CategoryKernel {
+			continue
+		}
+		if pf := st.Frame[pre]; frames[pf].Category != format.CategoryKernel {
+			exact[pf] = true
+		}
+	}
+	return exact
+}
+
+// lookupAddr is where to look an address up; see Profile.
+func lookupAddr(rel uint64, exact bool) uint64 {
+	if exact || rel == 0 {
+		return rel
+	}
+	return rel - 1
+}
+
+func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
+	b, err := openForLib(g, opts)
+	if err != nil {
+		g.stats.Err = err
+		g.stats.Unresolved = len(g.addrs)
+		return
+	}
+	defer b.Close()
+	g.stats.Path = b.OpenedPath()
+	g.stats.DebugFile = b.DebugFile()
+	for rel, exact := range g.addrs {
+		frames := b.Lookup(lookupAddr(rel, exact))
+		if frames == nil {
+			g.stats.Unresolved++
+			continue
+		}
+		g.stats.Resolved++
+		add(g, rel, frames)
+	}
+}
+
+// openForLib opens the first path that holds the binary the library was
+// recorded as: the file at a path may since have been replaced (a package
+// upgrade, a rebuild), and symbols from another build would be wrong.
+func openForLib(g *group, opts Options) (*Binary, error) {
+	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs}
+	if opts.DebugRoot != "" {
+		cfg.debugRoot = opts.DebugRoot
+	}
+	var errs []error
+	tried := make(map[string]bool)
+	for _, c := range g.cands {
+		paths := []string{c.lib.Path}
+		if opts.OpenPath != nil {
+			paths = append(paths, opts.OpenPath(c.proc, c.lib)...)
+		}
+		for _, path := range paths {
+			if path == "" || tried[path] {
+				continue
+			}
+			tried[path] = true
+			// Name it by the recorded path, which is what the user knows
+			// and where its .gnu_debuglink file would sit.
+			b, err := openNamed(c.lib.Path, []string{path}, cfg)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if want := c.lib.BreakpadID; want != "" && b.Identity().BreakpadID != want {
+				errs = append(errs, fmt.Errorf("%s: is build %s, not the %s that was mapped", path, b.Identity().BreakpadID, want))
+				b.Close()
+				continue
+			}
+			return b, nil
+		}
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, []format.SymbolFrame)) {
+	if err != nil {
+		g.stats.Err = err
+		g.stats.Unresolved = len(g.addrs)
+		return
+	}
+	g.stats.Path = "/proc/kallsyms"
+	// A kernel pseudo-library a recorder added has a base; frames outside
+	// libraries count from 0.
+	var base uint64
+	if len(g.cands) > 0 {
+		base = g.cands[0].lib.Start - g.cands[0].lib.Offset
+	}
+	for rel, exact := range g.addrs {
+		s, ok := k.Lookup(lookupAddr(rel, exact) + base)
+		if !ok {
+			g.stats.Unresolved++
+			continue
+		}
+		name := s.Name
+		if s.Module != "" {
+			name += " [" + s.Module + "]"
+		}
+		g.stats.Resolved++
+		add(g, rel, []format.SymbolFrame{{Function: name, FuncAddr: s.Addr - base, FuncSize: s.Size}})
+	}
+}
+
+func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
+	load := opts.PerfMap
+	if load == nil {
+		load = LoadPerfMap
+	}
+	m, err := load(g.pid)
+	if err != nil {
+		g.stats.Err = err
+		g.stats.Unresolved = len(g.addrs)
+		return
+	}
+	g.stats.Path = PerfMapPath(g.pid)
+	for rel, exact := range g.addrs {
+		s, ok := m.Lookup(lookupAddr(rel, exact))
+		if !ok {
+			g.stats.Unresolved++
+			continue
+		}
+		g.stats.Resolved++
+		add(g, rel, []format.SymbolFrame{{Function: s.Name, FuncAddr: s.Start, FuncSize: s.Size}})
+	}
+}

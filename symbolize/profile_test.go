@@ -1,0 +1,171 @@
+package symbolize
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+// mapLibs lays bin out as the kernel would at bias: one Lib per PT_LOAD,
+// page-aligned, with offsets from LibOffset.
+func mapLibs(t *testing.T, bin, path string, bias uint64) []format.Lib {
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	id := b.Identity()
+	var libs []format.Lib
+	for _, p := range LoadSegments(b.ELF()) {
+		const page = 4096
+		start := bias + p.Vaddr&^(page-1)
+		end := bias + (p.Vaddr+p.Memsz+page-1)&^(page-1)
+		libs = append(libs, format.Lib{
+			Start: start, End: end, Offset: b.LibOffset(start, p.Off&^(page-1)),
+			Name: "prog", Path: path, DebugName: "prog", DebugPath: path,
+			BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch,
+		})
+	}
+	return libs
+}
+
+// callReturn finds the return address of the first call from caller to
+// callee in objdump's disassembly.
+func callReturn(t *testing.T, bin, caller, callee string) uint64 {
+	out := run(t, "objdump", "-d", "--no-show-raw-insn", bin)
+	_, body, ok := strings.Cut(out, "<"+caller+">:\n")
+	if !ok {
+		t.Fatalf("objdump shows no %s", caller)
+	}
+	re := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\s+call\s+[0-9a-f]+ <` + callee + `>\n\s*([0-9a-f]+):`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no call from %s to %s", caller, callee)
+	}
+	a, _ := strconv.ParseUint(m[1], 16, 64)
+	return a
+}
+
+func TestProfile(t *testing.T) {
+	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	const bias = 0x555555554000
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	workLo, _ := funcRange(t, bin, "work")
+	ret := callReturn(t, bin, "helper", "work")
+	leaf := workLo + 8
+	const kaddr, jit, stray = 0xffffffff81000123, 0x7f0000001010, 0x10
+
+	// Recorded under a path that no longer exists; OpenPath supplies the
+	// live file, as /proc/PID/map_files would.
+	gone := "/nonexistent/prog"
+	proc := &format.Process{Pid: 4242, Libs: mapLibs(t, bin, gone, bias)}
+	th := &format.Thread{Tid: 4242}
+	kf := format.Frame{Address: kaddr, Category: format.CategoryKernel}
+	uf := func(a uint64) format.Frame { return format.Frame{Address: a, Category: format.CategoryUser} }
+	th.Samples.Add(th.InternStack([]format.Frame{uf(bias + leaf), uf(bias + ret)}), 1, -1)
+	th.Samples.Add(th.InternStack([]format.Frame{kf, uf(bias + workLo), uf(bias + ret)}), 2, -1)
+	th.Samples.Add(th.InternStack([]format.Frame{uf(jit), uf(stray), {Label: "pre-symbolicated"}}), 3, -1)
+	proc.Threads = append(proc.Threads, th)
+	p := &format.Profile{Processes: []*format.Process{proc}}
+
+	k, err := ParseKallsyms(strings.NewReader(kallsymsSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened []string
+	st, err := Profile(p, Options{
+		DebugRoot: t.TempDir(),
+		OpenPath: func(pr *format.Process, lib *format.Lib) []string {
+			opened = append(opened, fmt.Sprintf("%d:%s", pr.Pid, lib.Path))
+			return []string{bin}
+		},
+		Kallsyms: func() (*Kallsyms, error) { return k, nil },
+		PerfMap: func(pid int) (*PerfMap, error) {
+			if pid != 4242 {
+				return nil, errors.New("wrong pid")
+			}
+			return ParsePerfMap(strings.NewReader(perfMapSample))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := proc.Libs[0].Key()
+	check := func(k format.LibKey, rel uint64, want []format.SymbolFrame) {
+		t.Helper()
+		if got := p.Symbols.Lookup(k, rel); !reflect.DeepEqual(got, want) {
+			t.Errorf("Symbols[%s][%#x] = %+v, want %+v", k.DebugName, rel, got, want)
+		}
+	}
+	base := b.Identity().Base
+	check(key, leaf-base, b.Lookup(leaf-base))
+	// Only ever a return address: looked up inside the call.
+	check(key, ret-base, b.Lookup(ret-base-1))
+	// The user frame under a kernel frame is where the thread trapped.
+	check(key, workLo-base, b.Lookup(workLo-base))
+	check(KernelKey, kaddr, []format.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
+	check(PerfMapKey(4242), jit, []format.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
+	if got := p.Symbols.Lookup(key, ret-base); len(got) == 0 || got[0].Function != "helper" {
+		t.Errorf("return address in helper symbolized as %+v", got)
+	}
+	if st.Resolved != 5 || st.Unresolved != 1 || len(st.Libs) != 3 {
+		t.Errorf("stats = %+v", st)
+	}
+	if len(opened) != 1 {
+		t.Errorf("OpenPath called for %v, want once", opened)
+	}
+
+	// A second pass has nothing left to do and opens nothing.
+	opened = nil
+	st, _ = Profile(p, Options{OpenPath: func(*format.Process, *format.Lib) []string { opened = append(opened, "x"); return nil }})
+	if st.Resolved != 0 || st.Unresolved != 1 || len(opened) != 0 {
+		t.Errorf("second pass: stats %+v, opened %v", st, opened)
+	}
+}
+
+func TestProfileRefusesOtherBuild(t *testing.T) {
+	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	other := build(t, "prog-gdwarf-4", "gcc", "-gdwarf-4", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	proc := &format.Process{Pid: 1, Libs: mapLibs(t, bin, other, 0x1000000)}
+	th := &format.Thread{Tid: 1}
+	th.Samples.Add(th.InternStack([]format.Frame{{Address: proc.Libs[1].Start + 4}}), 0, -1)
+	proc.Threads = []*format.Thread{th}
+	st, err := Profile(&format.Profile{Processes: []*format.Process{proc}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Resolved != 0 || st.Unresolved != 1 || len(st.Libs) != 1 || st.Libs[0].Err == nil {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestProfileKernelUnavailable(t *testing.T) {
+	proc := &format.Process{Pid: 1}
+	th := &format.Thread{Tid: 1}
+	th.Samples.Add(th.InternStack([]format.Frame{{Address: 0xffffffff81000000, Category: format.CategoryKernel}}), 0, -1)
+	proc.Threads = []*format.Thread{th}
+	zeroed := regexp.MustCompile(`(?m)^[0-9a-f]+`).ReplaceAllString(kallsymsSample, "0000000000000000")
+	st, err := Profile(&format.Profile{Processes: []*format.Process{proc}}, Options{
+		Kallsyms: func() (*Kallsyms, error) { return ParseKallsyms(strings.NewReader(zeroed)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(st.Libs[0].Err, ErrKallsymsUnavailable) {
+		t.Errorf("kernel error = %v", st.Libs[0].Err)
+	}
+	if st.Unresolved != 1 || st.Libs[0].Key != KernelKey {
+		t.Errorf("stats = %+v", st)
+	}
+}

@@ -290,7 +290,7 @@ func TestStructure(t *testing.T) {
 		var spans []span
 		for _, l := range proc["libs"].([]any) {
 			lm := l.(map[string]any)
-			for _, k := range []string{"start", "end", "offset", "name", "path", "debugName", "debugPath", "breakpadId", "codeId", "arch"} {
+			for _, k := range []string{"start", "end", "offset", "name", "path", "debugName", "debugPath", "breakpadId", "arch"} {
 				if _, ok := lm[k]; !ok {
 					t.Errorf("lib %v lacks %s", lm["name"], k)
 				}
@@ -426,6 +426,24 @@ func TestReadFirefox(t *testing.T) {
 	}
 	if child.Name != "Web Content" {
 		t.Errorf("child name %q", child.Name)
+	}
+	if m := ct.Markers; len(m) != 1 || m[0].Name != "RefreshDriverTick" || m[0].Start != 4_000_000 || m[0].Data["name"] != "tick" {
+		t.Errorf("child markers %+v", m)
+	}
+}
+
+// Before version 20, markers had a single time and no phase.
+func TestReadOldMarkers(t *testing.T) {
+	in := `{"meta":{"version":19,"startTime":1000,"interval":1},"libs":[],"threads":[{"name":"GeckoMain","tid":1,"pid":"1",
+	"markers":{"schema":{"name":0,"time":1,"data":2},"data":[[0,2.5,{"type":"tracing","interval":"start"}]]},
+	"stringTable":["Paint"]}]}`
+	p, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Processes[0].Threads[0].Markers
+	if len(m) != 1 || m[0].Name != "Paint" || m[0].Start != 2_500_000 || m[0].Phase != format.PhaseInstant {
+		t.Errorf("markers %+v", m)
 	}
 }
 

@@ -360,8 +360,11 @@ func (w *profileWriter) lib(l *format.Lib) {
 	e.string(l.DebugPath)
 	e.raw(`,"breakpadId":`)
 	e.string(l.BreakpadID)
-	e.raw(`,"codeId":`)
-	e.string(l.CodeID)
+	// codeId is optional; an empty one would reach symbol servers as "".
+	if l.CodeID != "" {
+		e.raw(`,"codeId":`)
+		e.string(l.CodeID)
+	}
 	e.raw(`,"arch":`)
 	e.string(l.Arch)
 	e.byte('}')

@@ -1,0 +1,472 @@
+// Package report summarizes a profile for reading in a terminal or by a
+// script: per thread, the sample count, the CPU time and the hottest
+// functions by self and by total time.
+//
+// Functions are named from the profile's symbols. An address that inlined
+// code resolves to counts for every function of its inline stack; its self
+// time goes to the innermost one, the code that was actually executing,
+// which is also the leaf the Firefox Profiler shows for it. Caller frames
+// hold return addresses and are looked up as the processed writer does:
+// under the raw address first, then the address minus one.
+//
+// Total time counts a function once per sample however many times it
+// appears on the stack, so recursion cannot push it past 100%.
+package report
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+// Version is the version of the JSON schema WriteJSON emits. It changes
+// when a field is removed or changes meaning, not when one is added.
+const Version = 1
+
+// DefaultTop is the number of functions listed when Options.Top is 0.
+const DefaultTop = 20
+
+// Options controls Build.
+type Options struct {
+	// Top is how many functions each list holds; 0 means DefaultTop and a
+	// negative value means all.
+	Top int
+}
+
+// Report is the summary of one profile.
+type Report struct {
+	Version  int    `json:"version"`
+	Product  string `json:"product"`
+	Interval int64  `json:"interval_ns"`
+	Duration int64  `json:"duration_ns"`
+	// Samples is the weighted sample count of all threads.
+	Samples int64 `json:"samples"`
+	// CPU is the CPU time of all threads; CPUEstimated says some of it was
+	// estimated as samples × interval because the backend did not know.
+	CPU          int64  `json:"cpu_ns"`
+	CPUEstimated bool   `json:"cpu_estimated"`
+	LostEvents   uint64 `json:"lost_events"`
+	// Threads lists threads in profile order (process by process).
+	Threads []Thread `json:"threads"`
+	// All aggregates every thread; its percentages are of all samples.
+	All Summary `json:"all"`
+}
+
+// Thread summarizes one thread.
+type Thread struct {
+	Pid         int    `json:"pid"`
+	ProcessName string `json:"process_name"`
+	Tid         int    `json:"tid"`
+	Name        string `json:"thread_name"`
+	Main        bool   `json:"main"`
+	// PctOfAll is this thread's share of all samples, in percent.
+	PctOfAll float64 `json:"pct_of_all"`
+	Summary
+}
+
+// Summary holds the counts and top functions of a thread or of the whole
+// profile.
+type Summary struct {
+	Samples      int64      `json:"samples"`
+	CPU          int64      `json:"cpu_ns"`
+	CPUEstimated bool       `json:"cpu_estimated"`
+	TopSelf      []Function `json:"top_self"`
+	TopTotal     []Function `json:"top_total"`
+}
+
+// Function is one function's share of a thread or of the profile.
+type Function struct {
+	Name string `json:"name"`
+	// Lib is the name of the binary, empty when unknown.
+	Lib string `json:"lib"`
+	// File and Line locate the hottest line; empty and 0 when unknown.
+	File string `json:"file"`
+	Line int    `json:"line"`
+	// Self and Total are weighted sample counts.
+	Self  int64 `json:"self_samples"`
+	Total int64 `json:"total_samples"`
+	// SelfPct and TotalPct are percentages of the samples of the list's
+	// owner (the thread, or for All the whole profile); SelfPctAll and
+	// TotalPctAll are of all samples.
+	SelfPct     float64 `json:"self_pct"`
+	TotalPct    float64 `json:"total_pct"`
+	SelfPctAll  float64 `json:"self_pct_all"`
+	TotalPctAll float64 `json:"total_pct_all"`
+}
+
+// fnKey identifies a function across threads and processes.
+type fnKey struct{ name, lib, file string }
+
+// level is one function of an address's inline stack.
+type level struct {
+	fn   int32
+	line int32
+}
+
+type lineKey struct{ fn, line int32 }
+
+// counts accumulates one summary.
+type counts struct {
+	samples, cpu int64
+	estimated    bool
+	self, total  []int64 // by function id
+	selfLine     map[lineKey]int64
+	totalLine    map[lineKey]int64
+}
+
+func newCounts() *counts {
+	return &counts{selfLine: map[lineKey]int64{}, totalLine: map[lineKey]int64{}}
+}
+
+func (c *counts) grow(n int) {
+	for len(c.self) < n {
+		c.self = append(c.self, 0)
+		c.total = append(c.total, 0)
+	}
+}
+
+type builder struct {
+	p      *format.Profile
+	fns    []fnKey
+	fnIdx  map[fnKey]int32
+	kernel format.LibKey
+	kernOK bool
+	all    *counts
+}
+
+// Build summarizes p.
+func Build(p *format.Profile, opts Options) Report {
+	top := opts.Top
+	if top == 0 {
+		top = DefaultTop
+	}
+	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts()}
+	b.findKernel()
+	r := Report{
+		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
+		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Threads: []Thread{},
+	}
+	type pending struct {
+		t Thread
+		c *counts
+	}
+	var threads []pending
+	for _, pr := range p.Processes {
+		if pr == nil {
+			continue
+		}
+		libs := sortedLibs(pr)
+		for _, th := range pr.Threads {
+			if th == nil {
+				continue
+			}
+			c := b.thread(libs, th)
+			name := th.Name
+			if name == "" && th.Main {
+				name = pr.Name
+			}
+			threads = append(threads, pending{Thread{Pid: pr.Pid, ProcessName: pr.Name, Tid: th.Tid, Name: name, Main: th.Main}, c})
+		}
+	}
+	all := b.all.samples
+	r.Samples, r.CPU, r.CPUEstimated = all, b.all.cpu, b.all.estimated
+	for _, t := range threads {
+		t.t.PctOfAll = pct(t.c.samples, all)
+		t.t.Summary = b.summary(t.c, all, top)
+		r.Threads = append(r.Threads, t.t)
+	}
+	r.All = b.summary(b.all, all, top)
+	return r
+}
+
+// pct returns part/whole in percent, rounded to 1e-4 so that results are
+// exact where they can be and JSON output is stable.
+func pct(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return math.Round(float64(part)*100*1e4/float64(whole)) / 1e4
+}
+
+func (b *builder) fn(k fnKey) int32 {
+	if i, ok := b.fnIdx[k]; ok {
+		return i
+	}
+	i := int32(len(b.fns))
+	b.fns = append(b.fns, k)
+	b.fnIdx[k] = i
+	return i
+}
+
+func (b *builder) findKernel() {
+	st := b.p.Symbols
+	if st == nil {
+		return
+	}
+	if _, ok := st.Libs[format.LibKey{DebugName: "kernel"}]; ok {
+		b.kernel, b.kernOK = format.LibKey{DebugName: "kernel"}, true
+		return
+	}
+	for k := range st.Libs {
+		if k.DebugName == "kernel" && (!b.kernOK || k.BreakpadID < b.kernel.BreakpadID) {
+			b.kernel, b.kernOK = k, true
+		}
+	}
+}
+
+func sortedLibs(pr *format.Process) []*format.Lib {
+	libs := make([]*format.Lib, len(pr.Libs))
+	for i := range pr.Libs {
+		libs[i] = &pr.Libs[i]
+	}
+	sort.SliceStable(libs, func(i, j int) bool { return libs[i].Start < libs[j].Start })
+	return libs
+}
+
+func findLib(libs []*format.Lib, addr uint64) *format.Lib {
+	i := sort.Search(len(libs), func(i int) bool { return libs[i].End > addr })
+	if i < len(libs) && libs[i].Start <= addr {
+		return libs[i]
+	}
+	return nil
+}
+
+func (b *builder) lookup(k format.LibKey, addr uint64, caller bool) []format.SymbolFrame {
+	if s := b.p.Symbols.Lookup(k, addr); len(s) > 0 {
+		return s
+	}
+	if caller && addr > 0 {
+		return b.p.Symbols.Lookup(k, addr-1)
+	}
+	return nil
+}
+
+func hex(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
+
+// levels resolves frame f to its inline stack, outer function first.
+func (b *builder) levels(libs []*format.Lib, f format.Frame, caller bool) []level {
+	if f.Label != "" {
+		return []level{{fn: b.fn(fnKey{name: f.Label})}}
+	}
+	var (
+		syms    []format.SymbolFrame
+		libName string
+		name    string
+	)
+	if l := findLib(libs, f.Address); l != nil {
+		rel := f.Address - (l.Start - l.Offset)
+		syms = b.lookup(l.Key(), rel, caller)
+		libName = l.Name
+		name = l.Name + "+" + hex(rel)
+	} else {
+		if b.kernOK && f.Category == format.CategoryKernel {
+			syms = b.lookup(b.kernel, f.Address, caller)
+			libName = "kernel"
+		}
+		name = hex(f.Address)
+	}
+	if len(syms) == 0 {
+		return []level{{fn: b.fn(fnKey{name: name, lib: libName})}}
+	}
+	out := make([]level, len(syms))
+	for i, s := range syms {
+		out[i] = level{fn: b.fn(fnKey{name: s.Function, lib: libName, file: s.File}), line: int32(s.Line)}
+	}
+	return out
+}
+
+func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
+	c := newCounts()
+	sm := &th.Samples
+	st := &th.Stacks
+	ns := len(st.Frame)
+	weights := make([]int64, ns)
+	interval := int64(b.p.Meta.Interval)
+	for i, s := range sm.Stack {
+		w := int64(1)
+		if sm.Weight != nil && i < len(sm.Weight) {
+			w = int64(sm.Weight[i])
+		}
+		c.samples += w
+		if i < len(sm.CPUDelta) && sm.CPUDelta[i] >= 0 {
+			c.cpu += sm.CPUDelta[i]
+		} else {
+			c.cpu += w * interval
+			c.estimated = true
+		}
+		if s >= 0 && int(s) < ns {
+			weights[s] += w
+		}
+	}
+	nf := len(th.Frames.Frames)
+	cache := make([][]level, 2*nf)
+	resolve := func(f int32, caller bool) []level {
+		if f < 0 || int(f) >= nf {
+			return nil
+		}
+		k := 2 * int(f)
+		if caller {
+			k++
+		}
+		if cache[k] == nil {
+			cache[k] = b.levels(libs, th.Frames.Frames[f], caller)
+		}
+		return cache[k]
+	}
+	// stamp[fn] == s+1 marks fn as already counted for stack s, which
+	// counts recursive functions once per sample.
+	var stamp []int32
+	for s := 0; s < ns; s++ {
+		w := weights[s]
+		if w == 0 {
+			continue
+		}
+		c.grow(len(b.fns))
+		caller := false
+		steps := 0
+		for t := int32(s); t >= 0 && int(t) < ns && steps <= ns; t = st.Prefix[t] {
+			steps++ // a malformed prefix cycle must not hang the report
+			lv := resolve(st.Frame[t], caller)
+			c.grow(len(b.fns))
+			for len(stamp) < len(b.fns) {
+				stamp = append(stamp, 0)
+			}
+			if !caller && len(lv) > 0 {
+				in := lv[len(lv)-1]
+				c.self[in.fn] += w
+				if in.line > 0 {
+					c.selfLine[lineKey{in.fn, in.line}] += w
+				}
+			}
+			for i := len(lv) - 1; i >= 0; i-- {
+				l := lv[i]
+				if stamp[l.fn] == int32(s)+1 {
+					continue
+				}
+				stamp[l.fn] = int32(s) + 1
+				c.total[l.fn] += w
+				if l.line > 0 {
+					c.totalLine[lineKey{l.fn, l.line}] += w
+				}
+			}
+			caller = true
+		}
+	}
+	c.grow(len(b.fns))
+	b.merge(c)
+	return c
+}
+
+func (b *builder) merge(c *counts) {
+	a := b.all
+	a.samples += c.samples
+	a.cpu += c.cpu
+	a.estimated = a.estimated || c.estimated
+	a.grow(len(c.self))
+	for i := range c.self {
+		a.self[i] += c.self[i]
+		a.total[i] += c.total[i]
+	}
+	for k, v := range c.selfLine {
+		a.selfLine[k] += v
+	}
+	for k, v := range c.totalLine {
+		a.totalLine[k] += v
+	}
+}
+
+func (b *builder) summary(c *counts, all int64, top int) Summary {
+	s := Summary{Samples: c.samples, CPU: c.cpu, CPUEstimated: c.estimated, TopSelf: []Function{}, TopTotal: []Function{}}
+	c.grow(len(b.fns))
+	hot := hotLines(c)
+	mk := func(fn int32) Function {
+		k := b.fns[fn]
+		f := Function{
+			Name: k.name, Lib: k.lib, File: k.file, Line: int(hot[fn]),
+			Self: c.self[fn], Total: c.total[fn],
+			SelfPct: pct(c.self[fn], c.samples), TotalPct: pct(c.total[fn], c.samples),
+			SelfPctAll: pct(c.self[fn], all), TotalPctAll: pct(c.total[fn], all),
+		}
+		return f
+	}
+	s.TopSelf = b.top(c.self, top, mk)
+	s.TopTotal = b.top(c.total, top, mk)
+	return s
+}
+
+// hotLines picks, per function, the line with the most self samples, or
+// failing that the most total samples; ties go to the lower line.
+func hotLines(c *counts) map[int32]int32 {
+	best := map[int32]lineKey{}
+	bestN := map[int32]int64{}
+	pick := func(m map[lineKey]int64, skip func(int32) bool) {
+		for k, n := range m {
+			if skip(k.fn) {
+				continue
+			}
+			if cur, ok := bestN[k.fn]; !ok || n > cur || n == cur && k.line < best[k.fn].line {
+				best[k.fn], bestN[k.fn] = k, n
+			}
+		}
+	}
+	pick(c.selfLine, func(int32) bool { return false })
+	hasSelf := map[int32]bool{}
+	for fn := range best {
+		hasSelf[fn] = true
+	}
+	pick(c.totalLine, func(fn int32) bool { return hasSelf[fn] })
+	out := make(map[int32]int32, len(best))
+	for fn, k := range best {
+		out[fn] = k.line
+	}
+	return out
+}
+
+func (b *builder) top(v []int64, n int, mk func(int32) Function) []Function {
+	var ids []int32
+	for i, x := range v {
+		if x != 0 {
+			ids = append(ids, int32(i))
+		}
+	}
+	slices.SortFunc(ids, func(i, j int32) int {
+		if c := cmp.Compare(v[j], v[i]); c != 0 {
+			return c
+		}
+		a, b := b.fns[i], b.fns[j]
+		if c := cmp.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.lib, b.lib); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.file, b.file)
+	})
+	if n >= 0 && len(ids) > n {
+		ids = ids[:n]
+	}
+	out := make([]Function, len(ids))
+	for i, id := range ids {
+		out[i] = mk(id)
+	}
+	return out
+}
+
+// formatDuration renders ns for humans with three significant digits.
+func formatDuration(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + " s"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
+	case d >= time.Microsecond:
+		return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
+	}
+	return strconv.FormatInt(ns, 10) + " ns"
+}

@@ -1,0 +1,257 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+const libStart = 0x10000
+
+var appKey = format.LibKey{DebugName: "app", BreakpadID: "A1"}
+
+// testProfile has two threads. The main thread's self time splits 50/30/20
+// between hot, inl (inlined into outer) and rec (which recurses); the
+// other thread has only unsymbolicated frames and no CPU data.
+func testProfile() *format.Profile {
+	st := &format.SymbolTable{}
+	st.Add(appKey, 0x100, []format.SymbolFrame{{Function: "outer", File: "a.c", Line: 3}, {Function: "inl", File: "b.h", Line: 7}})
+	st.Add(appKey, 0x200, []format.SymbolFrame{{Function: "hot", File: "h.c", Line: 11}})
+	st.Add(appKey, 0x300, []format.SymbolFrame{{Function: "main", File: "m.c", Line: 5}})
+	st.Add(appKey, 0x400, []format.SymbolFrame{{Function: "rec", File: "r.c", Line: 2}})
+	// The recursive call site is stored under the nudged key, as some
+	// symbolizers do.
+	st.Add(appKey, 0x40f, []format.SymbolFrame{{Function: "rec", File: "r.c", Line: 4}})
+
+	u := format.CategoryUser
+	fr := func(rel uint64) format.Frame { return format.Frame{Address: libStart + rel, Category: u} }
+	a := &format.Thread{Tid: 10, Name: "app", Main: true, End: -1}
+	for i := 0; i < 10; i++ {
+		var s int32
+		switch {
+		case i < 5:
+			s = a.InternStack([]format.Frame{fr(0x200), fr(0x300)})
+		case i < 8:
+			s = a.InternStack([]format.Frame{fr(0x100), fr(0x300)})
+		default:
+			s = a.InternStack([]format.Frame{fr(0x400), fr(0x410), fr(0x410), fr(0x300)})
+		}
+		a.Samples.Add(s, int64(i)*1e6, 1e6)
+	}
+	b := &format.Thread{Tid: 11, Name: "worker", End: -1}
+	for i := 0; i < 10; i++ {
+		var s int32
+		switch {
+		case i < 4:
+			s = b.InternStack([]format.Frame{fr(0x900)})
+		case i < 8:
+			s = b.InternStack([]format.Frame{{Address: 0x5, Category: u}})
+		default:
+			s = b.InternStack([]format.Frame{{Label: "idle"}})
+		}
+		b.Samples.Add(s, int64(i)*1e6, -1)
+	}
+	return &format.Profile{
+		Meta: format.Meta{Product: "gprof", Interval: 2 * time.Millisecond, Duration: 10e6},
+		Processes: []*format.Process{{Pid: 10, Name: "app", End: -1, Threads: []*format.Thread{a, b},
+			Libs: []format.Lib{{Start: libStart, End: libStart + 0x10000, Name: "app", DebugName: "app", BreakpadID: "A1"}}}},
+		Symbols: st,
+	}
+}
+
+func names(fs []Function) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestBuild(t *testing.T) {
+	r := Build(testProfile(), Options{})
+	if r.Samples != 20 || len(r.Threads) != 2 || r.Version != Version {
+		t.Fatalf("report %+v", r)
+	}
+	a := r.Threads[0]
+	if a.Samples != 10 || a.CPU != 10e6 || a.CPUEstimated || a.PctOfAll != 50 {
+		t.Errorf("thread a: %+v", a)
+	}
+	if got := names(a.TopSelf); got != "hot,inl,rec" {
+		t.Errorf("self order %s", got)
+	}
+	want := []struct {
+		self, selfAll float64
+		file          string
+		line          int
+	}{{50, 25, "h.c", 11}, {30, 15, "b.h", 7}, {20, 10, "r.c", 2}}
+	for i, w := range want {
+		f := a.TopSelf[i]
+		if f.SelfPct != w.self || f.SelfPctAll != w.selfAll || f.File != w.file || f.Line != w.line || f.Lib != "app" {
+			t.Errorf("self %d: %+v, want %v", i, f, w)
+		}
+	}
+	// main is on every stack; rec recurses but counts once per sample;
+	// outer holds inl, so it gets inl's samples as total, none as self.
+	if got := names(a.TopTotal); got != "main,hot,inl,outer,rec" {
+		t.Errorf("total order %s", got)
+	}
+	tot := map[string]float64{}
+	for _, f := range a.TopTotal {
+		tot[f.Name] = f.TotalPct
+	}
+	if tot["main"] != 100 || tot["hot"] != 50 || tot["inl"] != 30 || tot["outer"] != 30 || tot["rec"] != 20 {
+		t.Errorf("totals %v", tot)
+	}
+	// main's line comes from the caller lookup, rec's from its self line.
+	for _, f := range a.TopTotal {
+		if f.Name == "main" && f.Line != 5 || f.Name == "outer" && f.Line != 3 {
+			t.Errorf("%s line %d", f.Name, f.Line)
+		}
+	}
+
+	b := r.Threads[1]
+	if b.CPU != 20e6 || !b.CPUEstimated {
+		t.Errorf("thread b cpu %d estimated %v", b.CPU, b.CPUEstimated)
+	}
+	// Ties order by name: "0x5" < "app+0x900".
+	if got := names(b.TopSelf); got != "0x5,app+0x900,idle" {
+		t.Errorf("fallback names %s", got)
+	}
+	if b.TopSelf[1].Lib != "app" || b.TopSelf[0].Lib != "" || b.TopSelf[0].SelfPct != 40 {
+		t.Errorf("fallbacks %+v", b.TopSelf)
+	}
+
+	if got := names(r.All.TopSelf); got != "hot,0x5,app+0x900,inl,idle,rec" {
+		t.Errorf("all self %s", got)
+	}
+	if r.All.TopSelf[0].SelfPct != 25 || r.All.TopSelf[0].SelfPctAll != 25 || r.CPU != 30e6 || !r.CPUEstimated {
+		t.Errorf("all %+v cpu %d", r.All.TopSelf[0], r.CPU)
+	}
+
+	if r := Build(testProfile(), Options{Top: 2}); len(r.Threads[0].TopSelf) != 2 || len(r.All.TopTotal) != 2 {
+		t.Errorf("Top not applied")
+	}
+}
+
+func TestBuildEmpty(t *testing.T) {
+	r := Build(&format.Profile{}, Options{})
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	p := testProfile()
+	p.Symbols = nil
+	p.Processes[0].Threads[0].Samples = format.SampleTable{}
+	r = Build(p, Options{})
+	if r.Threads[0].Samples != 0 || len(r.Threads[0].TopSelf) != 0 {
+		t.Errorf("%+v", r.Threads[0])
+	}
+}
+
+func TestWriteJSONSchema(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, Build(testProfile(), Options{Top: 1})); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) string {
+		var k []string
+		for key := range m {
+			k = append(k, key)
+		}
+		return strings.Join(sortStrings(k), ",")
+	}
+	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,product,samples,threads,version" {
+		t.Errorf("top-level keys %s", got)
+	}
+	th := m["threads"].([]any)[0].(map[string]any)
+	if got := keys(th); got != "cpu_estimated,cpu_ns,main,pct_of_all,pid,process_name,samples,thread_name,tid,top_self,top_total" {
+		t.Errorf("thread keys %s", got)
+	}
+	fn := th["top_self"].([]any)[0].(map[string]any)
+	if got := keys(fn); got != "file,lib,line,name,self_pct,self_pct_all,self_samples,total_pct,total_pct_all,total_samples" {
+		t.Errorf("function keys %s", got)
+	}
+	if m["version"].(float64) != 1 || fn["self_pct"].(float64) != 50 {
+		t.Errorf("values %v %v", m["version"], fn["self_pct"])
+	}
+}
+
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+const wantText = `20 samples in 2 threads of 1 process, CPU 30.00 ms (partly estimated from the interval), interval 2.00 ms, duration 10.00 ms
+
+app (pid 10) / app (tid 10), main thread
+  10 samples (50.00% of all), CPU 10.00 ms
+
+  Top by self time
+    samples    thread       all  function  location
+          5    50.00%    25.00%  hot       h.c:11 [app]
+          3    30.00%    15.00%  inl       b.h:7 [app]
+
+  Top by total time
+    samples    thread       all  function  location
+         10   100.00%    50.00%  main      m.c:5 [app]
+          5    50.00%    25.00%  hot       h.c:11 [app]
+
+app (pid 10) / worker (tid 11)
+  10 samples (50.00% of all), CPU 20.00 ms (partly estimated from the interval)
+
+  Top by self time
+    samples    thread       all  function   location
+          4    40.00%    20.00%  0x5
+          4    40.00%    20.00%  app+0x900  [app]
+
+  Top by total time
+    samples    thread       all  function   location
+          4    40.00%    20.00%  0x5
+          4    40.00%    20.00%  app+0x900  [app]
+
+All threads
+  20 samples, CPU 30.00 ms (partly estimated from the interval)
+
+  Top by self time
+    samples       all  function  location
+          5    25.00%  hot       h.c:11 [app]
+          4    20.00%  0x5
+
+  Top by total time
+    samples       all  function  location
+         10    50.00%  main      m.c:5 [app]
+          5    25.00%  hot       h.c:11 [app]
+`
+
+func TestWriteText(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteText(&buf, Build(testProfile(), Options{Top: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != wantText {
+		t.Errorf("text:\n%s\nwant:\n%s", got, wantText)
+	}
+	if strings.Contains(buf.String(), "\x1b") {
+		t.Error("color codes in plain text")
+	}
+	buf.Reset()
+	WriteTextColor(&buf, Build(testProfile(), Options{Top: 2}))
+	if !strings.Contains(buf.String(), "\x1b[1m") {
+		t.Error("no color codes when asked")
+	}
+}

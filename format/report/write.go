@@ -1,0 +1,188 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteJSON writes r as indented JSON. The schema is Report's: snake_case
+// field names, durations in ns with an "_ns" suffix, percentages from 0 to
+// 100, and a "version" field (Version) that changes only when a field is
+// removed or changes meaning.
+func WriteJSON(w io.Writer, r Report) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	e.SetEscapeHTML(false)
+	return e.Encode(r)
+}
+
+// WriteText writes r as plain, aligned text.
+func WriteText(w io.Writer, r Report) error { return writeText(w, r, false) }
+
+// WriteTextColor is WriteText with ANSI bold headings, for terminals.
+func WriteTextColor(w io.Writer, r Report) error { return writeText(w, r, true) }
+
+type textWriter struct {
+	w     *bufio.Writer
+	color bool
+}
+
+func (t *textWriter) heading(s string) {
+	if t.color {
+		s = "\x1b[1m" + s + "\x1b[0m"
+	}
+	t.w.WriteString(s)
+	t.w.WriteByte('\n')
+}
+
+func writeText(w io.Writer, r Report, color bool) error {
+	t := &textWriter{w: bufio.NewWriter(w), color: color}
+	procs := map[int]bool{}
+	for _, th := range r.Threads {
+		procs[th.Pid] = true
+	}
+	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
+		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
+		plural(int64(len(procs)), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
+		formatDuration(r.Interval), formatDuration(r.Duration)))
+	if r.LostEvents > 0 {
+		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)
+	}
+	for _, th := range r.Threads {
+		t.w.WriteByte('\n')
+		main := ""
+		if th.Main {
+			main = ", main thread"
+		}
+		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", orUnknown(th.ProcessName), th.Pid, orUnknown(th.Name), th.Tid, main))
+		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
+			formatDuration(th.CPU), estimated(th.CPUEstimated))
+		t.lists(th.Summary, true)
+	}
+	if len(r.Threads) > 1 {
+		t.w.WriteByte('\n')
+		t.heading("All threads")
+		fmt.Fprintf(t.w, "  %s, CPU %s%s\n", plural(r.All.Samples, "sample"), formatDuration(r.All.CPU), estimated(r.All.CPUEstimated))
+		t.lists(r.All, false)
+	}
+	return t.w.Flush()
+}
+
+func (t *textWriter) lists(s Summary, perThread bool) {
+	if len(s.TopSelf) == 0 && len(s.TopTotal) == 0 {
+		t.w.WriteString("  no stacks sampled\n")
+		return
+	}
+	t.table("  Top by self time", s.TopSelf, true, perThread)
+	t.table("  Top by total time", s.TopTotal, false, perThread)
+}
+
+// maxNameWidth keeps one monster C++ name from pushing every location off
+// screen; longer names overflow their column instead of being cut.
+const maxNameWidth = 60
+
+func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
+	t.w.WriteByte('\n')
+	t.w.WriteString(title)
+	t.w.WriteByte('\n')
+	nameW := len("function")
+	countW := len("samples")
+	for _, f := range fs {
+		nameW = max(nameW, min(utf8.RuneCountInString(f.Name), maxNameWidth))
+		countW = max(countW, len(strconv.FormatInt(count(f, self), 10)))
+	}
+	cols := []string{pad("samples", countW, true)}
+	if perThread {
+		cols = append(cols, pad("thread", 8, true))
+	}
+	cols = append(cols, pad("all", 8, true), pad("function", nameW, false), "location")
+	t.row(cols)
+	for _, f := range fs {
+		p, pa := f.TotalPct, f.TotalPctAll
+		if self {
+			p, pa = f.SelfPct, f.SelfPctAll
+		}
+		cols = cols[:0]
+		cols = append(cols, pad(strconv.FormatInt(count(f, self), 10), countW, true))
+		if perThread {
+			cols = append(cols, pad(pctString(p), 8, true))
+		}
+		cols = append(cols, pad(pctString(pa), 8, true), pad(f.Name, nameW, false), location(f))
+		t.row(cols)
+	}
+}
+
+func (t *textWriter) row(cols []string) {
+	line := "    " + strings.Join(cols, "  ")
+	t.w.WriteString(strings.TrimRight(line, " "))
+	t.w.WriteByte('\n')
+}
+
+func count(f Function, self bool) int64 {
+	if self {
+		return f.Self
+	}
+	return f.Total
+}
+
+func location(f Function) string {
+	var b strings.Builder
+	if f.File != "" {
+		b.WriteString(f.File)
+		if f.Line > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(f.Line))
+		}
+	}
+	if f.Lib != "" {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("[" + f.Lib + "]")
+	}
+	return b.String()
+}
+
+func pad(s string, w int, right bool) string {
+	n := utf8.RuneCountInString(s)
+	if n >= w {
+		return s
+	}
+	if right {
+		return strings.Repeat(" ", w-n) + s
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+func pctString(p float64) string { return strconv.FormatFloat(p, 'f', 2, 64) + "%" }
+
+func plural(n int64, word string) string {
+	s := strconv.FormatInt(n, 10) + " " + word
+	if n != 1 {
+		if strings.HasSuffix(word, "s") {
+			s += "es"
+		} else {
+			s += "s"
+		}
+	}
+	return s
+}
+
+func estimated(e bool) string {
+	if e {
+		return " (partly estimated from the interval)"
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}

@@ -316,38 +316,39 @@ func (d *decoder) decodeSample(rec []byte, b *batch) *Sample {
 		}
 		chain := rec[p : p+8*nr]
 		p += 8 * nr
-		n := 0
-		for i := 0; i < nr; i++ {
-			if ne.Uint64(chain[8*i:]) < ctxMax {
-				n++
+		// One pass: frames go into an arena slice sized for the whole
+		// chain; markers only switch the context.
+		stack := b.frameSlice(nr)
+		k, kernel := 0, 0
+		ctx := ctxUser // the first marker says which; default to user
+		for len(chain) >= 8 {
+			v := ne.Uint64(chain)
+			chain = chain[8:]
+			if v >= ctxMax {
+				ctx = v
+				continue
 			}
-		}
-		if n == 0 {
-			s.Stack = b.frameSlice(1)
-			s.Stack[0] = ip
-		} else {
-			stack := b.frameSlice(n)
-			k, kernel := 0, 0
-			ctx := ctxUser // the first marker says which; default to user
-			for i := 0; i < nr; i++ {
-				v := ne.Uint64(chain[8*i:])
-				if v >= ctxMax {
-					ctx = v
-					continue
+			if ctx == ctxKernel || ctx == ctxHV || ctx == ctxGuestKernel {
+				if k != kernel {
+					continue // kernel frame after user frames: malformed
 				}
-				switch ctx {
-				case ctxKernel, ctxHV, ctxGuestKernel:
-					if k != kernel {
-						continue // kernel frame after user frames: malformed
-					}
-					kernel++
-				}
-				stack[k] = v
-				k++
+				kernel++
 			}
-			s.Stack = stack[:k]
-			s.KernelFrames = kernel
+			stack[k] = v
+			k++
 		}
+		if k == 0 {
+			stack = stack[:0]
+			if cap(stack) > 0 {
+				stack = stack[:1]
+			} else {
+				stack = b.frameSlice(1)
+			}
+			stack[0] = ip
+			k = 1
+		}
+		s.Stack = stack[:k]
+		s.KernelFrames = kernel
 	} else if st&unix.PERF_SAMPLE_IP != 0 {
 		s.Stack = b.frameSlice(1)
 		s.Stack[0] = ip

@@ -654,3 +654,80 @@ func TestDecodeSampleRecord(t *testing.T) {
 		t.Errorf("decoded %+v", s)
 	}
 }
+
+// procCPU returns utime+stime of pid (all threads, dead ones included).
+func procCPU(t *testing.T, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// TestAttachThreadChurn attaches while a process creates and ends threads
+// (20 ms of CPU each) all the time: every thread must be sampled once, not
+// missed nor twice.
+func TestAttachThreadChurn(t *testing.T) {
+	skipIfNoPerf(t)
+	prog := testProgram(t, "threads")
+	cmd := exec.Command(prog, "100000", "20")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	before := procCPU(t, pid)
+	rec, res := record1(t, ctx, Options{Pids: []int{pid}})
+	cpu := procCPU(t, pid) - before
+	threads := map[int]bool{}
+	for _, s := range rec.samples {
+		threads[s.Tid] = true
+	}
+	ratio := float64(len(rec.samples)) * float64(time.Millisecond) / float64(cpu)
+	t.Logf("%d samples from %d threads, %d forks, CPU %v: ratio %.3f, lost %d", len(rec.samples), len(threads), len(rec.forks), cpu, ratio, res.Lost)
+	if ratio < 0.8 || ratio > 1.2 {
+		t.Errorf("samples/CPU ratio %.3f, want about 1", ratio)
+	}
+	if res.Lost != 0 {
+		t.Errorf("lost %d", res.Lost)
+	}
+}
+
+func TestKernelStacks(t *testing.T) {
+	skipIfNoPerf(t)
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("no dd")
+	}
+	rec, _ := record1(t, context.Background(), Options{Command: []string{dd, "if=/dev/zero", "of=/dev/null", "bs=64k", "count=20000", "status=none"}, Kernel: true})
+	for _, n := range rec.notices {
+		if strings.Contains(n, "kernel stacks are not permitted") {
+			t.Skip(n)
+		}
+	}
+	withKernel := 0
+	for _, s := range rec.samples {
+		if s.KernelFrames > 0 {
+			withKernel++
+			if s.Stack[0] < 0xffff800000000000 && s.Stack[0] > 0xffffffff {
+				t.Fatalf("kernel frame %x", s.Stack[0])
+			}
+			if len(s.Stack) == s.KernelFrames {
+				t.Logf("sample with kernel frames only: %x", s.Stack)
+			}
+		}
+	}
+	t.Logf("%d of %d samples have kernel frames", withKernel, len(rec.samples))
+	if withKernel == 0 {
+		t.Errorf("no kernel frames")
+	}
+}

@@ -268,9 +268,10 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 	out = append(out, regs.IP)
 	exact := true
 	m := as.find(regs.IP)
+	var next state
 	for n := 1; n < max; n++ {
-		next, ok := u.step(as, m, &st, mem, exact)
-		if !ok {
+		next = state{}
+		if !u.step(m, &st, mem, exact, &next) {
 			break
 		}
 		pc := next.r[slotPC]
@@ -296,14 +297,14 @@ const exactBit = 1 << 7
 
 // step recovers the caller's registers from st, the frame at st's PC in
 // mapping m (nil if unmapped).
-func (u *Unwinder) step(as *AddressSpace, m *asMapping, st *state, mem *memory, exact bool) (state, bool) {
+func (u *Unwinder) step(m *asMapping, st *state, mem *memory, exact bool, next *state) bool {
 	pc := st.r[slotPC]
 	var mod *module
 	if m != nil {
 		mod = u.resolve(m)
 	}
 	if mod == nil {
-		return fpStep(u.arch, st, mem)
+		return fpStep(u.arch, st, mem, next)
 	}
 	rel := pc - m.bias
 	if !exact {
@@ -312,14 +313,14 @@ func (u *Unwinder) step(as *AddressSpace, m *asMapping, st *state, mem *memory, 
 	r := u.rule(mod, rel, exact)
 	if r.flags&(flagNoCFI|flagBad) != 0 {
 		if !exact && mod.isSigreturn(rel+1) {
-			return sigreturnStep(st, mem)
+			return sigreturnStep(st, mem, next)
 		}
 		if exact && mod.isSigreturn(rel) {
-			return sigreturnStep(st, mem)
+			return sigreturnStep(st, mem, next)
 		}
-		return fpStep(mod.arch, st, mem)
+		return fpStep(mod.arch, st, mem, next)
 	}
-	return cfiStep(mod, r, st, mem)
+	return cfiStep(mod, r, st, mem, next)
 }
 
 // rule returns the memoized rule for a link-time lookup PC in mod.
@@ -406,7 +407,7 @@ func (u *Unwinder) module(mp Mapping) *module {
 // Linux user addresses fit in 48 bits unless a program asks for more.
 const ptrMask = 1<<48 - 1
 
-func cfiStep(mod *module, r *rule, st *state, mem *memory) (state, bool) {
+func cfiStep(mod *module, r *rule, st *state, mem *memory, next *state) bool {
 	a := mod.arch
 	sec := &mod.eh
 	if r.flags&flagDebug != 0 {
@@ -416,7 +417,7 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory) (state, bool) {
 	switch r.cfa.kind {
 	case ruleReg:
 		if r.cfa.reg == slotNone || !st.has(r.cfa.reg) {
-			return state{}, false
+			return false
 		}
 		cfa = st.r[r.cfa.reg] + uint64(int64(r.cfa.off))
 	case rulePLT:
@@ -428,17 +429,16 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory) (state, bool) {
 		var ok bool
 		cfa, ok = evalExpr(a, sec.expr(r.cfa), st, mem, 0, false)
 		if !ok {
-			return state{}, false
+			return false
 		}
 	default:
-		return state{}, false
+		return false
 	}
 
-	var next state
 	raSlot := uint8(slotPC)
 	ra, ok, undef := regValue(a, sec, r.ra, cfa, st, mem, slotLR)
 	if undef || !ok {
-		return state{}, false // outermost frame, or the RA is lost
+		return false // outermost frame, or the RA is lost
 	}
 	if a == archARM64 {
 		ra &= ptrMask
@@ -452,7 +452,7 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory) (state, bool) {
 	if r.sp.kind != ruleUnset && r.sp.kind != ruleSame {
 		v, ok, undef := regValue(a, sec, r.sp, cfa, st, mem, slotSP)
 		if !ok || undef {
-			return state{}, false
+			return false
 		}
 		sp = v
 	}
@@ -460,9 +460,9 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory) (state, bool) {
 	if r.flags&flagSignal != 0 {
 		next.valid |= exactBit
 	} else if sp <= st.r[slotSP] {
-		return state{}, false // the stack must grow toward the caller
+		return false // the stack must grow toward the caller
 	}
-	return next, true
+	return true
 }
 
 // regValue recovers a register's value in the caller. same names the slot
@@ -511,42 +511,40 @@ func (s *cfiSection) expr(rr regRule) []byte {
 
 // fpStep unwinds one frame by the frame-pointer chain: [fp] holds the
 // caller's fp and [fp+8] the return address, on x86-64 and arm64 alike.
-func fpStep(a arch, st *state, mem *memory) (state, bool) {
+func fpStep(a arch, st *state, mem *memory, next *state) bool {
 	fp := st.r[slotFP]
 	if !st.has(slotFP) || fp == 0 || fp&7 != 0 || fp < st.r[slotSP] {
-		return state{}, false
+		return false
 	}
 	nfp, ok1 := mem.u64(fp)
 	ra, ok2 := mem.u64(fp + 8)
 	if !ok1 || !ok2 {
-		return state{}, false
+		return false
 	}
-	var next state
 	if a == archARM64 {
 		ra &= ptrMask
 	}
 	next.set(slotPC, ra)
 	next.set(slotSP, fp+16)
 	next.set(slotFP, nfp)
-	return next, true
+	return true
 }
 
 // sigreturnStep reads the registers a signal frame saved in the ucontext
 // that rt_sigreturn's trampoline finds at SP (x86-64 layout: uc_mcontext at
 // 40, then r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip).
-func sigreturnStep(st *state, mem *memory) (state, bool) {
+func sigreturnStep(st *state, mem *memory, next *state) bool {
 	const mc = 40
 	sp := st.r[slotSP]
 	rbp, ok1 := mem.u64(sp + mc + 10*8)
 	rsp, ok2 := mem.u64(sp + mc + 15*8)
 	rip, ok3 := mem.u64(sp + mc + 16*8)
 	if !ok1 || !ok2 || !ok3 {
-		return state{}, false
+		return false
 	}
-	var next state
 	next.set(slotPC, rip)
 	next.set(slotSP, rsp)
 	next.set(slotFP, rbp)
 	next.valid |= exactBit
-	return next, true
+	return true
 }

@@ -182,6 +182,10 @@ type ptStats struct {
 	ticks, samples int
 	late           int // interrupted threads that took too long to stop
 	denied         int // EPERM from PTRACE_SEIZE
+	signals        int // signal-delivery-stops, the signal handed back
+	// paused is the time from interrupt to detach, summed over samples:
+	// roughly how long the target's threads were kept from running.
+	paused time.Duration
 }
 
 type ptRange struct{ start, end uint64 }
@@ -691,6 +695,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		return nil, false
 	}
 	s.seized = tid
+	t0 := time.Now()
 	if err := ptInterrupt(tid); err != nil {
 		s.seized = 0
 		s.pending[tid] = true
@@ -719,11 +724,15 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		s.pending[tid] = true
 	}
 	s.seized = 0
+	s.stats.paused += time.Since(t0)
 	if err != nil {
 		return nil, false
 	}
 	if _, ok := findRange(pr.exec, s.regs.IP); !ok {
 		outside = true
+	}
+	if r.sig != 0 {
+		s.stats.signals++
 	}
 	s.one[0] = s.regs.IP
 	s.stats.samples++

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -479,5 +480,232 @@ func BenchmarkPtraceSample(b *testing.B) {
 		s.drain()
 	}
 	b.ReportMetric(float64(bytes)/float64(b.N), "stackbytes/op")
+	b.ReportMetric(float64(s.stats.paused.Microseconds())/float64(b.N), "pause-µs/op")
 	ptCheckReleased(b, pid)
+}
+
+func TestPtraceKeepsSignals(t *testing.T) {
+	prog := ptBuild(t, "signals")
+	cmd := exec.Command(prog)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	sc := bufio.NewScanner(out)
+	var sig int
+	if !sc.Scan() {
+		t.Fatal("target did not start")
+	}
+	if _, err := fmt.Sscanf(sc.Text(), "ready %d", &sig); err != nil {
+		t.Fatalf("target said %q", sc.Text())
+	}
+	pid := cmd.Process.Pid
+	ptRequire(t, pid)
+
+	// Signals that arrive while a thread is seized overtake the interrupt
+	// and must be handed back on detach.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan ptStats, 1)
+	go func() {
+		var st ptStats
+		ptStatsHook = func(s ptStats) { st = s }
+		_, err := recordPtrace(ctx, Options{Pids: []int{pid}, Interval: time.Millisecond}, func(Event) {})
+		ptStatsHook = nil
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	time.Sleep(50 * time.Millisecond)
+	// As fast as possible, so that some arrive between seize and interrupt.
+	// sigqueue, unlike kill, refuses a signal when the queue is full
+	// instead of merging it with a pending one, so every accepted signal
+	// must reach the handler.
+	n := 0
+	for start := time.Now(); time.Since(start) < time.Second; {
+		if ptSigqueue(pid, sig) == nil {
+			n++
+		}
+	}
+	cancel()
+	st := <-done
+	ptCheckReleased(t, pid)
+	// Let the target handle what is still queued: SIGTERM, being a lower
+	// number, would be delivered first.
+	for start := time.Now(); ptSignalsPending(pid) && time.Since(start) < 10*time.Second; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	unix.Kill(pid, unix.SIGTERM)
+	if !sc.Scan() {
+		t.Fatal("target did not report its count")
+	}
+	got, _ := strconv.Atoi(strings.TrimSpace(sc.Text()))
+	t.Logf("%d samples, %d with a signal handed back; target received %d of %d signals", st.samples, st.signals, got, n)
+	if got != n {
+		t.Errorf("target received %d signals, want %d", got, n)
+	}
+}
+
+// ptSignalsPending reports whether any thread of pid, or the process, has
+// signals pending.
+func ptSignalsPending(pid int) bool {
+	tids, _ := listTasks(pid)
+	for _, tid := range tids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if (k == "SigPnd" || k == "ShdPnd") && strings.Trim(v, " \t0") != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ptSigqueue sends sig to pid with code SI_QUEUE, as sigqueue(3) does.
+func ptSigqueue(pid, sig int) error {
+	var info [128]byte
+	binary.NativeEndian.PutUint32(info[0:], uint32(sig))
+	binary.NativeEndian.PutUint32(info[8:], uint32(0xffffffff)) // SI_QUEUE
+	binary.NativeEndian.PutUint32(info[16:], uint32(os.Getpid()))
+	binary.NativeEndian.PutUint32(info[20:], uint32(os.Getuid()))
+	_, _, e := unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(pid), uintptr(sig), uintptr(unsafe.Pointer(&info)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func TestPtraceLeavesJobControlStop(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	cmd := ptStartTarget(t, prog)
+	pid := cmd.Process.Pid
+	time.Sleep(50 * time.Millisecond)
+	ptRequire(t, pid)
+
+	// A target stopped by SIGSTOP in the middle of sampling must stay
+	// stopped afterwards, untraced, and continue on SIGCONT.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		recordPtrace(ctx, Options{Pids: []int{pid}, Interval: time.Millisecond}, func(Event) {})
+	}()
+	time.Sleep(100 * time.Millisecond)
+	unix.Kill(pid, unix.SIGSTOP)
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	tids, _ := listTasks(pid)
+	for _, tid := range tids {
+		if st := ptState(pid, tid); st != "T" {
+			t.Errorf("thread %d in state %q after SIGSTOP, want T", tid, st)
+		}
+		if tr := tracerPid(tid); tr != 0 {
+			t.Errorf("thread %d traced by %d", tid, tr)
+		}
+	}
+	unix.Kill(pid, unix.SIGCONT)
+	time.Sleep(50 * time.Millisecond)
+	ptCheckReleased(t, pid)
+}
+
+func ptState(pid, tid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	st, _, _, _ := parseStat(b)
+	return string(st)
+}
+
+func TestPtraceFollowsChildren(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	// The shell forks busy after a while; the trailing command keeps it
+	// from exec'ing busy in its own place.
+	cmd := ptStartTarget(t, "sh", "-c", "sleep 0.3; "+prog+" 0.6; true")
+	pid := cmd.Process.Pid
+	ptRequire(t, pid)
+	c, _ := ptRecordFor(t, 1500*time.Millisecond, Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
+
+	var child int
+	for _, f := range c.forks {
+		if f.Ppid == pid && f.Pid != pid {
+			child = f.Pid
+		}
+	}
+	if child == 0 {
+		t.Fatalf("no Fork for a child of %d: %+v", pid, c.forks)
+	}
+	var n int
+	for _, s := range c.samples {
+		if s.Pid == child {
+			n++
+		}
+	}
+	var text, exited bool
+	for _, m := range c.maps {
+		text = text || m.Pid == child && m.Path == prog
+	}
+	for _, e := range c.exits {
+		exited = exited || e.Pid == child && e.Tid == child
+	}
+	t.Logf("child %d: %d samples", child, n)
+	if n < 10 || !text || !exited {
+		t.Errorf("child %d: %d samples, Map of busy %v, Exit %v", child, n, text, exited)
+	}
+}
+
+const ptPermDriverEnv = "GPROF_PTRACE_PERM_DRIVER"
+
+// TestPtracePermDriver is not a test: TestPtracePermission runs a copy of
+// the test binary as nobody with this test selected.
+func TestPtracePermDriver(t *testing.T) {
+	pid, err := strconv.Atoi(os.Getenv(ptPermDriverEnv))
+	if err != nil {
+		t.Skip("helper for TestPtracePermission")
+	}
+	_, err = recordPtrace(context.Background(), Options{Pids: []int{pid}}, func(Event) {})
+	fmt.Printf("permission=%v\n%v\n", errors.Is(err, ErrPermission), err)
+	os.Exit(0)
+}
+
+func TestPtracePermission(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	// A copy of the test binary that user nobody can execute.
+	dir, err := os.MkdirTemp("", "gprof-ptrace-perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "attach.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := ptStartTarget(t, "sleep", "30")
+	drv := exec.Command(bin, "-test.run=^TestPtracePermDriver$")
+	drv.Dir = dir
+	drv.Env = append(os.Environ(), ptPermDriverEnv+"="+strconv.Itoa(target.Process.Pid))
+	drv.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := drv.CombinedOutput()
+	if err != nil {
+		t.Fatalf("driver: %v\n%s", err, out)
+	}
+	t.Logf("as nobody: %s", out)
+	if !strings.HasPrefix(string(out), "permission=true") || !strings.Contains(string(out), "cap_sys_ptrace") {
+		t.Errorf("attaching to root's process as nobody gave %s", out)
+	}
 }

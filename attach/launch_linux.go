@@ -54,6 +54,9 @@ func ExecHelperMain() {
 		// The parent gave up (or died) before releasing us.
 		os.Exit(127)
 	}
+	if unix.Gettid() != os.Getpid() {
+		fmt.Fprintln(os.Stderr, "gprof: launch helper is not on the main thread; the profile may be empty")
+	}
 	path, argv := os.Args[1], os.Args[2:]
 	err := syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "gprof: exec %s: %v\n", path, err)

@@ -37,6 +37,10 @@ const (
 	bitBuildID = 1 << 34 // mmap2 records carry the build-id (5.12+)
 )
 
+// perfEventOpen is unix.PerfEventOpen; tests replace it to simulate a
+// kernel that refuses perf events.
+var perfEventOpen = unix.PerfEventOpen
+
 const (
 	defaultInterval  = time.Millisecond
 	defaultStackSize = 16384
@@ -246,7 +250,7 @@ func (s *perfSession) probe() error {
 	try := func() error {
 		a := s.attr
 		a.Bits |= unix.PerfBitDisabled
-		fd, err := unix.PerfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := perfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -337,7 +341,7 @@ func (s *perfSession) openTask(tid int) error {
 		return nil
 	}
 	for i, cpu := range s.cpus {
-		fd, err := unix.PerfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := perfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			if err == unix.ENODEV && i > 0 {
 				continue // the CPU went offline
@@ -553,6 +557,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
 		why := stopCancelled
+		lastCheck := time.Now()
 		for {
 			all := pfds
 			if wake >= 0 {
@@ -578,6 +583,16 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 			if len(pfds) == 0 {
 				why = stopExited
 				break
+			}
+			// Belt and braces for kernels that do not report POLLHUP
+			// once an inherited event's tasks are all gone.
+			if len(s.opts.Pids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+				lastCheck = time.Now()
+				if !s.anyPidAlive() {
+					flush(getBatch())
+					why = stopExited
+					break
+				}
 			}
 		}
 		for _, fd := range s.fds {
@@ -606,6 +621,17 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 		unix.Close(wake)
 	}
 	return <-reason
+}
+
+// anyPidAlive reports whether an attached pid still runs. Children that
+// inherited events are not checked; POLLHUP covers them.
+func (s *perfSession) anyPidAlive() bool {
+	for _, pid := range s.opts.Pids {
+		if st := processState(pid); st != 0 && st != 'Z' && st != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *perfSession) close() {

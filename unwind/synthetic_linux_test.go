@@ -3,6 +3,7 @@
 package unwind
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"testing"
@@ -78,3 +79,105 @@ func TestPLT(t *testing.T) {
 		}
 	}
 }
+
+// TestVDSO unwinds from the entry of every function in the vdso, with the
+// CFI of our own vdso image.
+func TestVDSO(t *testing.T) {
+	img, err := ownVDSO()
+	if err != nil {
+		t.Skip(err)
+	}
+	f, err := elf.NewFile(bytesReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.DynamicSymbols()
+	const base = 0x7fff00000000
+	const caller = 0x400000
+	as := new(AddressSpace)
+	as.Add(Mapping{Start: base, End: base + uint64(len(img)), Path: "[vdso]"})
+	as.Add(Mapping{Start: caller, End: caller + 0x1000, Path: ""})
+	u := New()
+	defer u.Close()
+	n := 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		stack := make([]byte, 16)
+		binary.LittleEndian.PutUint64(stack, caller+0x10)
+		got := u.Unwind(as, Regs{IP: base + s.Value, SP: 0x7ffc0000}, stack, nil)
+		if len(got) < 2 || got[1] != caller+0x10 {
+			t.Errorf("%s: got %x", s.Name, got)
+		}
+		m := as.find(base + s.Value)
+		if r := u.rule(u.resolve(m), s.Value, true); r.flags&flagNoCFI != 0 {
+			t.Errorf("%s: no CFI in the vdso", s.Name)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no functions in the vdso")
+	}
+}
+
+// TestSigreturnWithoutCFI unwinds through libc's rt_sigreturn trampoline
+// with its CFI hidden, so that the trampoline is recognized by its code
+// and the registers are read from the ucontext on the stack.
+func TestSigreturnWithoutCFI(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	mod, err := openModule(libc)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer mod.close()
+	// Find the trampoline by its code.
+	tramp := uint64(0)
+	for _, p := range mod.loads {
+		if p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		code := mod.image[p.Off : p.Off+p.Filesz]
+		if i := bytesIndex(code, sigreturnAMD64); i >= 0 {
+			tramp = p.Vaddr + uint64(i)
+		}
+	}
+	if tramp == 0 {
+		t.Skip("no rt_sigreturn trampoline in libc")
+	}
+	const base = 0x7f0000000000
+	const interrupted = 0x400123
+	const sp = 0x7ffc0000
+	stack := make([]byte, 512)
+	binary.LittleEndian.PutUint64(stack[40+10*8:], 0x7ffc1000)  // rbp
+	binary.LittleEndian.PutUint64(stack[40+15*8:], 0x7ffc0800)  // rsp
+	binary.LittleEndian.PutUint64(stack[40+16*8:], interrupted) // rip
+	for _, hide := range []bool{false, true} {
+		as := mapELF(t, libc, base)
+		as.Add(Mapping{Start: 0x400000, End: 0x401000})
+		u := New()
+		m := as.find(base + tramp)
+		mod2 := *u.resolve(m)
+		if hide {
+			mod2.hasEH = false
+			mod2.hasDb = false
+		}
+		m.mod = &mod2
+		// The trampoline is reached as the return address of a handler,
+		// so it is not the first frame: unwind a fake leaf above it that
+		// has no mapping, through its frame pointer.
+		leafStack := make([]byte, 16+len(stack))
+		binary.LittleEndian.PutUint64(leafStack[0:], 0)          // caller fp
+		binary.LittleEndian.PutUint64(leafStack[8:], base+tramp) // return address
+		copy(leafStack[16:], stack)
+		got := u.Unwind(as, Regs{IP: 0x400010, SP: sp - 16, FP: sp - 16}, leafStack, nil)
+		if len(got) < 3 || got[1] != base+tramp || got[2] != interrupted {
+			t.Errorf("hide CFI %v: got %x, want [.. %#x %#x]", hide, got, base+tramp, uint64(interrupted))
+		}
+		u.Close()
+	}
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func bytesIndex(b, sep []byte) int { return bytes.Index(b, sep) }

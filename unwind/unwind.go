@@ -43,8 +43,9 @@ type Mapping struct {
 	// "[vdso]" names the vdso; other bracketed names and "" have no file
 	// and are unwound with frame pointers.
 	Path string
-	// Dev and Inode identify the file when known; otherwise Path is
-	// stat'ed when the mapping is first used.
+	// Dev and Inode identify the file when known (Dev encoded as stat's
+	// st_dev); otherwise Path is stat'ed when the mapping is first used.
+	// They key the Unwinder's cache, so processes share a binary's tables.
 	Dev, Inode uint64
 }
 
@@ -188,7 +189,8 @@ func New() *Unwinder {
 	return u
 }
 
-// Close releases the cached binaries. The Unwinder must not be used after.
+// Close releases the cached binaries, which are memory-mapped. Neither the
+// Unwinder nor any AddressSpace it unwound may be used after.
 func (u *Unwinder) Close() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()

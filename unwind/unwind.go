@@ -9,9 +9,16 @@
 // them) and a memo of compiled rules per PC; after warm-up, unwinding a
 // sample allocates nothing.
 //
-// Supported: x86-64 fully; arm64 rules (SP/x29/x30, LR for leaves, pointer
-// authentication bits masked) are implemented but only tested on parsed
-// tables, not on live processes.
+// Each frame is unwound by the CFI row for its PC (return addresses are
+// looked up at PC-1, so a call at a function's end stays in it), or, when
+// the PC has no CFI, by the frame-pointer chain. A walk stops at an
+// undefined return address (_start, clone3), a zero return address or
+// frame pointer, a return address outside every mapping, a stack pointer
+// that does not grow toward the caller, or memory it cannot read.
+//
+// x86-64 is complete and tested against gdb. The arm64 rules (SP, x29,
+// x30, LR for leaves, pointer authentication bits masked) are written but
+// not yet tested on arm64 binaries.
 //
 // Signal frames are unwound through the CFI that glibc gives its
 // __restore_rt trampoline (an 'S' CIE whose rules read the saved registers

@@ -367,9 +367,14 @@ func (s *perfSession) openTask(tid int) error {
 // mapRing maps a ring, falling back to smaller rings when the locked
 // memory limit refuses.
 func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
+	shrunk := false
 	for {
 		r, err := mapRing(fd, s.pages)
 		if err == nil {
+			if shrunk {
+				kb, _ := readSysctlInt("perf_event_mlock_kb")
+				s.notice("perf ring buffers limited by locked memory (kernel.perf_event_mlock_kb=%d); using %d KiB per CPU, samples may be lost (raise with `sysctl kernel.perf_event_mlock_kb=2048`)", kb, s.pages*os.Getpagesize()/1024)
+			}
 			return r, nil
 		}
 		if err != unix.EPERM && err != unix.ENOMEM || s.pages <= 16 {
@@ -379,9 +384,8 @@ func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
 			}
 			return nil, fmt.Errorf("map perf ring for cpu %d: %w", cpu, err)
 		}
-		kb, _ := readSysctlInt("perf_event_mlock_kb")
 		s.pages /= 2
-		s.notice("perf ring buffers limited by locked memory (kernel.perf_event_mlock_kb=%d); using %d KiB per CPU, samples may be lost (raise with `sysctl kernel.perf_event_mlock_kb=2048`)", kb, s.pages*os.Getpagesize()/1024)
+		shrunk = true
 	}
 }
 

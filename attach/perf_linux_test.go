@@ -764,3 +764,58 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	}
 	t.Logf("perf only: %v", err)
 }
+
+// TestKernelDeniedFallsBack simulates paranoid 2 without privileges: kernel
+// stacks are refused, and recording goes on with user stacks and a notice.
+func TestKernelDeniedFallsBack(t *testing.T) {
+	skipIfNoPerf(t)
+	saved := perfEventOpen
+	defer func() { perfEventOpen = saved }()
+	perfEventOpen = func(a *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
+		if a.Bits&unix.PerfBitExcludeKernel == 0 {
+			return -1, unix.EACCES
+		}
+		return saved(a, pid, cpu, group, flags)
+	}
+	busy := testProgram(t, "busy")
+	rec, _ := record1(t, context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "50"}, Kernel: true})
+	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "kernel stacks are not permitted") {
+		t.Errorf("notices %q", rec.notices)
+	}
+	for _, s := range rec.samples {
+		if s.KernelFrames != 0 {
+			t.Fatalf("kernel frames after falling back to user stacks")
+		}
+	}
+	if len(rec.samples) < 50 {
+		t.Errorf("%d samples", len(rec.samples))
+	}
+}
+
+// TestRingMlockFallback simulates the locked-memory limit refusing large
+// rings: gprof retries with smaller ones and says so.
+func TestRingMlockFallback(t *testing.T) {
+	skipIfNoPerf(t)
+	saved := perfMmap
+	defer func() { perfMmap = saved }()
+	perfMmap = func(fd int, off int64, n int, prot, flags int) ([]byte, error) {
+		if n > 33*os.Getpagesize() {
+			return nil, unix.EPERM
+		}
+		return saved(fd, off, n, prot, flags)
+	}
+	busy := testProgram(t, "busy")
+	rec, res := record1(t, context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "100"}})
+	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "perf_event_mlock_kb") {
+		t.Errorf("notices %q", rec.notices)
+	}
+	if len(rec.samples) < 150 || res.Lost != 0 {
+		t.Errorf("%d samples, %d lost with 128 KiB rings", len(rec.samples), res.Lost)
+	}
+
+	perfMmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.EPERM }
+	_, err := Record(context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "10"}}, func(Event) {})
+	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), "perf_event_mlock_kb") {
+		t.Errorf("err = %v, want ErrPermission naming perf_event_mlock_kb", err)
+	}
+}

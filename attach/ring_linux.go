@@ -25,9 +25,12 @@ type ring struct {
 	scratch []byte
 }
 
+// perfMmap is unix.Mmap; tests replace it to simulate the mlock limit.
+var perfMmap = unix.Mmap
+
 func mapRing(fd, pages int) (*ring, error) {
 	ps := os.Getpagesize()
-	mem, err := unix.Mmap(fd, 0, (1+pages)*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := perfMmap(fd, 0, (1+pages)*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}

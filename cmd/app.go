@@ -1,0 +1,144 @@
+// Package cmd is gprof's command line: it parses flags, wires the pipeline
+// from the library packages, and turns errors into one line of advice.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// Version is set at build time with -ldflags "-X .../cmd.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit codes are part of the interface scripts rely on.
+const (
+	ExitOK    = 0 // success
+	ExitError = 1 // gprof failed; no output was written (or the old one kept)
+	ExitUsage = 2 // bad command line
+)
+
+// usageError marks errors that are the user's command line, not the world.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCodeError carries an exit code that is not an error of gprof's own,
+// such as a launched command's failure status.
+type exitCodeError struct{ code int }
+
+func (e exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// App returns the command-line definition. The man pages are generated
+// from it, so help text written here is the documentation.
+func App() *cli.App {
+	return &cli.App{
+		Name:    "gprof",
+		Usage:   "a sampling profiler that writes Firefox Profiler profiles",
+		Version: Version,
+		Description: `gprof samples the stacks of every thread of a program, launched or already
+running, and writes a profile that opens in the Firefox Profiler
+(https://profiler.firefox.com). It can also convert, symbolicate and
+summarize profiles without a browser.
+
+Note: GNU binutils installs an unrelated program also called gprof
+(/usr/bin/gprof). Build this one to ./bin/gprof and call it by that path.`,
+		UsageText: `gprof record [options] -- COMMAND [ARGS...]
+gprof record [options] -p PID [-p PID...]
+gprof report PROFILE
+gprof convert PROFILE -o OUTPUT`,
+		Commands: []*cli.Command{
+			recordCommand(),
+			convertCommand(),
+			symbolicateCommand(),
+			reportCommand(),
+			genManCommand(),
+		},
+		HideHelpCommand:      true,
+		EnableBashCompletion: false,
+		Suggest:              true,
+		// Errors are printed once, by Main, in gprof's own style.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+	}
+}
+
+// Main runs gprof with args (including the program name) and returns the
+// process exit code.
+func Main(args []string) int {
+	app := App()
+	app.Writer = os.Stdout
+	app.ErrWriter = os.Stderr
+	err := app.Run(args)
+	return printError(os.Stderr, err)
+}
+
+// printError prints err as one line and returns the exit code for it.
+func printError(w io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	code := ExitError
+	var ue usageError
+	if errors.As(err, &ue) || isFlagError(err) {
+		code = ExitUsage
+	}
+	msg := strings.TrimSpace(err.Error())
+	// One line: multi-line messages from libraries are folded.
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
+	if code == ExitUsage && !strings.Contains(msg, "--help") {
+		msg += " (see 'gprof --help')"
+	}
+	fmt.Fprintf(w, "%s %s\n", errorPrefix(w), msg)
+	return code
+}
+
+// isFlagError recognizes the flag package's own parse errors, which
+// urfave/cli returns unwrapped.
+func isFlagError(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"flag provided but not defined", "invalid value", "flag needs an argument", "No help topic", "Required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorPrefix is "gprof: error:", in red on a terminal unless NO_COLOR.
+func errorPrefix(w io.Writer) string {
+	if useColor(w) {
+		return "gprof: \x1b[31merror:\x1b[0m"
+	}
+	return "gprof: error:"
+}
+
+// useColor reports whether w is a terminal that wants color
+// (https://no-color.org).
+func useColor(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(w)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,296 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gprof-dev/gprof/record"
+)
+
+func recordCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "record",
+		Usage:     "sample a command or running processes and write a profile",
+		ArgsUsage: "[-- COMMAND [ARGS...]]",
+		Description: `Samples the stack and CPU time of every thread of the targets, until Ctrl-C
+(SIGINT) or SIGTERM, until --duration has passed, or until every target has
+exited, then writes a Firefox Profiler (Gecko format) profile. Open it at
+https://profiler.firefox.com ("Load a profile from file").
+
+A launched command is followed through fork, clone and exec; sampling is
+armed before its first instruction. gprof exits with the command's exit
+status, so it can stand in for the command in scripts. If recording stops
+before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
+SIGTERM. Processes attached with -p keep running, untouched, when gprof exits.
+
+Function names are resolved when recording ends and stored inside the
+profile, so it stays readable after the binaries change or the file moves
+to another machine (--no-symbols skips this).
+
+Examples:
+   # profile a command until it exits
+   ./bin/gprof record -- ./myprogram --its-args
+
+   # attach to two running processes for 10 seconds at 4 kHz
+   ./bin/gprof record -p 1234 -p 5678 -d 10 -r 4000 -o server.json.gz
+
+   # CI: no terminal output, a JSON summary on stdout
+   ./bin/gprof record -q --json -o perf.json.gz -- make test`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
+			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
+			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
+			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz)"},
+			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
+			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
+			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
+			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},
+			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace (default perf, falling back to ptrace when perf_event_open is denied)"},
+			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
+			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
+			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
+		},
+		Action: runRecord,
+	}
+}
+
+// recordSummary is what --json prints; field names are a stable interface.
+type recordSummary struct {
+	Output      string  `json:"output"`
+	DurationSec float64 `json:"duration_s"`
+	Samples     uint64  `json:"samples"`
+	Processes   int     `json:"processes"`
+	Threads     int     `json:"threads"`
+	Lost        uint64  `json:"lost"`
+	ExitCode    *int    `json:"exit_code"`
+	Backend     string  `json:"backend"`
+	Event       string  `json:"event"`
+	Symbols     int     `json:"symbolicated_addresses"`
+}
+
+func runRecord(c *cli.Context) error {
+	opts, err := recordOptions(c)
+	if err != nil {
+		return err
+	}
+	out := c.String("output")
+	if err := checkWritable(out); err != nil {
+		return err
+	}
+
+	quiet := c.Bool("quiet")
+	notice := func(msg string) {
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "gprof: %s\n", msg)
+		}
+	}
+	opts.Attach.Notice = notice
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if d, _ := parseSeconds(c.String("duration")); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+
+	var status *statusLine
+	if !quiet && isTerminal(os.Stderr) {
+		status = newStatusLine(os.Stderr)
+		opts.Progress = status.update
+	}
+	res, err := record.Run(ctx, opts)
+	status.close()
+	if err != nil {
+		return err
+	}
+	if err := res.Write(out); err != nil {
+		return err
+	}
+
+	sum := recordSummary{
+		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
+		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
+		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
+	}
+	if res.ExitCode >= 0 {
+		sum.ExitCode = &res.ExitCode
+	}
+	if !quiet {
+		printRecordSummary(os.Stderr, sum)
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	}
+	if res.ExitCode > 0 {
+		return exitCodeError{res.ExitCode}
+	}
+	return nil
+}
+
+func printRecordSummary(w io.Writer, s recordSummary) {
+	fmt.Fprintf(w, "gprof: wrote %s: %d samples from %d threads in %d process(es) over %.2fs",
+		s.Output, s.Samples, s.Threads, s.Processes, s.DurationSec)
+	if s.Lost > 0 {
+		fmt.Fprintf(w, ", %d events LOST", s.Lost)
+	}
+	fmt.Fprintln(w)
+	if s.ExitCode != nil && *s.ExitCode != 0 {
+		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
+	}
+}
+
+// recordOptions validates the command line into pipeline options.
+func recordOptions(c *cli.Context) (record.Options, error) {
+	var o record.Options
+	for _, s := range c.StringSlice("pid") {
+		for _, f := range strings.Split(s, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			pid, err := strconv.Atoi(f)
+			if err != nil || pid <= 0 {
+				return o, usagef("invalid PID %q: give a positive process ID, e.g. -p 1234", f)
+			}
+			o.Attach.Pids = append(o.Attach.Pids, pid)
+		}
+	}
+	o.Attach.Command = c.Args().Slice()
+	switch {
+	case len(o.Attach.Pids) == 0 && len(o.Attach.Command) == 0:
+		return o, usagef("nothing to profile: give a command after '--' or a process with -p PID")
+	case len(o.Attach.Pids) > 0 && len(o.Attach.Command) > 0:
+		return o, usagef("give either a command or -p PID, not both")
+	}
+
+	interval, err := samplingInterval(c)
+	if err != nil {
+		return o, err
+	}
+	o.Attach.Interval = interval
+
+	if s := c.String("duration"); s != "" {
+		if _, err := parseSeconds(s); err != nil {
+			return o, err
+		}
+	}
+	switch ev := c.String("event"); ev {
+	case "cpu-clock", "cycles":
+		o.Attach.Event = ev
+	default:
+		return o, usagef("unknown --event %q: use cpu-clock or cycles", ev)
+	}
+	switch cg := c.String("call-graph"); cg {
+	case "", "fp", "dwarf":
+		o.Attach.CallGraph = cg
+	default:
+		return o, usagef("unknown --call-graph %q: use fp or dwarf", cg)
+	}
+	if o.Attach.CallGraph == "" {
+		o.Attach.CallGraph = "dwarf"
+	}
+	ss := c.Int("stack-size")
+	if ss < 512 || ss > 65528 {
+		return o, usagef("--stack-size %d is out of range: use 512 to 65528 bytes", ss)
+	}
+	o.Attach.StackSize = ss &^ 7
+	switch be := c.String("backend"); be {
+	case "", "perf", "ptrace":
+		o.Attach.Backend = be
+	default:
+		return o, usagef("unknown --backend %q: use perf or ptrace", be)
+	}
+	o.Attach.Kernel = c.Bool("kernel")
+	o.Symbolize = !c.Bool("no-symbols")
+	o.SymbolDirs = c.StringSlice("symbol-dir")
+	if s := c.String("output"); s == "" {
+		return o, usagef("--output needs a file name")
+	}
+	return o, nil
+}
+
+// samplingInterval reconciles --rate (and its perf-style alias -F) with
+// --interval.
+func samplingInterval(c *cli.Context) (time.Duration, error) {
+	if s := c.String("interval"); s != "" {
+		if c.IsSet("rate") {
+			return 0, usagef("give --rate or --interval, not both")
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, usagef("invalid --interval %q: use a duration like 1ms or 250us", s)
+		}
+		if d < 10*time.Microsecond || d > 10*time.Second {
+			return 0, usagef("--interval %s is out of range: use 10us to 10s", d)
+		}
+		return d, nil
+	}
+	hz := c.Float64("rate")
+	if hz < 0.1 || hz > 100000 {
+		return 0, usagef("--rate %g is out of range: use 0.1 to 100000 Hz", hz)
+	}
+	return time.Duration(float64(time.Second) / hz), nil
+}
+
+// parseSeconds accepts "10", "2.5" (seconds) or a Go duration ("1m30s").
+func parseSeconds(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f <= 0 {
+			return 0, usagef("--duration must be positive, got %q", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, usagef("invalid --duration %q: use seconds (10, 2.5) or a duration (1m30s)", s)
+	}
+	return d, nil
+}
+
+// checkWritable fails early, before any profiling, when the output cannot
+// be created, so a long recording is not lost at the end.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: directory %s does not exist", path, dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("cannot write %s: it is a directory", path)
+	}
+	f, err := os.CreateTemp(dir, ".gprof-probe-*")
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("cannot write %s: no permission to create files in %s; choose another --output", path, dir)
+		}
+		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}

@@ -1,0 +1,263 @@
+// Package record turns a backend's event stream into a profile: it tracks
+// processes, threads and their mappings, unwinds user stacks when the
+// backend hands over stack copies, and interns samples into the model.
+package record
+
+import (
+	"path/filepath"
+	"sort"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/format"
+)
+
+// mapping is one executable mapping seen in a process.
+type mapping struct {
+	attach.Map
+}
+
+// proc is a process as the builder tracks it. A process that execs becomes
+// a new proc (the old address space and name no longer apply).
+type proc struct {
+	p        *format.Process
+	threads  map[int]*format.Thread
+	mappings []mapping // in arrival order; later mappings win on overlap
+	mapGen   int       // bumped when mappings are reset (exec)
+	named    bool      // name came from argv or an exec, not a guess
+	sampled  bool
+}
+
+// builder consumes attach events in nearly time order. It is used from one
+// goroutine only (attach.Handler's contract).
+type builder struct {
+	t0      int64 // monotonic ns of time zero
+	profile *format.Profile
+	procs   map[int]*proc // live process per pid
+	all     []*proc       // every process ever seen, in order of appearance
+
+	samples     uint64
+	lost        uint64
+	threadCount int
+
+	// onMap, when set, sees every mapping as it arrives.
+	onMap func(pid int, m *attach.Map)
+	// onProcessExit, when set, runs when a process's main thread exits,
+	// while what it leaves behind (a JIT map) may still be there.
+	onProcessExit func(pid int)
+
+	// unwindUser, when set, replaces the user part of a sample's stack
+	// (for backends that deliver registers and a stack copy).
+	unwindUser func(pr *proc, s *attach.Sample, out []uint64) []uint64
+
+	frames []format.Frame // scratch, reused per sample
+	addrs  []uint64       // scratch
+}
+
+func newBuilder(t0 int64, p *format.Profile) *builder {
+	return &builder{t0: t0, profile: p, procs: make(map[int]*proc)}
+}
+
+func (b *builder) rel(t int64) int64 {
+	if t < b.t0 {
+		return 0
+	}
+	return t - b.t0
+}
+
+// process returns the live process for pid, creating it if needed.
+func (b *builder) process(pid int, t int64) *proc {
+	if pr := b.procs[pid]; pr != nil {
+		return pr
+	}
+	pr := &proc{
+		p:       &format.Process{Pid: pid, Start: b.rel(t), End: -1, ExitCode: -1},
+		threads: make(map[int]*format.Thread),
+	}
+	b.procs[pid] = pr
+	b.all = append(b.all, pr)
+	return pr
+}
+
+// thread returns the live thread tid of pr, creating it if needed.
+func (b *builder) thread(pr *proc, tid int, t int64) *format.Thread {
+	if th := pr.threads[tid]; th != nil {
+		return th
+	}
+	th := &format.Thread{Tid: tid, Main: tid == pr.p.Pid, Start: b.rel(t), End: -1}
+	pr.threads[tid] = th
+	pr.p.Threads = append(pr.p.Threads, th)
+	b.threadCount++
+	return th
+}
+
+func (b *builder) handle(ev attach.Event) {
+	switch e := ev.(type) {
+	case *attach.Sample:
+		b.sample(e)
+	case *attach.Map:
+		pr := b.process(e.Pid, e.Time)
+		m := mapping{*e}
+		m.BuildID = append([]byte(nil), e.BuildID...)
+		pr.mappings = append(pr.mappings, m)
+		if b.onMap != nil {
+			b.onMap(e.Pid, &m.Map)
+		}
+	case *attach.Comm:
+		b.comm(e)
+	case *attach.Fork:
+		b.fork(e)
+	case *attach.Exit:
+		b.exit(e)
+	case *attach.Lost:
+		b.lost += e.Count
+	}
+}
+
+func (b *builder) comm(e *attach.Comm) {
+	pr := b.process(e.Pid, e.Time)
+	if e.Exec && pr.sampled {
+		// A new program replaces the old one: keep what was sampled under
+		// the old name and start a fresh process with the same pid.
+		old := pr
+		b.endProcess(old, e.Time)
+		delete(b.procs, e.Pid)
+		pr = b.process(e.Pid, e.Time)
+		pr.named = false
+	} else if e.Exec {
+		// Mappings before exec belong to the old image (for a launched
+		// command, gprof's own helper): they no longer apply.
+		pr.mappings = pr.mappings[:0]
+		pr.mapGen++
+	}
+	th := b.thread(pr, e.Tid, e.Time)
+	th.Name = e.Name
+	if e.Tid == e.Pid {
+		switch {
+		case len(e.Argv) > 0 && e.Argv[0] != "":
+			pr.p.Name = filepath.Base(e.Argv[0])
+			pr.named = true
+		case !pr.named || e.Exec:
+			pr.p.Name = e.Name
+			pr.named = e.Exec
+		}
+	}
+	if e.Exec {
+		b.marker(th, "Exec", e.Time, map[string]any{"type": "Process", "name": pr.p.Name})
+	}
+}
+
+func (b *builder) fork(e *attach.Fork) {
+	if e.Pid == e.Ppid {
+		pr := b.process(e.Pid, e.Time)
+		th := b.thread(pr, e.Tid, e.Time)
+		if parent := pr.threads[e.Ptid]; parent != nil && th.Name == "" {
+			th.Name = parent.Name // Linux threads inherit the comm
+		}
+		b.marker(th, "ThreadStart", e.Time, nil)
+		return
+	}
+	// A new process starts as a copy of its parent's address space; no
+	// mapping records are sent for what it inherits.
+	parent := b.procs[e.Ppid]
+	pr := b.process(e.Pid, e.Time)
+	if parent != nil {
+		pr.mappings = append(pr.mappings[:0], parent.mappings...)
+		pr.p.Name = parent.p.Name
+		if pth := parent.threads[e.Ptid]; pth != nil {
+			b.thread(pr, e.Tid, e.Time).Name = pth.Name
+		}
+	}
+	th := b.thread(pr, e.Tid, e.Time)
+	b.marker(th, "ProcessStart", e.Time, nil)
+}
+
+func (b *builder) exit(e *attach.Exit) {
+	pr := b.procs[e.Pid]
+	if pr == nil {
+		return
+	}
+	if th := pr.threads[e.Tid]; th != nil && th.End < 0 {
+		th.End = b.rel(e.Time)
+		b.marker(th, "ThreadExit", e.Time, nil)
+	}
+	if e.Tid == e.Pid {
+		if b.onProcessExit != nil {
+			b.onProcessExit(e.Pid)
+		}
+		b.endProcess(pr, e.Time)
+		delete(b.procs, e.Pid)
+	}
+}
+
+func (b *builder) endProcess(pr *proc, t int64) {
+	if pr.p.End >= 0 {
+		return
+	}
+	pr.p.End = b.rel(t)
+	for _, th := range pr.p.Threads {
+		if th.End < 0 {
+			th.End = pr.p.End
+		}
+	}
+}
+
+func (b *builder) marker(th *format.Thread, name string, t int64, data map[string]any) {
+	th.Markers = append(th.Markers, format.Marker{
+		Name: name, Start: b.rel(t), End: b.rel(t), Phase: format.PhaseInstant,
+		Category: format.CategoryOther, Data: data,
+	})
+}
+
+func (b *builder) sample(s *attach.Sample) {
+	pr := b.process(s.Pid, s.Time)
+	th := b.thread(pr, s.Tid, s.Time)
+	pr.sampled = true
+	b.samples++
+
+	addrs := b.addrs[:0]
+	if s.Regs != nil && b.unwindUser != nil {
+		addrs = append(addrs, s.Stack[:s.KernelFrames]...)
+		addrs = b.unwindUser(pr, s, addrs)
+	} else {
+		addrs = append(addrs, s.Stack...)
+	}
+	b.addrs = addrs
+
+	frames := b.frames[:0]
+	for i, a := range addrs {
+		c := format.CategoryUser
+		if i < s.KernelFrames {
+			c = format.CategoryKernel
+		}
+		frames = append(frames, format.Frame{Address: a, Category: c})
+	}
+	b.frames = frames
+	th.Samples.Add(th.InternStack(frames), b.rel(s.Time), s.CPUDelta)
+}
+
+// finish closes the profile at monotonic time end and returns the processes
+// in order of appearance, dropping processes that never ran a sampled or
+// named thread (for example gprof's own launch helper before exec).
+func (b *builder) finish(end int64) []*proc {
+	var out []*proc
+	for _, pr := range b.all {
+		if pr.p.End >= 0 && pr.p.End > b.rel(end) {
+			pr.p.End = b.rel(end)
+		}
+		if len(pr.p.Threads) == 0 {
+			continue
+		}
+		sort.SliceStable(pr.p.Threads, func(i, j int) bool {
+			a, c := pr.p.Threads[i], pr.p.Threads[j]
+			if a.Main != c.Main {
+				return a.Main
+			}
+			return false
+		})
+		if pr.p.Name == "" {
+			pr.p.Name = pr.p.Threads[0].Name
+		}
+		out = append(out, pr)
+	}
+	return out
+}

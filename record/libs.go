@@ -1,0 +1,315 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/symbolize"
+)
+
+// fileKey identifies a mapped file independent of its (possibly reused or
+// deleted) path.
+type fileKey struct {
+	path       string
+	dev, inode uint64
+}
+
+// libFile is a binary identified while its process lived. Its file stays
+// open until the profile is finished, so a binary deleted or replaced
+// during the recording is still the one symbolicated.
+type libFile struct {
+	bin *symbolize.Binary
+	// fd holds the file open so /proc/self/fd/N reaches it after its path
+	// and its process are gone.
+	fd *os.File
+	id symbolize.Identity
+	// note explains a degraded identity, e.g. a file replaced on disk.
+	note string
+}
+
+// libResolver identifies binaries as they are mapped and turns a
+// process's mappings into format.Libs.
+type libResolver struct {
+	symbolDirs []string
+	files      map[fileKey]*libFile
+	byKey      map[format.LibKey]*libFile
+	vdso       *libFile // gprof's own vdso, identical to its targets'
+	vdsoDone   bool
+	perfMaps   map[int]*symbolize.PerfMap // JIT maps saved at process exit
+}
+
+func newLibResolver(symbolDirs []string) *libResolver {
+	return &libResolver{
+		symbolDirs: symbolDirs,
+		files:      make(map[fileKey]*libFile),
+		byKey:      make(map[format.LibKey]*libFile),
+		perfMaps:   make(map[int]*symbolize.PerfMap),
+	}
+}
+
+func (r *libResolver) close() {
+	for _, f := range r.files {
+		f.close()
+	}
+	if r.vdso != nil {
+		r.vdso.close()
+	}
+}
+
+func (f *libFile) close() {
+	if f.bin != nil {
+		f.bin.Close()
+	}
+	if f.fd != nil {
+		f.fd.Close()
+	}
+}
+
+// processExited saves the process's JIT map, which its runtime may delete
+// on exit.
+func (r *libResolver) processExited(pid int) {
+	if pm, err := symbolize.LoadPerfMap(pid); err == nil {
+		r.perfMaps[pid] = pm
+	}
+}
+
+// symbolize resolves every native address of p and stores the names in p.
+// It returns how many distinct addresses were resolved.
+func (r *libResolver) symbolize(p *format.Profile) (int, error) {
+	st, err := symbolize.Profile(p, symbolize.Options{
+		SymbolDirs: r.symbolDirs,
+		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
+			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
+				return []string{fmt.Sprintf("/proc/self/fd/%d", lf.fd.Fd())}
+			}
+			return nil
+		},
+		PerfMap: func(pid int) (*symbolize.PerfMap, error) {
+			if pm := r.perfMaps[pid]; pm != nil {
+				return pm, nil
+			}
+			return symbolize.LoadPerfMap(pid)
+		},
+	})
+	return st.Resolved, err
+}
+
+func keyOf(m *attach.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }
+
+// isFile reports whether a mapping is backed by a file gprof can open.
+func isFile(path string) bool {
+	return strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "//anon")
+}
+
+// observe identifies the file behind m, once per file.
+func (r *libResolver) observe(_ int, m *attach.Map) {
+	if !isFile(m.Path) {
+		return
+	}
+	k := keyOf(m)
+	if _, ok := r.files[k]; ok {
+		return
+	}
+	r.files[k] = r.open(m)
+}
+
+func (r *libResolver) open(m *attach.Map) *libFile {
+	path := strings.TrimSuffix(m.Path, " (deleted)")
+	opts := []symbolize.Option{symbolize.SymbolDirs(r.symbolDirs...)}
+	bin, err := symbolize.Open(path, opts...)
+	if err == nil && !isMappedFile(bin, path, m) {
+		bin.Close()
+		bin, err = nil, fmt.Errorf("%s was replaced on disk", path)
+	}
+	if bin == nil && m.MapFile != "" {
+		// The map_files link reaches the very file that was mapped even
+		// when its path is gone or names another file now.
+		if b, merr := symbolize.Open(m.MapFile, opts...); merr == nil {
+			bin, err = b, nil
+		}
+	}
+	lf := &libFile{}
+	if err != nil {
+		if len(m.BuildID) > 0 {
+			lf.id = idFromBuildID(path, m.BuildID)
+		}
+		lf.note = "unreadable"
+		if os.IsNotExist(err) {
+			lf.note = "deleted"
+		}
+		return lf
+	}
+	lf.bin = bin
+	lf.fd, _ = os.Open(bin.OpenedPath())
+	lf.id = bin.Identity()
+	lf.id.DebugName, lf.id.DebugPath = filepath.Base(path), path
+	return lf
+}
+
+// isMappedFile reports whether the file bin opened at path is the one the
+// mapping m came from, by build-id when the kernel sent one, else by inode.
+func isMappedFile(bin *symbolize.Binary, path string, m *attach.Map) bool {
+	if len(m.BuildID) > 0 {
+		return bytes.Equal(bin.Identity().BuildID, m.BuildID)
+	}
+	if m.Inode != 0 {
+		if ino, ok := inodeOf(path); ok {
+			return ino == m.Inode
+		}
+	}
+	return true
+}
+
+// idFromBuildID builds an identity from the kernel-reported build-id alone
+// (little-endian, as on every platform gprof samples).
+func idFromBuildID(path string, bid []byte) symbolize.Identity {
+	return symbolize.Identity{
+		BreakpadID: symbolize.BreakpadID(bid, true),
+		CodeID:     fmt.Sprintf("%x", bid),
+		BuildID:    append([]byte(nil), bid...),
+		DebugName:  filepath.Base(path),
+		DebugPath:  path,
+		Arch:       archName(),
+	}
+}
+
+// libsFor turns pr's mappings into the sorted, disjoint libs a profile
+// needs.
+func (r *libResolver) libsFor(pr *proc) []format.Lib {
+	libs := make([]format.Lib, 0, len(pr.mappings))
+	for i := range pr.mappings {
+		m := &pr.mappings[i].Map
+		if l, ok := r.lib(m); ok {
+			libs = append(libs, l)
+		}
+	}
+	return format.SortLibs(libs)
+}
+
+func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
+	l := format.Lib{Start: m.Start, End: m.End, Arch: archName()}
+	var lf *libFile
+	switch {
+	case m.Path == "[vdso]":
+		lf = r.vdsoFile()
+		l.Name, l.Path = "[vdso]", "[vdso]"
+	case isFile(m.Path):
+		lf = r.files[keyOf(m)]
+		if lf == nil {
+			lf = r.open(m)
+			r.files[keyOf(m)] = lf
+		}
+		path := strings.TrimSuffix(m.Path, " (deleted)")
+		l.Name, l.Path = filepath.Base(path), path
+	default:
+		// Anonymous executable memory (JIT code): no file to name it by.
+		name := m.Path
+		if name == "" || strings.HasPrefix(name, "//anon") {
+			name = "[anon]"
+		}
+		l.Name, l.Path, l.DebugName, l.DebugPath = name, name, name, name
+		l.BreakpadID = zeroBreakpadID
+		return l, true
+	}
+	if lf == nil {
+		l.DebugName, l.DebugPath, l.BreakpadID = l.Name, l.Path, zeroBreakpadID
+		return l, true
+	}
+	defer func() { r.byKey[l.Key()] = lf }()
+	l.DebugName, l.DebugPath = lf.id.DebugName, lf.id.DebugPath
+	l.BreakpadID, l.CodeID = lf.id.BreakpadID, lf.id.CodeID
+	if l.BreakpadID == "" {
+		l.BreakpadID = zeroBreakpadID
+	}
+	if lf.id.Arch != "" {
+		l.Arch = lf.id.Arch
+	}
+	if lf.bin != nil {
+		l.Offset = lf.bin.LibOffset(m.Start, m.FileOffset)
+	} else {
+		// Without the file, assume the usual layout where file offsets
+		// and relative addresses agree.
+		l.Offset = m.FileOffset
+	}
+	if lf.note != "" {
+		l.Name += " (" + lf.note + ")"
+	}
+	return l, true
+}
+
+// zeroBreakpadID stands for "no identity": the Firefox Profiler requires a
+// string, and symbol servers will simply not know it.
+const zeroBreakpadID = "000000000000000000000000000000000"
+
+// vdsoFile identifies the vdso. Every process on a host maps the same vdso
+// image, so gprof reads its own.
+func (r *libResolver) vdsoFile() *libFile {
+	if r.vdsoDone {
+		return r.vdso
+	}
+	r.vdsoDone = true
+	img, err := ownVDSO()
+	if err != nil {
+		return nil
+	}
+	f, err := os.CreateTemp("", "gprof-vdso-*.so")
+	if err != nil {
+		return nil
+	}
+	defer os.Remove(f.Name()) // the open Binary keeps the data reachable
+	_, werr := f.Write(img)
+	f.Close()
+	if werr != nil {
+		return nil
+	}
+	bin, err := symbolize.Open(f.Name())
+	if err != nil {
+		return nil
+	}
+	fd, _ := os.Open(f.Name())
+	id := bin.Identity()
+	id.DebugName, id.DebugPath = "[vdso]", "[vdso]"
+	r.vdso = &libFile{bin: bin, fd: fd, id: id}
+	return r.vdso
+}
+
+// ownVDSO copies this process's vdso image out of its own memory.
+func ownVDSO() ([]byte, error) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasSuffix(line, "[vdso]") {
+			continue
+		}
+		rng, _, _ := strings.Cut(line, " ")
+		lo, hi, _ := strings.Cut(rng, "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || end <= start {
+			break
+		}
+		mem, err := os.Open("/proc/self/mem")
+		if err != nil {
+			return nil, err
+		}
+		defer mem.Close()
+		buf := make([]byte, end-start)
+		if _, err := mem.ReadAt(buf, int64(start)); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return nil, fmt.Errorf("no vdso mapped")
+}

@@ -1,0 +1,166 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/gecko"
+)
+
+// Options configure a recording.
+type Options struct {
+	Attach attach.Options
+	// Symbolize resolves every sampled address when recording ends and
+	// stores the names in the profile.
+	Symbolize  bool
+	SymbolDirs []string
+	// Progress, when set, is called about four times a second from another
+	// goroutine while recording.
+	Progress func(Progress)
+}
+
+// Progress is a live snapshot of a recording.
+type Progress struct {
+	Elapsed time.Duration
+	Samples uint64
+	Threads int
+	Lost    uint64
+}
+
+// Result is a finished recording.
+type Result struct {
+	Profile   *format.Profile
+	Duration  time.Duration
+	Samples   uint64
+	Processes int
+	Threads   int
+	Lost      uint64
+	// ExitCode is the launched command's exit status, or -1.
+	ExitCode              int
+	Backend, Event        string
+	SymbolicatedAddresses int
+}
+
+// Write saves the profile in Gecko format (gzip when path ends in .gz),
+// atomically: a failure leaves any previous file at path untouched.
+func (r *Result) Write(path string) error {
+	if err := gecko.WriteFile(path, r.Profile); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Run records until ctx is done or the targets exit, then builds the
+// profile: libraries identified, names resolved (if asked).
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	start := time.Now()
+	t0 := attach.MonotonicNow()
+	prof := &format.Profile{Meta: hostMeta(start, opts)}
+	b := newBuilder(t0, prof)
+
+	libs := newLibResolver(opts.SymbolDirs)
+	defer libs.close()
+	// Files can vanish with their process, so identify each binary as soon
+	// as it is mapped, while /proc/PID/map_files still reaches it.
+	b.onMap = libs.observe
+
+	b.onProcessExit = libs.processExited
+	if opts.Attach.CallGraph == "dwarf" {
+		u := newUserUnwinder()
+		defer u.close()
+		b.unwindUser = u.unwind
+	}
+
+	var samples, lost atomic.Uint64
+	var threads atomic.Int64
+	handler := func(ev attach.Event) {
+		b.handle(ev)
+		samples.Store(b.samples)
+		lost.Store(b.lost)
+		threads.Store(int64(b.threadCount))
+	}
+
+	done := make(chan struct{})
+	if opts.Progress != nil {
+		go func() {
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					opts.Progress(Progress{Elapsed: time.Since(start), Samples: samples.Load(),
+						Threads: int(threads.Load()), Lost: lost.Load()})
+				}
+			}
+		}()
+	}
+	res, err := attach.Record(ctx, opts.Attach, handler)
+	close(done)
+	end := attach.MonotonicNow()
+	if err != nil {
+		return nil, err
+	}
+
+	procs := b.finish(end)
+	prof.Meta.Duration = end - t0
+	prof.Meta.LostEvents = b.lost + res.Lost
+	prof.Meta.Extra["backend"] = res.Backend
+	prof.Meta.Extra["event"] = res.Event
+	out := &Result{
+		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples,
+		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
+	}
+	for _, pr := range procs {
+		pr.p.Libs = libs.libsFor(pr)
+		if pr == procs[0] || len(pr.p.Threads) > 0 {
+			prof.Processes = append(prof.Processes, pr.p)
+			out.Threads += len(pr.p.Threads)
+		}
+	}
+	out.Processes = len(prof.Processes)
+	if opts.Attach.Kernel {
+		addKernelLib(prof)
+	}
+	if opts.Symbolize {
+		n, err := libs.symbolize(prof)
+		if err != nil && opts.Attach.Notice != nil {
+			opts.Attach.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
+		}
+		out.SymbolicatedAddresses = n
+	}
+	return out, nil
+}
+
+// hostMeta describes this machine for the profile header.
+func hostMeta(start time.Time, opts Options) format.Meta {
+	interval := opts.Attach.Interval
+	if interval <= 0 {
+		interval = time.Millisecond
+	}
+	m := format.Meta{
+		Product:     "gprof",
+		StartTime:   start,
+		Interval:    interval,
+		Platform:    platformName(),
+		Arch:        archName(),
+		LogicalCPUs: runtime.NumCPU(),
+		CPUName:     cpuName(),
+		OSCPU:       osDescription(),
+		Extra:       map[string]string{},
+	}
+	if len(opts.Attach.Command) > 0 {
+		m.Extra["command"] = fmt.Sprint(opts.Attach.Command)
+	}
+	if h, err := os.Hostname(); err == nil {
+		m.Extra["host"] = h
+	}
+	return m
+}

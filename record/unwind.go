@@ -1,0 +1,83 @@
+package record
+
+import (
+	"strings"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/unwind"
+)
+
+// userUnwinder unwinds user stacks from the registers and stack copies a
+// backend delivers, using each process's mappings.
+type userUnwinder struct {
+	u      *unwind.Unwinder
+	spaces map[*proc]*space
+}
+
+// space is a process's address space as the unwinder sees it, kept in step
+// with the builder's mapping list.
+type space struct {
+	as    unwind.AddressSpace
+	gen   int // proc.mapGen when last synced
+	added int // how many of proc.mappings are in as
+}
+
+func newUserUnwinder() *userUnwinder {
+	return &userUnwinder{u: unwind.New(), spaces: make(map[*proc]*space)}
+}
+
+func (uw *userUnwinder) close() { uw.u.Close() }
+
+func (uw *userUnwinder) sync(pr *proc) *space {
+	sp := uw.spaces[pr]
+	if sp == nil || sp.gen != pr.mapGen {
+		sp = &space{gen: pr.mapGen}
+		uw.spaces[pr] = sp
+	}
+	for ; sp.added < len(pr.mappings); sp.added++ {
+		m := &pr.mappings[sp.added].Map
+		sp.as.Add(unwind.Mapping{
+			Start: m.Start, End: m.End, FileOffset: m.FileOffset,
+			Path: unwindPath(m), Dev: m.Dev, Inode: m.Inode,
+		})
+	}
+	return sp
+}
+
+// unwindPath picks the path that opens the mapped file: the file's own
+// path normally, the map_files link when the path no longer leads to it.
+func unwindPath(m *attach.Map) string {
+	if strings.HasSuffix(m.Path, " (deleted)") && m.MapFile != "" {
+		return m.MapFile
+	}
+	if m.Inode != 0 && m.MapFile != "" && strings.HasPrefix(m.Path, "/") {
+		if ino, ok := inodeOf(m.Path); ok && ino != m.Inode {
+			return m.MapFile
+		}
+	}
+	return m.Path
+}
+
+// unwind appends the user frames of s to out. When the stack copy runs out
+// before the outermost frame, the kernel's frame-pointer chain (if the
+// backend sent one) continues from the last frame both agree on.
+func (uw *userUnwinder) unwind(pr *proc, s *attach.Sample, out []uint64) []uint64 {
+	sp := uw.sync(pr)
+	n := len(out)
+	out = uw.u.Unwind(&sp.as, unwind.Regs(*s.Regs), s.StackCopy, out)
+	fpChain := s.Stack[s.KernelFrames:]
+	if len(out) > n && len(fpChain) > 1 {
+		last := out[len(out)-1]
+		for j := 1; j < len(fpChain)-1; j++ {
+			if fpChain[j] == last {
+				out = append(out, fpChain[j+1:]...)
+				break
+			}
+		}
+	}
+	if len(out) == n {
+		// Nothing unwound (no registers usable): keep the kernel's chain.
+		out = append(out, fpChain...)
+	}
+	return out
+}

@@ -4,9 +4,19 @@
 // and inline chains using symbol tables, DWARF, Go's pclntab, split debug
 // files, the kernel's symbol list and JIT perf maps.
 //
-// It only reads files; it never needs the profiled process to be alive,
-// though callers may pass paths such as /proc/PID/map_files/... that only
-// open while it is.
+// Addresses are library-relative as the Firefox Profiler counts them: from
+// the virtual address of the binary's first PT_LOAD segment, so that
+// relAddr = addr - (lib.Start - lib.Offset). Binary.Lookup answers one
+// address; Profile fills a whole profile's symbol table, and Locate tells
+// readers of that table under which key and address a frame was filed.
+//
+// Each binary is indexed once: its symbol tables eagerly, its DWARF one
+// compilation unit at a time as lookups reach them, so a query is a few
+// binary searches and never a walk through .debug_info.
+//
+// The package only reads files; it never needs the profiled process to be
+// alive, though callers may pass paths such as /proc/PID/map_files/... that
+// only open while it is.
 package symbolize
 
 import (

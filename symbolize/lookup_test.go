@@ -367,3 +367,34 @@ func TestLookupPLT(t *testing.T) {
 		}
 	}
 }
+
+func TestLookupConcurrent(t *testing.T) {
+	bin := build(t, "progcc", "g++", "-g", "-O2", "-o", "OUT", "TESTDATA/prog.cc")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lo, hi := funcRange(t, bin, "main")
+	want := make([][]Frame, hi-lo)
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			for a := lo; a < hi; a++ {
+				fr := b.Lookup(a)
+				if g == 0 {
+					want[a-lo] = fr
+				}
+			}
+			done <- true
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	for a := lo; a < hi; a++ {
+		if fmt.Sprint(b.Lookup(a)) != fmt.Sprint(want[a-lo]) {
+			t.Fatalf("Lookup(%#x) changed between calls", a)
+		}
+	}
+}

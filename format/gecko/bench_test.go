@@ -2,10 +2,12 @@ package gecko
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +25,6 @@ var bigProfile = sync.OnceValue(func() *format.Profile {
 		threads  = 8
 		samples  = 600_000
 		leaves   = 20_000
-		funcs    = 4_000
 		libStart = 0x5555_0000_0000
 	)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -36,19 +37,29 @@ var bigProfile = sync.OnceValue(func() *format.Profile {
 	zipf := rand.NewZipf(rng, 1.1, 4, leaves-1)
 	for ti := 0; ti < threads; ti++ {
 		th := &format.Thread{Tid: 1000 + ti, Name: "worker", Main: ti == 0, End: -1}
-		// Leaf stacks share prefixes the way real call trees do: each is a
-		// random one grown from an earlier one.
+		// Leaf stacks share prefixes the way real call trees do: each new
+		// one is an earlier one cut a few frames short and grown again.
+		var leafFrames [][]format.Frame
 		stacks := make([]int32, leaves)
-		var frames []format.Frame
 		for i := range stacks {
-			frames = frames[:0]
-			depth := 10 + rng.IntN(50)
-			seed := rng.IntN(64) // a few dozen distinct call paths near the root
-			for d := 0; d < depth; d++ {
-				fn := (seed*131 + d*17 + rng.IntN(1+d/4)) % funcs
-				frames = append(frames, format.Frame{Address: libStart + uint64(fn)*0x400 + uint64(rng.IntN(8))*4, Category: format.CategoryUser})
+			var frames []format.Frame
+			if i < 16 {
+				for d := 0; d < 10+rng.IntN(30); d++ {
+					frames = append(frames, randFrame(rng))
+				}
+			} else {
+				from := leafFrames[rng.IntN(len(leafFrames))]
+				cut := max(1, len(from)-rng.IntN(10))
+				frames = append(frames, from[:cut]...)
+				for grow := rng.IntN(10); grow > 0 && len(frames) < 80; grow-- {
+					frames = append(frames, randFrame(rng))
+				}
 			}
-			stacks[i] = th.InternStack(frames)
+			leafFrames = append(leafFrames, frames)
+			// InternStack wants the leaf first.
+			leafFirst := slices.Clone(frames)
+			slices.Reverse(leafFirst)
+			stacks[i] = th.InternStack(leafFirst)
 		}
 		t := int64(0)
 		for i := 0; i < samples; i++ {
@@ -56,10 +67,19 @@ var bigProfile = sync.OnceValue(func() *format.Profile {
 			th.Samples.Add(stacks[zipf.Uint64()], t, int64(900_000+rng.IntN(100_000)))
 		}
 		proc.Threads = append(proc.Threads, th)
+		if testing.Verbose() && ti == 0 {
+			fmt.Printf("bigProfile: %d frames, %d stacks per thread\n", th.Frames.Len(), th.Stacks.Len())
+		}
 	}
 	p.Meta.Duration = 700_000_000_000
 	return p
 })
+
+func randFrame(rng *rand.Rand) format.Frame {
+	const libStart = 0x5555_0000_0000
+	fn := uint64(rng.IntN(4000))
+	return format.Frame{Address: libStart + fn*0x400 + uint64(rng.IntN(8))*4, Category: format.CategoryUser}
+}
 
 // peakHeap tracks the largest live heap seen while it runs.
 type peakHeap struct {
@@ -176,7 +196,7 @@ func benchRead(b *testing.B, data []byte, jsonBytes int64) {
 	b.StopTimer()
 	peak := ph.end()
 	b.ReportMetric(float64(peak-base)/1e6, "peak-extra-heap-MB")
-	b.ReportMetric(float64(heapNow()-base)/1e6, "result-heap-MB")
+	b.ReportMetric(float64(int64(heapNow())-int64(base))/1e6, "result-heap-MB")
 	runtime.KeepAlive(p)
 }
 

@@ -117,10 +117,10 @@ type rawThread struct {
 	stackPrefix []int32
 	stackFrame  []int32
 
-	sampleStack  []int32
-	sampleTime   []int64
-	sampleCPU    []int64 // thousandths of the meta's CPU delta unit; -1 null
-	sampleWeight []int32
+	sampleStack  column[int32]
+	sampleTime   column[int64]
+	sampleCPU    column[int64] // thousandths of the meta's CPU delta unit; -1 null
+	sampleWeight column[int32]
 
 	markers []rawMarker
 	strings []string
@@ -603,23 +603,23 @@ func (t *rawThread) readSamples(s *scanner) {
 		weight
 	)
 	s.table("samples", []string{"stack", "time", "threadCPUDelta", "weight"}, func(tb *table) {
-		t.sampleStack = append(t.sampleStack, s.index(tb.col(stack), "sample stack"))
+		t.sampleStack.add(s.index(tb.col(stack), "sample stack"))
 		var ns int64
 		if c := tb.col(tm); c.kind == 'n' {
 			ns = c.n.fixed(6)
 		}
-		t.sampleTime = append(t.sampleTime, ns)
+		t.sampleTime.add(ns)
 		cd := int64(-1)
 		if c := tb.col(cpu); c.kind == 'n' {
 			cd = max(c.n.fixed(3), 0)
 		}
-		t.sampleCPU = append(t.sampleCPU, cd)
+		t.sampleCPU.add(cd)
 		if tb.idx[weight] >= 0 {
 			w := int32(1)
 			if c := tb.col(weight); c.kind == 'n' {
 				w = int32(c.n.int())
 			}
-			t.sampleWeight = append(t.sampleWeight, w)
+			t.sampleWeight.add(w)
 		}
 	})
 }
@@ -818,6 +818,7 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		return nil, errors.New("frame table columns differ in length")
 	}
 	frames := make([]int32, len(rt.frameLoc))
+	identity := true
 	for i, loc := range rt.frameLoc {
 		if int(loc) >= len(strs) {
 			return nil, fmt.Errorf("frame %d has location string %d of %d", i, loc, len(strs))
@@ -833,49 +834,63 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 			f.Label = s
 		}
 		frames[i] = th.Frames.Intern(f)
+		identity = identity && frames[i] == int32(i)
 	}
 
-	stacks := make([]int32, len(rt.stackFrame))
 	for i, fr := range rt.stackFrame {
-		pre := rt.stackPrefix[i]
-		if pre >= int32(i) {
+		if pre := rt.stackPrefix[i]; pre >= int32(i) {
 			return nil, fmt.Errorf("stack %d has prefix %d, not an earlier stack", i, pre)
 		}
 		if int(fr) >= len(frames) {
 			return nil, fmt.Errorf("stack %d has frame %d of %d", i, fr, len(frames))
 		}
-		if pre >= 0 {
-			pre = stacks[pre]
+	}
+	var stacks []int32 // old index to new; nil when they are the same
+	if identity {
+		// No frame merged with another, as in gprof's own files, so the
+		// stacks are already a valid table; interning would only cost time.
+		th.Stacks.Prefix = rt.stackPrefix // null was read as -1, NoStack
+		th.Stacks.Frame = rt.stackFrame
+	} else {
+		stacks = make([]int32, len(rt.stackFrame))
+		for i, fr := range rt.stackFrame {
+			pre := rt.stackPrefix[i]
+			if pre >= 0 {
+				pre = stacks[pre]
+			}
+			stacks[i] = th.Stacks.Intern(pre, frames[fr])
 		}
-		stacks[i] = th.Stacks.Intern(pre, frames[fr])
 	}
 
-	st := rt.sampleStack
+	st := rt.sampleStack.slice()
+	nst := len(rt.stackFrame)
 	for i, x := range st {
-		if int(x) >= len(stacks) {
-			return nil, fmt.Errorf("sample %d has stack %d of %d", i, x, len(stacks))
+		if int(x) >= nst {
+			return nil, fmt.Errorf("sample %d has stack %d of %d", i, x, nst)
 		}
-		if x >= 0 {
+		if x >= 0 && stacks != nil {
 			st[i] = stacks[x]
 		}
 	}
-	for i := range rt.sampleTime {
-		rt.sampleTime[i] += shift
-	}
-	if n := len(rt.sampleTime); n > 0 {
-		b.last = max(b.last, rt.sampleTime[n-1])
-	}
-	// CPU deltas were read in thousandths of the unit.
-	div := int64(1) // µs: thousandths are ns
-	if b.cpuUnit == "ns" || b.cpuUnit == "variable CPU cycles" {
-		div = 1000
-	}
-	for i, v := range rt.sampleCPU {
-		if v >= 0 && div != 1 {
-			rt.sampleCPU[i] = (v + div/2) / div
+	times := rt.sampleTime.slice()
+	if shift != 0 {
+		for i := range times {
+			times[i] += shift
 		}
 	}
-	th.Samples = format.SampleTable{Stack: st, Time: rt.sampleTime, CPUDelta: rt.sampleCPU, Weight: rt.sampleWeight}
+	if n := len(times); n > 0 {
+		b.last = max(b.last, times[n-1])
+	}
+	cpu := rt.sampleCPU.slice()
+	// CPU deltas were read in thousandths of the unit.
+	if b.cpuUnit == "ns" || b.cpuUnit == "variable CPU cycles" {
+		for i, v := range cpu {
+			if v >= 0 {
+				cpu[i] = (v + 500) / 1000
+			}
+		}
+	}
+	th.Samples = format.SampleTable{Stack: st, Time: times, CPUDelta: cpu, Weight: rt.sampleWeight.slice()}
 
 	for _, rm := range rt.markers {
 		if int(rm.name) >= len(strs) {
@@ -923,4 +938,37 @@ func parseAddress(s string) (uint64, bool) {
 		v = v<<4 | uint64(c)
 	}
 	return v, true
+}
+
+// column accumulates a table column of unknown length in chunks, so that
+// growing it copies nothing and the only extra memory is one final copy.
+type column[T any] struct {
+	done [][]T
+	cur  []T
+	n    int
+}
+
+func (c *column[T]) add(v T) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.done = append(c.done, c.cur)
+		}
+		c.cur = make([]T, 0, min(max(2*cap(c.cur), 1024), 1<<16))
+	}
+	c.cur = append(c.cur, v)
+	c.n++
+}
+
+// slice returns the column as one slice; nil if it is empty.
+func (c *column[T]) slice() []T {
+	if c.done == nil {
+		return c.cur
+	}
+	out := make([]T, 0, c.n)
+	for _, d := range c.done {
+		out = append(out, d...)
+	}
+	out = append(out, c.cur...)
+	c.done, c.cur = nil, nil
+	return out
 }

@@ -376,6 +376,16 @@ func (s *scanner) number() num {
 	if c != '-' && (c < '0' || c > '9') {
 		s.unexpected(c, "looking for beginning of value")
 	}
+	if s.end-s.pos < 32 {
+		for s.end-s.pos < 32 {
+			if _, ok := s.fill(s.pos); !ok {
+				break
+			}
+		}
+	}
+	if n, ok := s.fastNumber(); ok {
+		return n
+	}
 	start := s.pos
 	i := start
 	for {
@@ -395,6 +405,50 @@ func (s *scanner) number() num {
 	}
 	s.pos = i
 	return s.parseNumber(start, s.buf[start:i])
+}
+
+// fastNumber parses the common plain numbers, up to 18 digits with an
+// optional fraction and no exponent, in one pass. It reports false, having
+// consumed nothing, for anything else, including numbers that may continue
+// past the buffered input.
+func (s *scanner) fastNumber() (num, bool) {
+	var n num
+	b := s.buf[:s.end]
+	i := s.pos
+	if b[i] == '-' {
+		n.neg = true
+		i++
+	}
+	digits := 0
+	first := i
+	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		n.mant = n.mant*10 + uint64(b[i]-'0')
+		digits++
+	}
+	if digits == 0 || b[first] == '0' && digits > 1 {
+		return num{}, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		fd := 0
+		for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+			n.mant = n.mant*10 + uint64(b[i]-'0')
+			fd++
+		}
+		if fd == 0 {
+			return num{}, false
+		}
+		digits += fd
+		n.exp = -int32(fd)
+	}
+	if digits > 18 || i == len(b) && !s.eof {
+		return num{}, false
+	}
+	if i < len(b) && numChar[b[i]] {
+		return num{}, false // an exponent, or malformed: the full parser decides
+	}
+	s.pos = i
+	return n, true
 }
 
 func (s *scanner) parseNumber(at int, b []byte) num {

@@ -30,7 +30,14 @@ import (
 // sorts the batch by time and hands it to the goroutine that called Record,
 // which calls the handler; so a slow handler queues batches instead of
 // losing samples. Recording ends when ctx is cancelled or every event
-// reports POLLHUP (its task and all tasks that inherited it have exited).
+// reports POLLHUP (its task and all tasks that inherited it have exited;
+// attached pids are also checked in /proc).
+//
+// Stopping: events are disabled, the rings drained, the fds closed; an
+// attached target just runs on. A launched command is never signalled by
+// gprof: on cancel (Ctrl-C already sent SIGINT to the whole foreground
+// group) its exit status is reported if it ends within 250 ms, otherwise it
+// is left running, untraced, with ExitCode -1 and a notice.
 
 // perf_event_attr bits that x/sys/unix does not name (kernel bitfield order).
 const (

@@ -355,15 +355,18 @@ func (s *perfSession) openTask(tid int) error {
 			}
 			return err
 		}
-		s.fds = append(s.fds, fd)
 		r := s.rings[cpu]
 		if r == nil {
-			if r, err = s.mapRing(fd, cpu); err != nil {
+			if r, err = s.mapRing(fd, tid, cpu); err != nil {
 				return err
 			}
+			s.fds = append(s.fds, r.fd) // mapRing may have reopened it
 			s.rings[cpu] = r
 			s.ringList = append(s.ringList, r)
-		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			continue
+		}
+		s.fds = append(s.fds, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
 			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
 		}
 	}
@@ -371,9 +374,11 @@ func (s *perfSession) openTask(tid int) error {
 	return nil
 }
 
-// mapRing maps a ring, falling back to smaller rings when the locked
-// memory limit refuses.
-func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
+// mapRing maps the ring of event fd (on tid and cpu), falling back to
+// smaller rings when the locked memory limit refuses. The wakeup watermark
+// is part of the event, so a smaller ring needs the event reopened; the
+// ring's fd is then a new one.
+func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 	shrunk := false
 	for {
 		r, err := mapRing(fd, s.pages)
@@ -386,6 +391,7 @@ func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
 		}
 		if err != unix.EPERM && err != unix.ENOMEM || s.pages <= 16 {
 			kb, _ := readSysctlInt("perf_event_mlock_kb")
+			unix.Close(fd)
 			if err == unix.EPERM {
 				return nil, fmt.Errorf("map perf ring for cpu %d: %w (locked memory limit: kernel.perf_event_mlock_kb=%d; raise it with `sysctl kernel.perf_event_mlock_kb=2048` or `ulimit -l`, or run as root)", cpu, ErrPermission, kb)
 			}
@@ -393,6 +399,11 @@ func (s *perfSession) mapRing(fd, cpu int) (*ring, error) {
 		}
 		s.pages /= 2
 		shrunk = true
+		s.attr.Wakeup = uint32(s.pages * os.Getpagesize() / 4)
+		unix.Close(fd)
+		if fd, err = perfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC); err != nil {
+			return nil, err
+		}
 	}
 }
 

@@ -819,3 +819,104 @@ func TestRingMlockFallback(t *testing.T) {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_mlock_kb", err)
 	}
 }
+
+// TestDecodeSideband checks the non-sample records against hand-made ones.
+func TestDecodeSideband(t *testing.T) {
+	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
+	d := newDecoder(st, regsLayout{}, true)
+	d.statMaps, d.readArgv = false, false
+	mk := func(typ uint32, misc uint16, body []byte) []byte {
+		rec := make([]byte, 8, 8+len(body)+24)
+		ne.PutUint32(rec[0:], typ)
+		ne.PutUint16(rec[4:], misc)
+		rec = append(rec, body...)
+		for len(rec)%8 != 0 {
+			rec = append(rec, 0)
+		}
+		// sample_id trailer: pid/tid, time, cpu
+		rec = ne.AppendUint32(rec, 7)
+		rec = ne.AppendUint32(rec, 8)
+		rec = ne.AppendUint64(rec, 5555)
+		rec = ne.AppendUint64(rec, 1)
+		ne.PutUint16(rec[6:], uint16(len(rec)))
+		return rec
+	}
+	var body []byte
+	u32 := func(v uint32) { body = ne.AppendUint32(body, v) }
+	u64 := func(v uint64) { body = ne.AppendUint64(body, v) }
+
+	b := &batch{}
+	body = nil
+	u64(99) // id
+	u64(12) // lost
+	d.decode(mk(unix.PERF_RECORD_LOST, 0, body), b)
+	body = nil
+	u64(3)
+	d.decode(mk(unix.PERF_RECORD_LOST_SAMPLES, 0, body), b)
+
+	body = nil
+	u32(7)
+	u32(8)
+	u64(0x1000) // addr
+	u64(0x2000) // len
+	u64(0x3000) // pgoff
+	body = append(body, 20, 0, 0, 0)
+	for i := 0; i < 20; i++ {
+		body = append(body, byte(i))
+	}
+	u32(unix.PROT_READ | unix.PROT_EXEC)
+	u32(unix.MAP_PRIVATE)
+	body = append(body, "/usr/bin/x\x00"...)
+	d.decode(mk(unix.PERF_RECORD_MMAP2, unix.PERF_RECORD_MISC_MMAP_BUILD_ID, body), b)
+
+	body = nil
+	u32(7)
+	u32(8)
+	u64(0x1000)
+	u64(0x2000)
+	u64(0)
+	u32(8) // maj
+	u32(1) // min
+	u64(4242)
+	u64(0)
+	u32(unix.PROT_READ) // not executable: dropped
+	u32(unix.MAP_PRIVATE)
+	body = append(body, "/data\x00"...)
+	d.decode(mk(unix.PERF_RECORD_MMAP2, 0, body), b)
+
+	body = nil
+	u32(7)
+	u32(8)
+	body = append(body, "newname\x00"...)
+	d.decode(mk(unix.PERF_RECORD_COMM, unix.PERF_RECORD_MISC_COMM_EXEC, body), b)
+
+	body = nil
+	u32(7)
+	u32(7)
+	u32(9)
+	u32(8)
+	u64(6666)
+	d.decode(mk(unix.PERF_RECORD_FORK, 0, body), b)
+	d.decode(mk(unix.PERF_RECORD_EXIT, 0, body), b)
+
+	if b.lost != 15 || len(b.events) != 6 {
+		t.Fatalf("lost %d, %d events: %+v", b.lost, len(b.events), b.events)
+	}
+	if l := b.events[0].(*Lost); l.Count != 12 || l.Time != 5555 {
+		t.Errorf("lost %+v", l)
+	}
+	m := b.events[2].(*Map)
+	if m.Pid != 7 || m.Start != 0x1000 || m.End != 0x3000 || m.FileOffset != 0x3000 || m.Path != "/usr/bin/x" ||
+		len(m.BuildID) != 20 || m.BuildID[19] != 19 || m.Time != 5555 || m.MapFile != "/proc/7/map_files/1000-3000" {
+		t.Errorf("map %+v", m)
+	}
+	if c := b.events[3].(*Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
+		t.Errorf("comm %+v", c)
+	}
+	if f := b.events[4].(*Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
+		t.Errorf("fork %+v", f)
+	}
+	if e := b.events[5].(*Exit); e.Pid != 7 || e.Tid != 9 {
+		t.Errorf("exit %+v", e)
+	}
+}

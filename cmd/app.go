@@ -42,7 +42,7 @@ func (e exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.c
 // App returns the command-line definition. The man pages are generated
 // from it, so help text written here is the documentation.
 func App() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "gprof",
 		Usage:   "a sampling profiler that writes Firefox Profiler profiles",
 		Version: Version,
@@ -69,11 +69,17 @@ gprof convert PROFILE -o OUTPUT`,
 		Suggest:              true,
 		// Errors are printed once, by Main, in gprof's own style.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usageError{err}
-		},
+		OnUsageError: onUsageError,
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError
+	}
+	return app
 }
+
+// onUsageError keeps flag errors to gprof's one line instead of the whole
+// help text.
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 
 // Main runs gprof with args (including the program name) and returns the
 // process exit code.
@@ -81,7 +87,7 @@ func Main(args []string) int {
 	app := App()
 	app.Writer = os.Stdout
 	app.ErrWriter = os.Stderr
-	err := app.Run(args)
+	err := app.Run(interspersed(app, args))
 	return printError(os.Stderr, err)
 }
 
@@ -100,6 +106,8 @@ func printError(w io.Writer, err error) int {
 		code = ExitUsage
 	}
 	msg := strings.TrimSpace(err.Error())
+	// urfave/cli words an unknown command as a missing help topic.
+	msg = strings.Replace(msg, "No help topic for", "unknown command", 1)
 	// One line: multi-line messages from libraries are folded.
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 	if code == ExitUsage && !strings.Contains(msg, "--help") {
@@ -141,4 +149,54 @@ func useColor(w io.Writer) bool {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// interspersed lets flags follow file arguments ("gprof convert IN -o OUT")
+// by moving them in front, as urfave/cli v2 stops at the first argument.
+// record is left alone: there the first argument starts the command line
+// of the program to profile.
+func interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var c *cli.Command
+	for _, cmd := range app.Commands {
+		if cmd.HasName(args[1]) {
+			c = cmd
+		}
+	}
+	if c == nil || c.Name == "record" {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range c.Flags {
+		df, ok := f.(cli.DocGenerationFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = ok && df.TakesValue()
+		}
+	}
+	flags := []string{}
+	var rest []string
+	tail := args[2:]
+	for i := 0; i < len(tail); i++ {
+		a := tail[i]
+		if a == "--" {
+			rest = append(rest, tail[i:]...)
+			break
+		}
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		tv, known := takesValue[name]
+		if !strings.HasPrefix(a, "-") || a == "-" || !known {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		if tv && !hasValue && i+1 < len(tail) {
+			i++
+			flags = append(flags, tail[i])
+		}
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	return append(out, rest...)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gprof-dev/gprof/format/load"
 	"github.com/gprof-dev/gprof/record"
 )
 
@@ -37,7 +38,9 @@ SIGTERM. Processes attached with -p keep running, untouched, when gprof exits.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
-to another machine (--no-symbols skips this).
+to another machine (--no-symbols skips this). gprof's own commands use
+them; the Firefox Profiler shows them when the profile is in the processed
+format: record with --format processed, or run 'gprof convert'.
 
 Examples:
    # profile a command until it exits
@@ -54,6 +57,7 @@ Examples:
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz)"},
+			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
@@ -91,6 +95,13 @@ func runRecord(c *cli.Context) error {
 	if err := checkWritable(out); err != nil {
 		return err
 	}
+	kind := load.Kind(c.String("format"))
+	if kind != load.Gecko && kind != load.Processed {
+		return usagef("unknown --format %q: use gecko or processed", kind)
+	}
+	if kind == load.Processed && c.Bool("no-symbols") {
+		return usagef("--format processed stores names, so it cannot be combined with --no-symbols")
+	}
 
 	quiet := c.Bool("quiet")
 	notice := func(msg string) {
@@ -118,7 +129,7 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := res.Write(out); err != nil {
+	if err := writeProfile(out, res.Profile, kind); err != nil {
 		return err
 	}
 

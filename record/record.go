@@ -10,7 +10,6 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/gecko"
 )
 
 // Options configure a recording.
@@ -45,15 +44,6 @@ type Result struct {
 	ExitCode              int
 	Backend, Event        string
 	SymbolicatedAddresses int
-}
-
-// Write saves the profile in Gecko format (gzip when path ends in .gz),
-// atomically: a failure leaves any previous file at path untouched.
-func (r *Result) Write(path string) error {
-	if err := gecko.WriteFile(path, r.Profile); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // Run records until ctx is done or the targets exit, then builds the

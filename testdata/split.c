@@ -22,18 +22,20 @@ static long long thread_cpu_ns(void) {
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One unit of work: identical in every function so CPU time divides by
- * the number of units. */
-static inline void unit(void) {
-	unsigned long x = sink;
-	for (int i = 0; i < 20000; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink = x;
-}
+/* UNITS(n) does n units of work, written out in each function (a macro,
+ * not an inline helper) so the work is the function's own self time, and
+ * identical in each, so CPU time divides by the number of units. */
+#define UNITS(n)                                                            \
+	do {                                                                \
+		unsigned long x = sink;                                     \
+		for (int i = 0; i < (n) * 20000; i++)                       \
+			x = x * 6364136223846793005UL + 1442695040888963407UL; \
+		sink = x;                                                   \
+	} while (0)
 
-__attribute__((noinline)) void work_a(int n) { for (int i = 0; i < n; i++) unit(); }
-__attribute__((noinline)) void work_b(int n) { for (int i = 0; i < n; i++) unit(); }
-__attribute__((noinline)) void work_c(int n) { for (int i = 0; i < n; i++) unit(); }
+__attribute__((noinline)) void work_a(int n) { UNITS(n); }
+__attribute__((noinline)) void work_b(int n) { UNITS(n); }
+__attribute__((noinline)) void work_c(int n) { UNITS(n); }
 
 struct worker {
 	pthread_t thread;

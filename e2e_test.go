@@ -1,0 +1,653 @@
+package main
+
+// End-to-end tests: they build ./bin/gprof's code into a test binary, build
+// small C and Go programs with gcc and go, and profile them for real with
+// perf events. They need what CI has: root (or a permissive
+// perf_event_paranoid), gcc and readelf.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/symbolize"
+)
+
+var (
+	gprofBin string // the gprof under test
+	fixtures string // directory of built test programs
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gprof-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		gprofBin = filepath.Join(dir, "gprof")
+		fixtures = dir
+		if out, err := exec.Command("go", "build", "-o", gprofBin, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building gprof: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// buildC compiles testdata/NAME.c once per test binary run.
+func buildC(t *testing.T, name string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed (.ci/run installs it)")
+	}
+	out := filepath.Join(fixtures, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", name+".c")}, flags...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// gprof runs the gprof under test.
+func gprof(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(gprofBin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	r := result{o.String(), e.String(), 0}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run gprof: %v", err)
+	}
+	return r
+}
+
+// skipIfNoPerf skips when the kernel forbids perf events altogether, the
+// one case where these tests cannot run.
+func skipIfNoPerf(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 0 && strings.Contains(r.stderr, "permission") && !strings.Contains(r.stderr, "ptrace") {
+		t.Skipf("perf events are not permitted here: %s", r.stderr)
+	}
+}
+
+// readRaw decodes a (possibly gzipped) JSON profile into generic values,
+// for checks on the exact bytes the Firefox Profiler will see.
+func readRaw(t *testing.T, path string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReader(f)
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	}
+	var v map[string]any
+	if err := json.NewDecoder(r).Decode(&v); err != nil {
+		t.Fatalf("%s is not JSON: %v", path, err)
+	}
+	return v
+}
+
+// workerCPU parses split's "thread TID cpu_ns N" lines.
+func workerCPU(t *testing.T, out string) map[int]int64 {
+	t.Helper()
+	m := map[int]int64{}
+	for _, mt := range regexp.MustCompile(`thread (\d+) cpu_ns (\d+)`).FindAllStringSubmatch(out, -1) {
+		tid, _ := strconv.Atoi(mt[1])
+		ns, _ := strconv.ParseInt(mt[2], 10, 64)
+		m[tid] = ns
+	}
+	if len(m) == 0 {
+		t.Fatalf("no per-thread CPU times in the program's output: %q", out)
+	}
+	return m
+}
+
+func readelfBuildID(t *testing.T, path string) []byte {
+	t.Helper()
+	out, err := exec.Command("readelf", "-n", path).Output()
+	if err != nil {
+		t.Skipf("readelf: %v", err)
+	}
+	m := regexp.MustCompile(`Build ID: ([0-9a-f]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("readelf -n %s shows no build-id", path)
+	}
+	var b []byte
+	for i := 0; i+1 < len(m[1]); i += 2 {
+		v, _ := strconv.ParseUint(string(m[1][i:i+2]), 16, 8)
+		b = append(b, byte(v))
+	}
+	return b
+}
+
+// TestRecordLaunchMultiThread is issue 2's acceptance check on a launched
+// multi-threaded C program: every thread present, samples per busy thread
+// within 10% of rate × CPU time, nothing lost, every address in a lib,
+// breakpad IDs as breakpad computes them, and the layout the Firefox
+// Profiler needs.
+func TestRecordLaunchMultiThread(t *testing.T) {
+	bin := buildC(t, "split")
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	r := gprof(t, "record", "-q", "-r", "1000", "-o", out, "--", bin, "3", "0.7")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("gprof record exited %d: %s", r.code, r.stderr)
+	}
+	if r.stderr != "" {
+		t.Errorf("-q printed to stderr: %q", r.stderr)
+	}
+	cpu := workerCPU(t, r.stdout)
+
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Meta.LostEvents != 0 {
+		t.Errorf("lost %d events at 1 kHz", p.Meta.LostEvents)
+	}
+	if len(p.Processes) != 1 {
+		t.Fatalf("got %d processes, want 1", len(p.Processes))
+	}
+	proc := p.Processes[0]
+	threads := map[int]*format.Thread{}
+	for _, th := range proc.Threads {
+		threads[th.Tid] = th
+	}
+	if _, ok := threads[proc.Pid]; !ok {
+		t.Errorf("main thread %d missing", proc.Pid)
+	}
+	for tid, ns := range cpu {
+		th := threads[tid]
+		if th == nil {
+			t.Errorf("worker thread %d missing from the profile", tid)
+			continue
+		}
+		want := float64(ns) / float64(time.Millisecond)
+		got := float64(th.Samples.Len())
+		if math.Abs(got-want) > 0.10*want {
+			t.Errorf("thread %d: %v samples for %.0f ms of CPU at 1 kHz; want within 10%%", tid, got, want)
+		}
+	}
+
+	// Every sampled address lies in a lib of its process.
+	for _, th := range proc.Threads {
+		for _, f := range th.Frames.Frames {
+			if f.Label == "" && symbolize.FindLib(proc.Libs, f.Address) == nil {
+				t.Errorf("thread %d: address %#x is in no lib", th.Tid, f.Address)
+			}
+		}
+	}
+	// The program's own lib carries breakpad's ID for its build-id.
+	bid := readelfBuildID(t, bin)
+	found := false
+	for _, l := range proc.Libs {
+		if l.Path == bin {
+			found = true
+			if want := symbolize.BreakpadID(bid, true); l.BreakpadID != want {
+				t.Errorf("breakpadId %s, want %s", l.BreakpadID, want)
+			}
+			if want := fmt.Sprintf("%x", bid); l.CodeID != want {
+				t.Errorf("codeId %s, want %s", l.CodeID, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no lib for %s in %v", bin, proc.Libs)
+	}
+
+	// What the Firefox Profiler reads: version 36, libs sorted, GeckoMain.
+	raw := readRaw(t, out)
+	meta := raw["meta"].(map[string]any)
+	if meta["version"] != float64(36) {
+		t.Errorf("meta.version = %v", meta["version"])
+	}
+	var last float64 = -1
+	for _, l := range raw["libs"].([]any) {
+		lm := l.(map[string]any)
+		if s := lm["start"].(float64); s < last {
+			t.Errorf("libs not sorted by start")
+		} else {
+			last = s
+		}
+	}
+	mainSeen := false
+	for _, th := range raw["threads"].([]any) {
+		tm := th.(map[string]any)
+		if tm["name"] == "GeckoMain" {
+			mainSeen = true
+			if tm["processName"] != "split" {
+				t.Errorf("GeckoMain's processName = %v, want split", tm["processName"])
+			}
+		}
+	}
+	if !mainSeen {
+		t.Error("no thread named GeckoMain")
+	}
+}
+
+type reportJSON struct {
+	Samples int64 `json:"samples"`
+	All     struct {
+		TopSelf  []reportFunc `json:"top_self"`
+		TopTotal []reportFunc `json:"top_total"`
+	} `json:"all"`
+}
+
+type reportFunc struct {
+	Name     string  `json:"name"`
+	File     string  `json:"file"`
+	Line     int     `json:"line"`
+	SelfPct  float64 `json:"self_pct_all"`
+	TotalPct float64 `json:"total_pct_all"`
+}
+
+func runReport(t *testing.T, path string, extra ...string) reportJSON {
+	t.Helper()
+	r := gprof(t, append([]string{"report", "--json", "--top", "-1", path}, extra...)...)
+	if r.code != 0 {
+		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
+	}
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report --json is not JSON: %v\n%s", err, r.stdout)
+	}
+	return rep
+}
+
+func findFunc(fs []reportFunc, name string) (reportFunc, bool) {
+	for _, f := range fs {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return reportFunc{}, false
+}
+
+// TestSplitSurvivesDeletedBinary is issue 3's acceptance check: record a
+// C program with a known 50/30/20 split, delete the binary, and still get
+// names, files, lines and the split from report and convert.
+func TestSplitSurvivesDeletedBinary(t *testing.T) {
+	src := buildC(t, "split")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "split")
+	copyFile(t, src, bin)
+	out := filepath.Join(dir, "p.json.gz")
+	r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "2", "1")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := runReport(t, out)
+	want := map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20}
+	for name, pct := range want {
+		f, ok := findFunc(rep.All.TopSelf, name)
+		if !ok {
+			t.Errorf("%s missing from the report of a deleted binary", name)
+			continue
+		}
+		if math.Abs(f.SelfPct-pct) > 2 {
+			t.Errorf("%s self time %.2f%%, want %.0f%% ± 2", name, f.SelfPct, pct)
+		}
+		if !strings.HasSuffix(f.File, "split.c") || f.Line == 0 {
+			t.Errorf("%s: location %s:%d, want split.c and a line", name, f.File, f.Line)
+		}
+	}
+
+	conv := filepath.Join(dir, "processed.json.gz")
+	if r := gprof(t, "convert", out, "-o", conv); r.code != 0 {
+		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
+	}
+	raw := readRaw(t, conv)
+	meta := raw["meta"].(map[string]any)
+	if meta["symbolicated"] != true {
+		t.Errorf("processed meta.symbolicated = %v", meta["symbolicated"])
+	}
+	pp, _, err := load.File(conv)
+	if err != nil {
+		t.Fatalf("reading gprof's processed output: %v", err)
+	}
+	names := map[string]bool{}
+	for _, ls := range pp.Symbols.Libs {
+		for _, frames := range ls.Addresses {
+			for _, f := range frames {
+				names[f.Function] = true
+			}
+		}
+	}
+	for _, n := range []string{"work_a", "work_b", "work_c", "run", "start_thread"} {
+		if !names[n] {
+			t.Errorf("processed profile lacks a function named %s", n)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSpin starts the attach target and waits until it runs.
+func startSpin(t *testing.T) *exec.Cmd {
+	t.Helper()
+	bin := buildC(t, "spin")
+	cmd := exec.Command(bin)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("spin said %q", line)
+	}
+	return cmd
+}
+
+// procState returns the state letter and TracerPid of every thread of pid.
+func procState(t *testing.T, pid int) (states string, tracers []string) {
+	t.Helper()
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "State:"); ok {
+				states += strings.Fields(v)[0]
+			}
+			if v, ok := strings.CutPrefix(line, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
+				tracers = append(tracers, task.Name()+":"+strings.TrimSpace(v))
+			}
+		}
+	}
+	return states, tracers
+}
+
+// assertUnharmed checks that a target runs on, untraced and not stopped.
+func assertUnharmed(t *testing.T, pid int) {
+	t.Helper()
+	time.Sleep(50 * time.Millisecond)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("target %d is gone: %v", pid, err)
+	}
+	states, tracers := procState(t, pid)
+	if strings.ContainsAny(states, "tT") {
+		t.Errorf("target %d left stopped: thread states %q", pid, states)
+	}
+	if len(tracers) > 0 {
+		t.Errorf("target %d still traced: %v", pid, tracers)
+	}
+}
+
+// TestAttach attaches to a running process, sees a thread it creates
+// afterwards, and leaves it running.
+func TestAttach(t *testing.T) {
+	spin := startSpin(t)
+	pid := spin.Process.Pid
+	out := filepath.Join(t.TempDir(), "a.json")
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGUSR1) // spin starts its second thread
+	}()
+	r := gprof(t, "record", "-p", strconv.Itoa(pid), "-d", "1.2", "-o", out)
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record -p: exit %d: %s", r.code, r.stderr)
+	}
+	assertUnharmed(t, pid)
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := p.Processes[0]
+	if proc.Pid != pid || len(proc.Threads) != 2 {
+		t.Fatalf("got pid %d with %d threads, want pid %d with 2 (one created after attach)", proc.Pid, len(proc.Threads), pid)
+	}
+	for _, th := range proc.Threads {
+		if th.Samples.Len() < 50 {
+			t.Errorf("thread %d (%s): only %d samples", th.Tid, th.Name, th.Samples.Len())
+		}
+	}
+	rep := runReport(t, out)
+	for _, fn := range []string{"spin_main", "spin_late", "burn"} {
+		if _, ok := findFunc(rep.All.TopTotal, fn); !ok {
+			t.Errorf("attached profile lacks %s", fn)
+		}
+	}
+}
+
+// TestSignalsStopRecording sends SIGINT and SIGTERM to gprof while it is
+// attached: a valid profile is written and the target carries on.
+func TestSignalsStopRecording(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			spin := startSpin(t)
+			pid := spin.Process.Pid
+			out := filepath.Join(t.TempDir(), "s.json.gz")
+			cmd := exec.Command(gprofBin, "record", "-q", "-p", strconv.Itoa(pid), "-o", out)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(700 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if err != nil {
+				if strings.Contains(stderr.String(), "permission") {
+					t.Skipf("perf events not permitted: %s", stderr.String())
+				}
+				t.Fatalf("gprof after %v: %v: %s", sig, err, stderr.String())
+			}
+			assertUnharmed(t, pid)
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatalf("profile after %v: %v", sig, err)
+			}
+			if n := p.Processes[0].Threads[0].Samples.Len(); n < 100 {
+				t.Errorf("only %d samples before %v", n, sig)
+			}
+		})
+	}
+}
+
+// TestLaunchFollowsChildren profiles a shell that runs the program twice:
+// both child processes are in the profile with their samples.
+func TestLaunchFollowsChildren(t *testing.T) {
+	bin := buildC(t, "split")
+	out := filepath.Join(t.TempDir(), "c.json.gz")
+	r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.2 && "+bin+" 1 0.2; exit 7")
+	skipIfNoPerf(t, r)
+	if r.code != 7 {
+		t.Fatalf("want the command's exit status 7, got %d: %s", r.code, r.stderr)
+	}
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var splits int
+	for _, proc := range p.Processes {
+		if proc.Name != "split" {
+			continue
+		}
+		splits++
+		n := 0
+		for _, th := range proc.Threads {
+			n += th.Samples.Len()
+		}
+		if n < 150 {
+			t.Errorf("split pid %d: %d samples, want about 200", proc.Pid, n)
+		}
+	}
+	if splits != 2 {
+		names := []string{}
+		for _, proc := range p.Processes {
+			names = append(names, fmt.Sprintf("%s(%d)", proc.Name, proc.Pid))
+		}
+		t.Errorf("want 2 split processes, got %v", names)
+	}
+}
+
+// TestGoProgram profiles a Go program: Go function names come out.
+func TestGoProgram(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gohot")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/gohot")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	out := filepath.Join(dir, "g.json.gz")
+	r := gprof(t, "record", "-q", "-o", out, "--", bin)
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	rep := runReport(t, out)
+	for _, fn := range []string{"main.hot", "main.main"} {
+		if _, ok := findFunc(rep.All.TopTotal, fn); !ok {
+			t.Errorf("Go profile lacks %s; top: %v", fn, rep.All.TopTotal)
+		}
+	}
+}
+
+// TestSystemBinaryStacks profiles Debian's perl, built without frame
+// pointers: with default flags almost every stack reaches _start.
+func TestSystemBinaryStacks(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed")
+	}
+	out := filepath.Join(t.TempDir(), "perl.json.gz")
+	r := gprof(t, "record", "-q", "-o", out, "--", "perl", "-e", `my $s = 0; $s += sqrt($_) for 1 .. 4e6; print "$s\n"`)
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	rep := runReport(t, out)
+	if rep.Samples < 50 {
+		t.Fatalf("only %d samples", rep.Samples)
+	}
+	start, ok := findFunc(rep.All.TopTotal, "_start")
+	if !ok || start.TotalPct < 99 {
+		t.Errorf("_start is on %.1f%% of perl's stacks, want ≥ 99%%", start.TotalPct)
+	}
+	if _, ok := findFunc(rep.All.TopTotal, "Perl_runops_standard"); !ok {
+		t.Errorf("no Perl_runops_standard: perl's own symbols were not used")
+	}
+}
+
+// TestErrors checks bad input: one line on stderr, the documented exit
+// code, and an existing output file left alone.
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "keep.json")
+	os.WriteFile(good, []byte(`{"precious": true}`), 0o644)
+	corrupt := filepath.Join(dir, "corrupt.json.gz")
+	os.WriteFile(corrupt, []byte("\x1f\x8b\x08\x00garbage"), 0o644)
+	notProfile := filepath.Join(dir, "np.json")
+	os.WriteFile(notProfile, []byte(`{"hello": [1,2,3]}`), 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no target", []string{"record"}, 2, "nothing to profile"},
+		{"both targets", []string{"record", "-p", "1", "--", "true"}, 2, "not both"},
+		{"bad pid", []string{"record", "-p", "abc"}, 2, "invalid PID"},
+		{"bad rate", []string{"record", "-r", "0", "--", "true"}, 2, "--rate"},
+		{"bad interval", []string{"record", "-i", "fast", "--", "true"}, 2, "--interval"},
+		{"bad duration", []string{"record", "-d", "-3", "--", "true"}, 2, "--duration"},
+		{"unknown flag", []string{"record", "--frobnicate", "--", "true"}, 2, "frobnicate"},
+		{"unknown command", []string{"frob"}, 2, "unknown command"},
+		{"missing pid", []string{"record", "-p", "999999999", "-o", good}, 1, "no such process"},
+		{"missing command", []string{"record", "-o", good, "--", "/no/such/program"}, 1, "/no/such/program"},
+		{"unwritable output", []string{"record", "-o", "/no/such/dir/p.json", "--", "true"}, 1, "does not exist"},
+		{"corrupt input", []string{"report", corrupt}, 1, corrupt},
+		{"not a profile", []string{"convert", notProfile, "-o", good}, 1, "np.json"},
+		{"missing input", []string{"report", filepath.Join(dir, "nope.json")}, 1, "does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := gprof(t, c.args...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, c.code, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "gprof: error: ") {
+				t.Errorf("want one 'gprof: error:' line, got %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr %q does not mention %q", r.stderr, c.want)
+			}
+			if b, _ := os.ReadFile(good); string(b) != `{"precious": true}` {
+				t.Fatalf("an existing output file was changed: %q", b)
+			}
+		})
+	}
+}
+
+// TestVersionAndHelp guards the basics scripts and users start from.
+func TestVersionAndHelp(t *testing.T) {
+	if r := gprof(t, "--version"); r.code != 0 || !strings.Contains(r.stdout, "gprof version") {
+		t.Errorf("--version: %d %q", r.code, r.stdout)
+	}
+	r := gprof(t, "record", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
+		t.Errorf("record --help has no examples: %d %q", r.code, r.stdout)
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("rest needs Linux")
+	}
+}

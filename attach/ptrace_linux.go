@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,7 +29,8 @@ import (
 const (
 	ptMaxRate     = 1000                   // samples per second per thread
 	ptSlowPeriod  = 100 * time.Millisecond // rescan maps, names, children
-	ptStopLimit   = 20 * time.Millisecond  // wait for an interrupted thread
+	ptStopLimit   = 20 * time.Millisecond  // a stop slower than this is late
+	ptAbandon     = 2 * time.Second        // wait for a stuck sampler
 	ptDrainLimit  = 200 * time.Millisecond // wait for late stops at the end
 	ptExitGrace   = 500 * time.Millisecond // launched command, after cancel
 	ptExecLimit   = 5 * time.Second        // launched helper's exec
@@ -101,7 +104,27 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 			runtime.UnlockOSThread()
 		}
 	}()
-	<-done
+	select {
+	case <-done:
+	case <-ctx.Done():
+		select {
+		case <-done:
+		case <-time.After(ptAbandon):
+			// The sampler is stuck waiting for a thread that went into an
+			// uninterruptible sleep as it was interrupted. Stop waiting for
+			// it: it will detach and finish when the thread wakes (or the
+			// kernel detaches when gprof exits), but it must no longer call
+			// the handler.
+			s.mu.Lock()
+			s.abandoned = true
+			s.mu.Unlock()
+			tid := s.waiting.Load()
+			if opts.Notice != nil {
+				opts.Notice(fmt.Sprintf("ptrace: thread %d did not stop when interrupted (uninterruptible sleep?); stopped sampling without it", tid))
+			}
+			return res, nil
+		}
+	}
 	if ptStatsHook != nil {
 		ptStatsHook(s.stats)
 	}
@@ -118,10 +141,17 @@ var ptStatsHook func(ptStats)
 // ptSampler is the state of one recording. Only the sampler goroutine
 // touches it while it runs.
 type ptSampler struct {
-	ctx       context.Context
-	opts      Options
-	h         Handler
-	interval  time.Duration
+	ctx      context.Context
+	opts     Options
+	h        Handler
+	interval time.Duration
+
+	// mu guards abandoned. waiting is the thread the sampler waits for,
+	// for recordPtrace to name if it gives up on the sampler.
+	mu        sync.Mutex
+	abandoned bool
+	waiting   atomic.Int64
+
 	minRun    int64
 	stackSize int
 	self      int
@@ -180,7 +210,7 @@ type ptThread struct {
 // ptStats count what the sampler did, for tests and diagnostics.
 type ptStats struct {
 	ticks, samples int
-	late           int // interrupted threads that took too long to stop
+	late           int // interrupted threads slower than ptStopLimit to stop
 	denied         int // EPERM from PTRACE_SEIZE
 	signals        int // signal-delivery-stops, the signal handed back
 	// paused is the time from interrupt to detach, summed over samples:
@@ -196,7 +226,21 @@ type ptMapKey struct {
 	path                      string
 }
 
+// emit hands e to the handler unless recordPtrace has returned.
+func (s *ptSampler) emit(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.abandoned {
+		s.h(e)
+	}
+}
+
 func (s *ptSampler) notice(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abandoned {
+		return
+	}
 	if s.noticed == nil {
 		s.noticed = map[string]bool{}
 	}
@@ -351,6 +395,10 @@ func (s *ptSampler) probe(pid int) error {
 	}
 	var denied error
 	for _, tid := range tids {
+		// A thread in uninterruptible sleep would stop only when it wakes.
+		if st, _, _, ok := s.readStat(pid, tid); !ok || st == 'D' {
+			continue
+		}
 		err := ptSeize(tid)
 		switch err {
 		case nil:
@@ -367,7 +415,7 @@ func (s *ptSampler) probe(pid int) error {
 			return fmt.Errorf("ptrace pid %d: %w", pid, err)
 		}
 		s.seized = tid
-		s.release(pid, tid, ptInterrupt(tid))
+		s.release(tid, ptInterrupt(tid))
 		return nil
 	}
 	if denied != nil {
@@ -377,13 +425,15 @@ func (s *ptSampler) probe(pid int) error {
 }
 
 // release ends a seize that is not used for a sample.
-func (s *ptSampler) release(pid, tid int, interruptErr error) {
+func (s *ptSampler) release(tid int, interruptErr error) {
 	s.seized = 0
 	if interruptErr != nil {
 		s.pending[tid] = true
 		return
 	}
-	r := ptWaitStop(tid, ptStopLimit)
+	s.waiting.Store(int64(tid))
+	r := ptWaitStop(tid)
+	s.waiting.Store(0)
 	switch r.kind {
 	case stopped:
 		if ptDetach(tid, r.sig) != nil {
@@ -491,7 +541,7 @@ func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
 	if ppid != 0 {
-		s.h(&Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
+		s.emit(&Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
 	}
 	s.refreshMaps(pr, now)
 	tids, err := listTasks(pid)
@@ -506,7 +556,7 @@ func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
 		if tid == pid {
 			c.Argv, c.Exec = argv, launched
 		}
-		s.h(c)
+		s.emit(c)
 	}
 	pr.tids = tids
 }
@@ -523,10 +573,10 @@ func (s *ptSampler) processGone(pr *ptProc) {
 	now := MonotonicNow()
 	for _, tid := range pr.tids {
 		if tid != pr.pid {
-			s.h(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
 		}
 	}
-	s.h(&Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	s.emit(&Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
 	delete(s.procs, pr.pid)
 }
 
@@ -541,7 +591,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	now := MonotonicNow()
 	for _, tid := range pr.tids {
 		if _, found := slices.BinarySearch(tids, tid); !found {
-			s.h(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
 			delete(pr.threads, tid)
 		}
 	}
@@ -551,8 +601,8 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		}
 		th := s.newThread(pr.pid, tid)
 		pr.threads[tid] = th
-		s.h(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
-		s.h(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+		s.emit(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
+		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
 	}
 	pr.tids = append(pr.tids[:0], tids...)
 	if !slow {
@@ -567,14 +617,14 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		pr.mapsAt = 0
 		if th := pr.threads[pr.pid]; th != nil {
 			th.comm = readTaskComm(pr.pid, pr.pid)
-			s.h(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
+			s.emit(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
 		}
 	}
 	for _, tid := range tids {
 		th := pr.threads[tid]
 		if c := readTaskComm(pr.pid, tid); c != "" && c != th.comm {
 			th.comm = c
-			s.h(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
+			s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
 		}
 	}
 	if now-pr.mapsAt >= int64(ptSlowPeriod) {
@@ -669,7 +719,7 @@ func (s *ptSampler) sampleProcess(pr *ptProc) {
 			remapped = true
 			s.refreshMaps(pr, sm.Time)
 		}
-		s.h(sm)
+		s.emit(sm)
 	}
 }
 
@@ -701,9 +751,13 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		s.pending[tid] = true
 		return nil, false
 	}
-	r := ptWaitStop(tid, ptStopLimit)
-	if r.kind != stopped {
+	s.waiting.Store(int64(tid))
+	r := ptWaitStop(tid)
+	s.waiting.Store(0)
+	if time.Since(t0) > ptStopLimit {
 		s.stats.late++
+	}
+	if r.kind != stopped {
 		s.seized = 0
 		if r.kind == stopGone {
 			s.reapedThread(tid, r)
@@ -776,7 +830,7 @@ func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
 		key := ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
 		if !pr.seen[key] {
 			pr.seen[key] = true
-			s.h(m)
+			s.emit(m)
 		}
 	}
 }

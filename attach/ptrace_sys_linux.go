@@ -4,7 +4,6 @@ package attach
 
 import (
 	"runtime"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +47,7 @@ func ptrace(req, tid int, addr, data uintptr) error {
 type stopKind int
 
 const (
-	stopNone    stopKind = iota // still running (wait timed out)
+	stopNone    stopKind = iota // still running
 	stopped                     // in a ptrace-stop; registers can be read
 	stopGone                    // exited or no longer ours to wait for
 	stopBlocked                 // wait4 failed for another reason
@@ -65,9 +64,25 @@ type stopResult struct {
 
 // ptPoll collects tid's state change if there is one, without blocking.
 func ptPoll(tid int) stopResult {
+	return ptWait(tid, unix.WNOHANG)
+}
+
+// ptWaitStop waits for tid to enter a ptrace-stop after PTRACE_INTERRUPT.
+//
+// It blocks in wait4, which wakes the moment the tracee stops: polling
+// instead, whether with sleeps or on SIGCHLD, measured 10 to 100 times
+// slower per stop on a loaded machine, because the Go scheduler must bring
+// the sampler back each time. The price is that a thread which went from
+// running into a long uninterruptible sleep holds the sampler until it
+// wakes; recordPtrace then stops waiting for the sampler (see abandon).
+func ptWaitStop(tid int) stopResult {
+	return ptWait(tid, 0)
+}
+
+func ptWait(tid, flags int) stopResult {
 	var ws unix.WaitStatus
 	for {
-		pid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		pid, err := unix.Wait4(tid, &ws, unix.WALL|flags, nil)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -78,51 +93,24 @@ func ptPoll(tid int) stopResult {
 		case pid == 0:
 			return stopResult{kind: stopNone}
 		}
-		break
-	}
-	switch {
-	case ws.Exited() || ws.Signaled():
-		return stopResult{kind: stopGone, status: ws}
-	case ws.Stopped():
-		r := stopResult{kind: stopped}
-		// A PTRACE_EVENT_STOP is our interrupt or a group-stop; either way
-		// there is no signal to deliver. Anything else is a
-		// signal-delivery-stop that overtook the interrupt, and the signal
-		// must be delivered on detach or the target would lose it.
-		if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
-			r.sig = ws.StopSignal()
-		}
-		return r
-	}
-	// Continued: not a ptrace-stop; keep waiting.
-	return stopResult{kind: stopNone}
-}
-
-// ptWaitStop waits up to limit for tid to enter a ptrace-stop after
-// PTRACE_INTERRUPT. A running thread stops within microseconds, so the wait
-// spins with sched_yield first and only then sleeps. It never blocks in
-// wait4: a thread that went into uninterruptible sleep, or a frozen cgroup,
-// would otherwise hang the sampler with every other thread waiting.
-func ptWaitStop(tid int, limit time.Duration) stopResult {
-	start := time.Now()
-	spin := 200 * time.Microsecond
-	nap := 20 * time.Microsecond
-	for {
-		r := ptPoll(tid)
-		if r.kind != stopNone {
-			return r
-		}
-		el := time.Since(start)
 		switch {
-		case el >= limit:
-			return r
-		case el < spin:
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		default:
-			time.Sleep(nap)
-			if nap < time.Millisecond {
-				nap *= 2
+		case ws.Exited() || ws.Signaled():
+			return stopResult{kind: stopGone, status: ws}
+		case ws.Stopped():
+			r := stopResult{kind: stopped}
+			// A PTRACE_EVENT_STOP is our interrupt or a group-stop; either
+			// way there is no signal to deliver. Anything else is a
+			// signal-delivery-stop that overtook the interrupt, and the
+			// signal must be delivered on detach or the target would lose
+			// it.
+			if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
+				r.sig = ws.StopSignal()
 			}
+			return r
+		}
+		// Continued is not a ptrace-stop.
+		if flags&unix.WNOHANG != 0 {
+			return stopResult{kind: stopNone}
 		}
 	}
 }

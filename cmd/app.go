@@ -69,7 +69,7 @@ gprof convert PROFILE -o OUTPUT`,
 		Suggest:              true,
 		// Errors are printed once, by Main, in gprof's own style.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: onUsageError,
+		OnUsageError:   onUsageError,
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,6 +254,7 @@ type reader struct {
 	// cpuScale converts threadCPUDelta values to ns; 0 means unknown.
 	cpuScale float64
 	ncat     int
+	shapes   map[*rawStackTable]*stackShape
 }
 
 func convert(rp *rawProfile) (*format.Profile, error) {
@@ -688,21 +690,31 @@ func (r *reader) string(tb *rawTables, i int) string {
 // and raw return addresses, so a run of inline nodes at one address folds
 // into one model frame and a caller's address gets its byte back.
 type stackConv struct {
-	r  *reader
-	tb *rawTables
-	th *format.Thread
+	r     *reader
+	tb    *rawTables
+	th    *format.Thread
+	shape *stackShape
+	// leaf and caller map a stack to the model stack for each role; only
+	// entries the thread uses are meaningful.
+	leaf, caller []int32
+	// frames caches model frames by processed frame and role.
+	frames map[[2]int32]int32
+}
+
+// stackShape is what the conversion needs to know about a stack table
+// regardless of thread, computed once per table because from version 60
+// all threads share one.
+type stackShape struct {
 	// prefix[i] is stack i's parent, -1 for roots.
 	prefix []int32
 	// base[i] is the parent of the inline run that stack i ends: the
 	// closest ancestor at a different address.
 	base []int32
-	// role marks, per stack, whether the thread uses it as a sampled leaf
-	// (1) or as the caller of a deeper stack (2).
-	role   []uint8
-	leaf   []int32
-	caller []int32
-	// frames caches model frames by processed frame and role.
-	frames map[[2]int32]int32
+	err  error
+	// role, leaf and caller are scratch space for one thread at a time,
+	// kept to avoid allocating table-sized arrays per thread.
+	role         []uint8
+	leaf, caller []int32
 }
 
 func newStackConv(r *reader, tb *rawTables, th *format.Thread) *stackConv {
@@ -729,22 +741,23 @@ func (sc *stackConv) sameAddress(f, g int) bool {
 	return ft.Address[f] == ft.Address[g] && sc.r.frameLib(sc.tb, f) == sc.r.frameLib(sc.tb, g)
 }
 
-func (sc *stackConv) prepare(samples column) error {
+func (sc *stackConv) computeShape() *stackShape {
 	st := sc.tb.StackTable
 	ns := len(st.Frame)
 	nf := len(sc.tb.FrameTable.Func)
-	sc.prefix = make([]int32, ns)
-	sc.base = make([]int32, ns)
+	sh := &stackShape{prefix: make([]int32, ns), base: make([]int32, ns)}
 	for i := 0; i < ns; i++ {
 		f := st.Frame.index(i)
 		if f < 0 || f >= nf {
-			return fmt.Errorf("stack %d: frame %v out of range (frame table has %d)", i, st.Frame[i], nf)
+			sh.err = fmt.Errorf("stack %d: frame %v out of range (frame table has %d)", i, st.Frame[i], nf)
+			return sh
 		}
 		p := -1
 		if st.PrefixOffset != nil {
 			off := st.PrefixOffset.index(i)
 			if off < 0 || off > i {
-				return fmt.Errorf("stack %d: bad prefixOffset %v", i, st.PrefixOffset[i])
+				sh.err = fmt.Errorf("stack %d: bad prefixOffset %v", i, st.PrefixOffset[i])
+				return sh
 			}
 			if off > 0 {
 				p = i - off
@@ -752,55 +765,93 @@ func (sc *stackConv) prepare(samples column) error {
 		} else if !st.Prefix.isNull(i) {
 			p = st.Prefix.index(i)
 			if p < 0 || p >= i {
-				return fmt.Errorf("stack %d: prefix %v is not an earlier stack", i, st.Prefix[i])
+				sh.err = fmt.Errorf("stack %d: prefix %v is not an earlier stack", i, st.Prefix[i])
+				return sh
 			}
 		}
-		sc.prefix[i] = int32(p)
-		sc.base[i] = int32(p)
+		sh.prefix[i] = int32(p)
+		sh.base[i] = int32(p)
 		if p >= 0 {
 			pf := st.Frame.index(p)
 			if d := sc.depth(f); d > 0 && sc.depth(pf) == d-1 && sc.sameAddress(f, pf) {
-				sc.base[i] = sc.base[p]
+				sh.base[i] = sh.base[p]
 			}
 		}
 	}
-	sc.role = make([]uint8, ns)
+	return sh
+}
+
+// prepare converts the stacks the thread's samples reach, and only those:
+// a shared stack table holds every thread's stacks.
+func (sc *stackConv) prepare(samples column) error {
+	st := sc.tb.StackTable
+	if sc.r.shapes == nil {
+		sc.r.shapes = map[*rawStackTable]*stackShape{}
+	}
+	sh := sc.r.shapes[st]
+	if sh == nil {
+		sh = sc.computeShape()
+		sc.r.shapes[st] = sh
+	}
+	if sh.err != nil {
+		return sh.err
+	}
+	sc.shape = sh
+	ns := len(st.Frame)
+	if sh.role == nil {
+		sh.role = make([]uint8, ns)
+		sh.leaf = make([]int32, ns)
+		sh.caller = make([]int32, ns)
+	}
+	role := sh.role
+	var order []int32
+	defer func() {
+		for _, i := range order {
+			role[i] = 0
+		}
+	}()
 	for i := range samples {
-		s := samples.index(i)
 		if samples.isNull(i) {
 			continue
 		}
+		s := samples.index(i)
 		if s < 0 || s >= ns {
 			return fmt.Errorf("sample %d: stack %v out of range (stack table has %d)", i, samples[i], ns)
 		}
-		sc.role[s] |= roleLeaf
-	}
-	for i := ns - 1; i >= 0; i-- {
-		if sc.role[i] != 0 && sc.base[i] >= 0 {
-			sc.role[sc.base[i]] |= roleCaller
-		}
-	}
-	sc.leaf = make([]int32, ns)
-	sc.caller = make([]int32, ns)
-	for i := 0; i < ns; i++ {
-		sc.leaf[i], sc.caller[i] = format.NoStack, format.NoStack
-		if sc.role[i] == 0 {
+		if role[s]&roleLeaf != 0 {
 			continue
 		}
+		if role[s] == 0 {
+			order = append(order, int32(s))
+		}
+		role[s] |= roleLeaf
+		for b := sh.base[s]; b >= 0 && role[b]&roleCaller == 0; b = sh.base[b] {
+			if role[b] == 0 {
+				order = append(order, b)
+			}
+			role[b] |= roleCaller
+		}
+	}
+	slices.Sort(order)
+	sc.leaf, sc.caller = sh.leaf, sh.caller
+	for _, i := range order {
 		parent := format.NoStack
-		if b := sc.base[i]; b >= 0 {
+		if b := sh.base[i]; b >= 0 {
 			parent = sc.caller[b]
 		}
-		if sc.role[i]&roleLeaf != 0 {
-			sc.leaf[i] = sc.th.Stacks.Intern(parent, sc.frame(i, false))
+		sc.leaf[i], sc.caller[i] = format.NoStack, format.NoStack
+		if role[i]&roleLeaf != 0 {
+			sc.leaf[i] = sc.th.Stacks.Intern(parent, sc.frame(int(i), false))
 		}
-		if sc.role[i]&roleCaller != 0 {
-			sc.caller[i] = sc.th.Stacks.Intern(parent, sc.frame(i, true))
+		if role[i]&roleCaller != 0 {
+			sc.caller[i] = sc.th.Stacks.Intern(parent, sc.frame(int(i), true))
 		}
 	}
 	return nil
 }
 
+// leafStack returns the model stack of a sample's stack s, which prepare
+// has checked and converted.
 func (sc *stackConv) leafStack(s int) int32 {
 	if s < 0 || s >= len(sc.leaf) {
 		return format.NoStack
@@ -868,7 +919,8 @@ func (sc *stackConv) symbols(i int, k format.LibKey, rel uint64) {
 	tb := sc.tb
 	ft, fnt := tb.FrameTable, tb.FuncTable
 	var run []int
-	for s := i; s >= 0 && s != int(sc.base[i]); s = int(sc.prefix[s]) {
+	sh := sc.shape
+	for s := i; s >= 0 && s != int(sh.base[i]); s = int(sh.prefix[s]) {
 		run = append(run, tb.StackTable.Frame.index(s))
 	}
 	frames := make([]format.SymbolFrame, len(run))

@@ -304,10 +304,14 @@ func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
 		}
 	}
 	nf := len(th.Frames.Frames)
+	// cache[k] holds the levels of frame k/2 in role k%2 (1 = caller);
+	// hits[k][i] sums the weight level i was counted with, folded into
+	// per-line counts at the end rather than with a map update per visit.
 	cache := make([][]level, 2*nf)
-	resolve := func(f int32, caller bool) []level {
+	hits := make([][]int64, 2*nf)
+	resolve := func(f int32, caller bool) int {
 		if f < 0 || int(f) >= nf {
-			return nil
+			return -1
 		}
 		k := 2 * int(f)
 		if caller {
@@ -315,8 +319,9 @@ func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
 		}
 		if cache[k] == nil {
 			cache[k] = b.levels(libs, th.Frames.Frames[f], caller)
+			hits[k] = make([]int64, len(cache[k]))
 		}
-		return cache[k]
+		return k
 	}
 	// stamp[fn] == s+1 marks fn as already counted for stack s, which
 	// counts recursive functions once per sample.
@@ -326,17 +331,21 @@ func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
 		if w == 0 {
 			continue
 		}
-		c.grow(len(b.fns))
 		caller := false
 		steps := 0
 		for t := int32(s); t >= 0 && int(t) < ns && steps <= ns; t = st.Prefix[t] {
 			steps++ // a malformed prefix cycle must not hang the report
-			lv := resolve(st.Frame[t], caller)
+			k := resolve(st.Frame[t], caller)
+			caller = true
+			if k < 0 {
+				continue
+			}
+			lv := cache[k]
 			c.grow(len(b.fns))
 			for len(stamp) < len(b.fns) {
 				stamp = append(stamp, 0)
 			}
-			if !caller && len(lv) > 0 {
+			if k%2 == 0 {
 				in := lv[len(lv)-1]
 				c.self[in.fn] += w
 				if in.line > 0 {
@@ -344,17 +353,21 @@ func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
 				}
 			}
 			for i := len(lv) - 1; i >= 0; i-- {
-				l := lv[i]
-				if stamp[l.fn] == int32(s)+1 {
+				fn := lv[i].fn
+				if stamp[fn] == int32(s)+1 {
 					continue
 				}
-				stamp[l.fn] = int32(s) + 1
-				c.total[l.fn] += w
-				if l.line > 0 {
-					c.totalLine[lineKey{l.fn, l.line}] += w
-				}
+				stamp[fn] = int32(s) + 1
+				c.total[fn] += w
+				hits[k][i] += w
 			}
-			caller = true
+		}
+	}
+	for k, lv := range cache {
+		for i, l := range lv {
+			if h := hits[k][i]; h != 0 && l.line > 0 {
+				c.totalLine[lineKey{l.fn, l.line}] += h
+			}
 		}
 	}
 	c.grow(len(b.fns))

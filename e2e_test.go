@@ -651,3 +651,37 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Skip("rest needs Linux")
 	}
 }
+
+// TestDurationStopsLaunchedCommand: at --duration the launched command is
+// sent SIGTERM, the profile is written, gprof exits 0, and --json reports
+// what happened.
+func TestDurationStopsLaunchedCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "d.json.gz")
+	start := time.Now()
+	r := gprof(t, "record", "-q", "--json", "-d", "0.5", "-o", out, "--", "sleep", "30")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("took %v: the command was not stopped", el)
+	}
+	var sum struct {
+		Output   string `json:"output"`
+		ExitCode *int   `json:"exit_code"`
+		Backend  string `json:"backend"`
+		Samples  int    `json:"samples"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("--json printed %q: %v", r.stdout, err)
+	}
+	if sum.Output != out || sum.Backend == "" {
+		t.Errorf("summary %+v", sum)
+	}
+	if sum.ExitCode == nil || *sum.ExitCode != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit_code %v, want %d (terminated by SIGTERM)", sum.ExitCode, 128+int(syscall.SIGTERM))
+	}
+	if _, err := gecko.ReadFile(out); err != nil {
+		t.Error(err)
+	}
+}

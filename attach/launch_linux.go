@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -153,6 +154,35 @@ func (l *launched) wait() int {
 		close(l.done)
 	})
 	return l.code
+}
+
+// Grace periods for stop: the command may already be exiting (Ctrl-C sent
+// SIGINT to the terminal's whole foreground group), and a SIGTERM handler
+// may want a moment to clean up.
+const (
+	stopGrace = 250 * time.Millisecond
+	termGrace = 3 * time.Second
+)
+
+// stop ends a command whose recording ended first: the command lives
+// within its recording, so after a short grace it gets SIGTERM, as
+// timeout(1) would send. It returns the exit code, or -1 (with a notice)
+// if the command outlives SIGTERM, in which case it is left running.
+func (l *launched) stop(notify func(string)) int {
+	go l.wait()
+	select {
+	case <-l.done:
+		return l.code
+	case <-time.After(stopGrace):
+	}
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-l.done:
+		return l.code
+	case <-time.After(termGrace):
+		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM; it was left running, no longer profiled", filepath.Base(l.cmd.Path), l.Pid))
+		return -1
+	}
 }
 
 // exited reports whether the command has been reaped.

@@ -34,10 +34,9 @@ import (
 // attached pids are also checked in /proc).
 //
 // Stopping: events are disabled, the rings drained, the fds closed; an
-// attached target just runs on. A launched command is never signalled by
-// gprof: on cancel (Ctrl-C already sent SIGINT to the whole foreground
-// group) its exit status is reported if it ends within 250 ms, otherwise it
-// is left running, untraced, with ExitCode -1 and a notice.
+// attached target just runs on. A launched command lives within its
+// recording: on cancel it gets a moment to finish (Ctrl-C already sent
+// SIGINT to the whole foreground group), then SIGTERM (see launched.stop).
 
 // perf_event_attr bits that x/sys/unix does not name (kernel bitfield order).
 const (
@@ -125,16 +124,7 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
 		if reason == stopExited {
 			res.ExitCode = l.wait()
 		} else {
-			// Cancelled: the terminal's SIGINT (if that was the cause)
-			// reached the command too. Report its status if it is
-			// exiting; otherwise leave it running, untraced.
-			go l.wait()
-			select {
-			case <-l.done:
-				res.ExitCode = l.code
-			case <-time.After(250 * time.Millisecond):
-				notify(fmt.Sprintf("%s (pid %d) is still running; it was left running, no longer profiled", opts.Command[0], l.Pid))
-			}
+			res.ExitCode = l.stop(notify)
 		}
 	}
 	if res.Lost > 0 {

@@ -34,7 +34,7 @@ A launched command is followed through fork, clone and exec; sampling is
 armed before its first instruction. gprof exits with the command's exit
 status, so it can stand in for the command in scripts. If recording stops
 before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
-SIGTERM. Processes attached with -p keep running, untouched, when gprof exits.
+SIGTERM and gprof exits 0 once the profile is written. Processes attached with -p keep running, untouched, when gprof exits.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
@@ -151,7 +151,9 @@ func runRecord(c *cli.Context) error {
 			return err
 		}
 	}
-	if res.ExitCode > 0 {
+	// A command that failed on its own makes gprof fail the same way; one
+	// that gprof stopped (duration, Ctrl-C, SIGTERM) did not fail.
+	if res.ExitCode > 0 && ctx.Err() == nil {
 		return exitCodeError{res.ExitCode}
 	}
 	return nil

@@ -23,8 +23,10 @@ import (
 // running, seizes the thread, interrupts it, reads its registers and a copy
 // of its stack, and detaches again (the py-spy model). Nothing stays traced
 // between ticks, so new threads need no ptrace event handling: the next
-// /proc scan finds them. A stop costs the target a few hundred
-// microseconds, which is why threads that are not running are left alone.
+// /proc scan finds them. A stop holds the thread for some 30µs on an idle
+// machine, and up to milliseconds on a loaded one (the thread must get a
+// CPU to stop, and again to go on), which is why threads that are not
+// running are left alone.
 
 const (
 	ptMaxRate     = 1000                   // samples per second per thread
@@ -163,6 +165,7 @@ type ptSampler struct {
 	launchGone bool // the launched process exited
 	launchCode int  // its exit code, if the sampler's own wait4 reaped it
 	reaped     bool
+	aborted    bool // the command never ran
 
 	// pending holds the tids that were seized but did
 	// not stop in time; they are detached as soon as they stop. seized is
@@ -215,7 +218,7 @@ type ptStats struct {
 	signals        int // signal-delivery-stops, the signal handed back
 	// paused is the time from interrupt to detach, summed over samples:
 	// roughly how long the target's threads were kept from running.
-	paused time.Duration
+	paused, maxPause time.Duration
 }
 
 type ptRange struct{ start, end uint64 }
@@ -265,11 +268,15 @@ func (s *ptSampler) run() (err error) {
 	}()
 
 	if s.launched != nil {
-		pid, err := s.startLaunched()
-		if err != nil || s.launchGone {
+		// Probing the helper, still blocked before its exec, finds a
+		// permission problem before the command has done anything.
+		if err := s.probe(s.launched.Pid); err != nil {
+			s.launched.abort()
+			s.launchGone, s.aborted = true, true
 			return err
 		}
-		if err := s.probe(pid); err != nil {
+		pid, err := s.startLaunched()
+		if err != nil || s.launchGone {
 			return err
 		}
 		s.addProcess(pid, 0, true)
@@ -367,6 +374,9 @@ func (s *ptSampler) startLaunched() (int, error) {
 // finishLaunched reaps the launched command and returns its exit code.
 func (s *ptSampler) finishLaunched() int {
 	l := s.launched
+	if s.aborted {
+		return -1
+	}
 	if !s.launchGone {
 		// Cancelled while the command runs. An interrupt from the terminal
 		// reached the command too, so give it a moment to finish.
@@ -778,7 +788,9 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		s.pending[tid] = true
 	}
 	s.seized = 0
-	s.stats.paused += time.Since(t0)
+	held := time.Since(t0)
+	s.stats.paused += held
+	s.stats.maxPause = max(s.stats.maxPause, held)
 	if err != nil {
 		return nil, false
 	}

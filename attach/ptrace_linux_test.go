@@ -226,7 +226,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	// nearly every tick. A loaded 2-CPU machine manages fewer ticks than
 	// asked for, and the threads may be waiting for a CPU, not running.
 	ticks := c.stats.ticks
-	if ticks < int(dur/interval)/10 {
+	if ticks < 5 {
 		t.Errorf("only %d ticks in %v at %v", ticks, dur, interval)
 	}
 	per := c.perThread()
@@ -299,8 +299,10 @@ func TestPtraceAttachBusy(t *testing.T) {
 	}
 	// The samples' CPU deltas account for the CPU time the threads used
 	// up to their last samples.
+	// When the machine is so loaded that ticks come far apart, much of
+	// the CPU time falls after the last samples.
 	t.Logf("samples account for %v of the %v of CPU used", time.Duration(cpuSum), time.Duration(cpuUsed))
-	if cpuSum < cpuUsed/2 || cpuSum > cpuUsed {
+	if cpuSum > cpuUsed || ticks > int(dur/interval)/2 && cpuSum < cpuUsed/2 {
 		t.Errorf("samples account for %v of %v of CPU time", time.Duration(cpuSum), time.Duration(cpuUsed))
 	}
 }

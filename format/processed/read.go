@@ -330,15 +330,14 @@ func optMs(ms *float64) int64 {
 	return msToNs(*ms)
 }
 
-// parseID reads a pid or tid, which may be a number or a string; strings
-// that are not numbers (merged profiles use "123.1") get fallback.
+// parseID reads a pid or tid, which may be a number or a string. Merged
+// profiles and reused pids use "123.1"; the part before the dot is the OS
+// id. Anything else gets fallback.
 func parseID(raw json.RawMessage, fallback int) int {
 	s := strings.Trim(string(bytes.TrimSpace(raw)), `"`)
-	if n, err := strconv.Atoi(s); err == nil {
+	s, _, _ = strings.Cut(s, ".")
+	if n, err := strconv.Atoi(s); err == nil && n >= math.MinInt32 && n <= math.MaxInt32 {
 		return n
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < math.MaxInt32 {
-		return int(f)
 	}
 	return fallback
 }

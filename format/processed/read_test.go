@@ -219,7 +219,7 @@ func TestReadVersion70(t *testing.T) {
 "nativeSymbols":{"length":1,"libIndex":[0],"address":[8],"name":[0],"functionSize":[null]},
 "sources":{"length":1,"id":[null],"filename":[1],"startLine":[1],"startColumn":[1],"sourceMapURL":[null],"content":[null]},
 "sourceLocationTable":{"length":0,"source":[],"line":[],"column":[]}},
-"threads":[{"name":"t","pid":"7.1","tid":"8","isMainThread":false,"processStartupTime":0,"processShutdownTime":null,"registerTime":0,"unregisterTime":null,
+"threads":[{"name":"t","pid":"x7","tid":"8","isMainThread":false,"processStartupTime":0,"processShutdownTime":null,"registerTime":0,"unregisterTime":null,
 "pausedRanges":[],"samples":{"length":3,"stack":[0,1,2],"timeDeltas":[1,1,1],"weight":[1,2,3],"weightType":"samples"},
 "markers":{"length":0,"name":[],"startTime":[],"endTime":[],"phase":[],"category":[],"data":[]}}]}`
 	p := readTest(t, []byte(v70))

@@ -152,6 +152,7 @@ type symKey struct {
 
 type threadOut struct {
 	pr   *format.Process
+	pid  string
 	th   *format.Thread
 	leaf []int32 // model stack → output stack used by samples; -1 if unused
 }
@@ -221,6 +222,9 @@ func build(p *format.Profile) (*builder, error) {
 	if err := b.kernelBase(); err != nil {
 		return nil, err
 	}
+	// The front-end groups threads into processes by pid string, so a
+	// reused pid gets a suffix, as merged profiles do, to stay apart.
+	seen := map[int]int{}
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -229,6 +233,11 @@ func build(p *format.Profile) (*builder, error) {
 		if err != nil {
 			return nil, err
 		}
+		pid := strconv.Itoa(pr.Pid)
+		if n := seen[pr.Pid]; n > 0 {
+			pid += "." + strconv.Itoa(n)
+		}
+		seen[pr.Pid]++
 		for _, th := range pr.Threads {
 			if th == nil {
 				continue
@@ -237,6 +246,7 @@ func build(p *format.Profile) (*builder, error) {
 			if err != nil {
 				return nil, fmt.Errorf("pid %d tid %d: %w", pr.Pid, th.Tid, err)
 			}
+			t.pid = pid
 			b.threads = append(b.threads, t)
 		}
 	}
@@ -964,7 +974,7 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("processType")
 	j.str("default")
 	j.key("pid")
-	j.str(strconv.Itoa(pr.Pid))
+	j.str(t.pid)
 	j.key("tid")
 	j.int(int64(th.Tid))
 	j.key("isMainThread")

@@ -198,6 +198,17 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
+func TestWriteReusedPid(t *testing.T) {
+	p := testProfile()
+	p.Processes[1].Pid = 100
+	out := decode(t, writeTest(t, p))
+	check(t, out["threads"].([]any)[2].(map[string]any), "pid", `"100.1"`)
+	r := readTest(t, writeTest(t, p))
+	if len(r.Processes) != 2 || r.Processes[1].Pid != 100 {
+		t.Errorf("reused pid read back as %d processes", len(r.Processes))
+	}
+}
+
 func TestWriteEscaping(t *testing.T) {
 	p := testProfile()
 	p.Processes[0].Name = "a\"b\\c\n\x01\xffé"

@@ -34,7 +34,6 @@ const (
 	ptStopLimit   = 20 * time.Millisecond  // a stop slower than this is late
 	ptAbandon     = 2 * time.Second        // wait for a stuck sampler
 	ptDrainLimit  = 200 * time.Millisecond // wait for late stops at the end
-	ptExitGrace   = 500 * time.Millisecond // launched command, after cancel
 	ptExecLimit   = 5 * time.Second        // launched helper's exec
 	ptMaxStack    = 1 << 20
 	ptDefaultStak = 16 << 10
@@ -123,6 +122,11 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 			tid := s.waiting.Load()
 			if opts.Notice != nil {
 				opts.Notice(fmt.Sprintf("ptrace: thread %d did not stop when interrupted (uninterruptible sleep?); stopped sampling without it", tid))
+			}
+			if s.launched != nil {
+				// Not waited for: the sampler may still trace one of its
+				// threads, and a wait could take that thread's stop.
+				s.launched.cmd.Process.Signal(unix.SIGTERM)
 			}
 			return res, nil
 		}
@@ -354,7 +358,9 @@ func (s *ptSampler) startLaunched() (int, error) {
 	}
 	deadline := time.Now().Add(ptExecLimit)
 	for {
-		if id, ok := exeID(l.Pid); ok && id != helper {
+		// The kernel switches the executable before it lays out the new
+		// command line, so exec is over once both have changed.
+		if id, ok := exeID(l.Pid); ok && id != helper && len(readCmdline(l.Pid)) > 0 {
 			return l.Pid, nil
 		}
 		if processExited(l.Pid) {
@@ -378,15 +384,14 @@ func (s *ptSampler) finishLaunched() int {
 		return -1
 	}
 	if !s.launchGone {
-		// Cancelled while the command runs. An interrupt from the terminal
-		// reached the command too, so give it a moment to finish.
-		deadline := time.Now().Add(ptExitGrace)
-		for !processExited(l.Pid) {
-			if time.Now().After(deadline) {
-				return -1
-			}
-			time.Sleep(time.Millisecond)
+		// Recording ended before the command: it lives within its
+		// recording, so it is asked to end (see launched.stop). Nothing is
+		// seized any more, so waiting for it cannot consume a ptrace-stop.
+		notify := s.opts.Notice
+		if notify == nil {
+			notify = func(string) {}
 		}
+		return l.stop(notify)
 	}
 	code := l.wait()
 	if s.reaped {

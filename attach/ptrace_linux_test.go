@@ -349,7 +349,8 @@ func TestPtraceLaunch(t *testing.T) {
 	if res.ExitCode != 7 {
 		t.Errorf("exit code %d, want 7", res.ExitCode)
 	}
-	if len(c.samples) < 20 {
+	// 0.4s of two busy threads at 200 Hz; a loaded machine gets far fewer.
+	if len(c.samples) < 5 {
 		t.Errorf("%d samples", len(c.samples))
 	}
 	if len(c.comms) == 0 || !c.comms[0].Exec || len(c.comms[0].Argv) != 3 {

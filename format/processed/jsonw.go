@@ -2,7 +2,6 @@ package processed
 
 import (
 	"bufio"
-	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -100,16 +99,6 @@ func (j *jsonWriter) int(v int64) {
 func (j *jsonWriter) uint(v uint64) {
 	j.sep()
 	j.buf = strconv.AppendUint(j.buf[:0], v, 10)
-	j.rawBytes(j.buf)
-}
-
-func (j *jsonWriter) float(v float64) {
-	j.sep()
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		j.raw("null")
-		return
-	}
-	j.buf = strconv.AppendFloat(j.buf[:0], v, 'f', -1, 64)
 	j.rawBytes(j.buf)
 }
 

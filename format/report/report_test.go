@@ -137,6 +137,26 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+func TestBuildKernel(t *testing.T) {
+	// Kernel frames outside every lib resolve through the "kernel" symbol
+	// table by absolute address; a caller may be stored nudged.
+	const k1, k2 = 0xffffffff81000100, 0xffffffff81000200
+	p := testProfile()
+	p.Symbols.Add(format.LibKey{DebugName: "kernel"}, k1, []format.SymbolFrame{{Function: "clear_page"}})
+	p.Symbols.Add(format.LibKey{DebugName: "kernel"}, k2-1, []format.SymbolFrame{{Function: "do_fault"}})
+	th := p.Processes[0].Threads[1]
+	kf := func(a uint64) format.Frame { return format.Frame{Address: a, Category: format.CategoryKernel} }
+	th.Samples.Add(th.InternStack([]format.Frame{kf(k1), kf(k2), kf(0xffffffff81000300)}), 11e6, -1)
+	r := Build(p, Options{Top: -1})
+	got := map[string]string{}
+	for _, f := range r.Threads[1].TopTotal {
+		got[f.Name] = f.Lib
+	}
+	if got["clear_page"] != "kernel" || got["do_fault"] != "kernel" || got["0xffffffff81000300"] != "kernel" {
+		t.Errorf("kernel functions %v", got)
+	}
+}
+
 func TestBuildEmpty(t *testing.T) {
 	r := Build(&format.Profile{}, Options{})
 	var buf bytes.Buffer

@@ -65,6 +65,8 @@ Examples:
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace (default perf, falling back to ptrace when perf_event_open is denied)"},
 			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
 			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
+			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
+			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
 		},
@@ -84,6 +86,7 @@ type recordSummary struct {
 	Backend     string  `json:"backend"`
 	Event       string  `json:"event"`
 	Symbols     int     `json:"symbolicated_addresses"`
+	Discarded   uint64  `json:"discarded_samples"`
 }
 
 func runRecord(c *cli.Context) error {
@@ -137,6 +140,7 @@ func runRecord(c *cli.Context) error {
 		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
+		Discarded: res.Discarded,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -164,6 +168,9 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 		s.Output, s.Samples, s.Threads, s.Processes, s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
+	}
+	if s.Discarded > 0 {
+		fmt.Fprintf(w, " (%d older samples discarded to stay within --max-memory/--keep)", s.Discarded)
 	}
 	fmt.Fprintln(w)
 	if s.ExitCode != nil && *s.ExitCode != 0 {
@@ -232,6 +239,23 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	default:
 		return o, usagef("unknown --backend %q: use perf or ptrace", be)
 	}
+	if s := c.String("max-memory"); s != "" {
+		n, err := parseSize(s)
+		if err != nil {
+			return o, err
+		}
+		if n < 1<<20 {
+			return o, usagef("--max-memory %s is too small: give at least 1M", s)
+		}
+		o.MaxBytes = n
+	}
+	if s := c.String("keep"); s != "" {
+		d, err := parseSeconds(s)
+		if err != nil {
+			return o, usagef("invalid --keep %q: use seconds (60) or a duration (5m)", s)
+		}
+		o.Keep = d
+	}
 	o.Attach.Kernel = c.Bool("kernel")
 	o.Symbolize = !c.Bool("no-symbols")
 	o.SymbolDirs = c.StringSlice("symbol-dir")
@@ -280,6 +304,26 @@ func parseSeconds(s string) (time.Duration, error) {
 		return 0, usagef("invalid --duration %q: use seconds (10, 2.5) or a duration (1m30s)", s)
 	}
 	return d, nil
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix (powers
+// of 1024, as memory is counted).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i"))
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, strings.TrimSuffix(t, "G")
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 {
+		return 0, usagef("invalid size %q: use a number of bytes with K, M or G, e.g. 256M", s)
+	}
+	return int64(f * float64(mult)), nil
 }
 
 // checkWritable fails early, before any profiling, when the output cannot

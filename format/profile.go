@@ -57,6 +57,9 @@ type Meta struct {
 	CPUName     string
 	// Duration is when recording stopped, in ns since StartTime.
 	Duration int64
+	// DataStart is when the kept data starts, in ns since StartTime: 0
+	// unless a bounded recording discarded older samples.
+	DataStart int64
 	// LostEvents counts samples or records the kernel or backend dropped.
 	LostEvents uint64
 	// Categories lists frame categories; nil means DefaultCategories.

@@ -49,6 +49,8 @@ type builder struct {
 	// (for backends that deliver registers and a stack copy).
 	unwindUser func(pr *proc, s *attach.Sample, out []uint64) []uint64
 
+	bound bound
+
 	frames []format.Frame // scratch, reused per sample
 	addrs  []uint64       // scratch
 }
@@ -232,7 +234,9 @@ func (b *builder) sample(s *attach.Sample) {
 		frames = append(frames, format.Frame{Address: a, Category: c})
 	}
 	b.frames = frames
-	th.Samples.Add(th.InternStack(frames), b.rel(s.Time), s.CPUDelta)
+	now := b.rel(s.Time)
+	th.Samples.Add(th.InternStack(frames), now, s.CPUDelta)
+	b.bound.after(b, now)
 }
 
 // finish closes the profile at monotonic time end and returns the processes

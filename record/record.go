@@ -19,6 +19,11 @@ type Options struct {
 	// stores the names in the profile.
 	Symbolize  bool
 	SymbolDirs []string
+	// MaxBytes and Keep bound a long recording: past MaxBytes of profile
+	// data in memory, or for data older than Keep, the oldest samples are
+	// discarded. Zero means no bound.
+	MaxBytes int64
+	Keep     time.Duration
 	// Progress, when set, is called about four times a second from another
 	// goroutine while recording.
 	Progress func(Progress)
@@ -41,7 +46,9 @@ type Result struct {
 	Threads   int
 	Lost      uint64
 	// ExitCode is the launched command's exit status, or -1.
-	ExitCode              int
+	ExitCode int
+	// Discarded counts samples dropped to stay within MaxBytes or Keep.
+	Discarded             uint64
 	Backend, Event        string
 	SymbolicatedAddresses int
 }
@@ -53,6 +60,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	t0 := attach.MonotonicNow()
 	prof := &format.Profile{Meta: hostMeta(start, opts)}
 	b := newBuilder(t0, prof)
+	b.bound = bound{maxBytes: opts.MaxBytes, keep: int64(opts.Keep)}
 
 	libs := newLibResolver(opts.SymbolDirs)
 	defer libs.close()
@@ -116,6 +124,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	out.Processes = len(prof.Processes)
+	if b.bound.discarded > 0 {
+		prof.Meta.DataStart = b.bound.discardedBefore
+		out.Discarded = b.bound.discarded
+		prof.Meta.Extra["discarded_samples"] = fmt.Sprint(b.bound.discarded)
+	}
 	if opts.Attach.Kernel {
 		addKernelLib(prof)
 	}

@@ -143,7 +143,11 @@ func location(f Function) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString("[" + f.Lib + "]")
+		if strings.HasPrefix(f.Lib, "[") {
+			b.WriteString(f.Lib) // already bracketed: [vdso], [kernel.kallsyms]
+		} else {
+			b.WriteString("[" + f.Lib + "]")
+		}
 	}
 	return b.String()
 }

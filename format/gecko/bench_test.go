@@ -150,11 +150,9 @@ func BenchmarkWriteGzip(b *testing.B) {
 	var zn int64
 	for b.Loop() {
 		zc := &countWriter{}
-		zw, _ := gzip.NewWriterLevel(zc, gzip.BestSpeed)
-		if err := Write(zw, p); err != nil {
+		if err := WriteGzip(zc, p); err != nil {
 			b.Fatal(err)
 		}
-		zw.Close()
 		zn = zc.n
 	}
 	b.ReportMetric(float64(zn)/1e6, "gzip-MB")
@@ -182,6 +180,7 @@ func BenchmarkReadGzip(b *testing.B) {
 
 func benchRead(b *testing.B, data []byte, jsonBytes int64) {
 	b.SetBytes(jsonBytes)
+	b.ReportAllocs()
 	base := heapNow()
 	ph := startPeak()
 	var p *format.Profile
@@ -198,6 +197,7 @@ func benchRead(b *testing.B, data []byte, jsonBytes int64) {
 	b.ReportMetric(float64(peak-base)/1e6, "peak-extra-heap-MB")
 	b.ReportMetric(float64(int64(heapNow())-int64(base))/1e6, "result-heap-MB")
 	runtime.KeepAlive(p)
+	runtime.KeepAlive(data)
 }
 
 type countWriter struct{ n int64 }

@@ -45,8 +45,9 @@ func Read(r io.Reader) (p *format.Profile, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading gzip header: %w", err)
 		}
-		defer zr.Close()
-		in = zr
+		ar := newAheadReader(zr)
+		defer ar.Close()
+		in = ar
 	}
 	s := newScanner(in)
 	defer func() {
@@ -443,11 +444,11 @@ func readThread(s *scanner) *rawThread {
 	return t
 }
 
-// cell is one value of a table row.
+// cell is one value of a table row. It holds no pointers, so filling
+// cells costs no write barriers; other values go in table.vals.
 type cell struct {
 	kind byte // 0 null, 'n' number, 'b' bool, 'v' anything else
 	n    num
-	v    any
 }
 
 var nullCell cell
@@ -459,7 +460,16 @@ type table struct {
 	idx   []int  // column of each name, -1 if absent
 	need  []bool // by column: is it one of names
 	cells []cell // by column, for the current row
+	vals  []any  // by column, for cells of kind 'v'
 	n     int
+}
+
+// val returns the value of a cell of kind 'v'.
+func (t *table) val(k int) any {
+	if i := t.idx[k]; i >= 0 && i < t.n && t.cells[i].kind == 'v' {
+		return t.vals[i]
+	}
+	return nil
 }
 
 func (t *table) col(k int) *cell {
@@ -469,12 +479,16 @@ func (t *table) col(k int) *cell {
 	return &nullCell
 }
 
-func (s *scanner) table(what string, names []string, row func(t *table)) {
+func (s *scanner) table(what string, names []string, handle func(t *table)) {
 	t := &table{names: names}
 	if !s.beginObject(what) {
 		return
 	}
-	var pending [][]cell // rows seen before the schema
+	type row struct {
+		cells []cell
+		vals  []any
+	}
+	var pending []row // rows seen before the schema
 	for i := 0; s.field(i); i++ {
 		switch string(s.key) {
 		case "schema":
@@ -486,11 +500,11 @@ func (s *scanner) table(what string, names []string, row func(t *table)) {
 			for j := 0; s.elem(j); j++ {
 				if t.idx == nil {
 					t.readRow(s, what, true)
-					pending = append(pending, slices.Clone(t.cells[:t.n]))
+					pending = append(pending, row{slices.Clone(t.cells[:t.n]), slices.Clone(t.vals[:t.n])})
 					continue
 				}
 				t.readRow(s, what, false)
-				row(t)
+				handle(t)
 			}
 		default:
 			s.skip()
@@ -501,9 +515,9 @@ func (s *scanner) table(what string, names []string, row func(t *table)) {
 			s.fail("%s has data but no schema", what)
 		}
 		for _, r := range pending {
-			t.cells = r
-			t.n = len(r)
-			row(t)
+			t.cells, t.vals = r.cells, r.vals
+			t.n = len(r.cells)
+			handle(t)
 		}
 	}
 }
@@ -539,6 +553,7 @@ func (t *table) readSchema(s *scanner, what string) {
 		}
 	}
 	t.cells = make([]cell, maxCol+1)
+	t.vals = make([]any, maxCol+1)
 }
 
 // readRow reads one row into t.cells; all says to keep every column,
@@ -557,6 +572,7 @@ func (t *table) readRow(s *scanner, what string, all bool) {
 		}
 		if i >= len(t.cells) {
 			t.cells = append(t.cells, make([]cell, i+1-len(t.cells))...)
+			t.vals = append(t.vals, make([]any, len(t.cells)-len(t.vals))...)
 		}
 		c := &t.cells[i]
 		switch ch := s.peek(); {
@@ -564,11 +580,19 @@ func (t *table) readRow(s *scanner, what string, all bool) {
 			s.literal()
 			*c = cell{}
 		case ch == '-' || '0' <= ch && ch <= '9':
-			*c = cell{kind: 'n', n: s.number()}
+			c.kind = 'n'
+			if s.end-s.pos >= 32 {
+				var ok bool
+				if c.n, ok = s.fastNumber(); ok {
+					break
+				}
+			}
+			c.n = s.number()
 		case ch == 't' || ch == 'f':
 			*c = cell{kind: 'b', n: num{mant: uint64(b2i(s.literal() == 't'))}}
 		default:
-			*c = cell{kind: 'v', v: s.value()}
+			t.vals[i] = s.value()
+			*c = cell{kind: 'v'}
 		}
 		t.n = i + 1
 	}
@@ -687,9 +711,7 @@ func (t *rawThread) readMarkers(s *scanner) {
 				m.cat = int32(v)
 			}
 		}
-		if c := tb.col(data); c.kind == 'v' {
-			m.data = c.v
-		}
+		m.data = tb.val(data)
 		t.markers = append(t.markers, m)
 	})
 }

@@ -57,14 +57,7 @@ func WriteFile(path string, p *format.Profile) (err error) {
 		}
 	}()
 	if strings.HasSuffix(path, ".gz") {
-		zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
-		if err != nil {
-			return err
-		}
-		if err := Write(zw, p); err != nil {
-			return err
-		}
-		if err := zw.Close(); err != nil {
+		if err := WriteGzip(f, p); err != nil {
 			return err
 		}
 	} else if err := Write(f, p); err != nil {
@@ -81,6 +74,24 @@ func WriteFile(path string, p *format.Profile) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// WriteGzip writes p to w as a gzipped Gecko profile, compressing for speed
+// on a goroutine of its own.
+func WriteGzip(w io.Writer, p *format.Profile) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	aw := newAheadWriter(zw)
+	err = Write(aw, p)
+	if cerr := aw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // check rejects profiles whose indices would make the front-end fail, before

@@ -486,3 +486,14 @@ func TestReadErrors(t *testing.T) {
 		t.Errorf("gzipped: %v", err)
 	}
 }
+
+func TestEmptyProfile(t *testing.T) {
+	data := encode(t, &format.Profile{Meta: format.Meta{StartTime: time.Unix(1, 0)}})
+	p, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Processes) != 0 || p.Meta.Product != "gprof" || p.Symbols != nil {
+		t.Errorf("read back %+v", p)
+	}
+}

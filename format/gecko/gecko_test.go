@@ -30,6 +30,7 @@ func testProfile() *format.Profile {
 			LogicalCPUs: 16,
 			CPUName:     "Test CPU @ 3GHz",
 			Duration:    5_000_000_123,
+			DataStart:   1_000_007,
 			LostEvents:  42,
 			Extra:       map[string]string{"backend": "perf", "command": "sleep 1 \"quoted\"\n"},
 		},

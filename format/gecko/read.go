@@ -69,25 +69,26 @@ var errNotGecko = errors.New("not a Gecko profile")
 // rawProfile is one Gecko process object as read, before it is turned into
 // model processes; its times are still relative to its own meta.startTime.
 type rawProfile struct {
-	hasMeta      bool
-	hasThreads   bool
-	hasStart     bool
-	version      int64
-	processed    bool // meta.preprocessedProfileVersion: the other format
-	start        int64
-	shutdown     int64 // -1 when null or absent
-	interval     int64
-	product      string
-	oscpu        string
-	platform     string
-	abi          string
-	logicalCPUs  int
-	cpuName      string
-	profilingEnd int64 // -1 when absent
-	categories   []format.CategoryInfo
-	cpuUnit      string
-	lostEvents   uint64
-	extra        map[string]string
+	hasMeta        bool
+	hasThreads     bool
+	hasStart       bool
+	version        int64
+	processed      bool // meta.preprocessedProfileVersion: the other format
+	start          int64
+	shutdown       int64 // -1 when null or absent
+	interval       int64
+	product        string
+	oscpu          string
+	platform       string
+	abi            string
+	logicalCPUs    int
+	cpuName        string
+	profilingEnd   int64 // -1 when absent
+	profilingStart int64
+	categories     []format.CategoryInfo
+	cpuUnit        string
+	lostEvents     uint64
+	extra          map[string]string
 
 	libs    []format.Lib
 	threads []*rawThread
@@ -251,6 +252,10 @@ func (p *rawProfile) readMeta(s *scanner) {
 		case "logicalCPUs":
 			if !s.null() {
 				p.logicalCPUs = int(s.number().int())
+			}
+		case "profilingStartTime":
+			if !s.null() {
+				p.profilingStart = s.number().fixed(6)
 			}
 		case "profilingEndTime":
 			if !s.null() {
@@ -735,6 +740,7 @@ func (top *rawProfile) build() (*format.Profile, error) {
 	m.LogicalCPUs = top.logicalCPUs
 	m.CPUName = top.cpuName
 	m.LostEvents = top.lostEvents
+	m.DataStart = top.profilingStart
 	m.Extra = top.extra
 	if !slices.Equal(top.categories, format.DefaultCategories) {
 		m.Categories = top.categories

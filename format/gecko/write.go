@@ -255,7 +255,9 @@ func (w *profileWriter) meta(proc *format.Process, base int64, full bool) {
 			e.int(int64(m.LogicalCPUs))
 		}
 		w.optString("CPUName", m.CPUName)
-		e.raw(`,"profilingStartTime":0,"profilingEndTime":`)
+		e.raw(`,"profilingStartTime":`)
+		e.ms(m.DataStart)
+		e.raw(`,"profilingEndTime":`)
 		e.ms(m.Duration)
 		e.raw(`,"sampleUnits":{"time":"ms","eventDelay":"ms","threadCPUDelta":"µs"}`)
 		// The front-end copies only the meta fields it knows, so this

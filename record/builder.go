@@ -117,19 +117,26 @@ func (b *builder) handle(ev attach.Event) {
 
 func (b *builder) comm(e *attach.Comm) {
 	pr := b.process(e.Pid, e.Time)
-	if e.Exec && pr.sampled {
-		// A new program replaces the old one: keep what was sampled under
-		// the old name and start a fresh process with the same pid.
-		old := pr
-		b.endProcess(old, e.Time)
-		delete(b.procs, e.Pid)
-		pr = b.process(e.Pid, e.Time)
-		pr.named = false
-	} else if e.Exec {
-		// Mappings before exec belong to the old image (for a launched
-		// command, gprof's own helper): they no longer apply.
-		pr.mappings = pr.mappings[:0]
+	if e.Exec {
+		// The new image's mappings are those reported at or after the
+		// exec; anything earlier belonged to the old program (for a
+		// launched command, gprof's own helper).
+		var fresh []mapping
+		for _, m := range pr.mappings {
+			if m.Time >= e.Time {
+				fresh = append(fresh, m)
+			}
+		}
+		if pr.sampled {
+			// Keep what was sampled under the old program and start a
+			// fresh process with the same pid.
+			b.endProcess(pr, e.Time)
+			delete(b.procs, e.Pid)
+			pr = b.process(e.Pid, e.Time)
+		}
+		pr.mappings = fresh
 		pr.mapGen++
+		pr.named = false
 	}
 	th := b.thread(pr, e.Tid, e.Time)
 	th.Name = e.Name

@@ -1,0 +1,154 @@
+package main
+
+// Issue 4's acceptance checks: complete stacks without frame pointers, by
+// default, for our own -O2 -fomit-frame-pointer program and for Debian's
+// own binaries; and the ptrace backend agreeing with perf.
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/symbolize"
+)
+
+// completeness returns the fraction of samples of proc whose outermost
+// frame is where every stack of a complete unwind ends: the call in the
+// executable's entry point (_start) for the main thread, the thread
+// creation code in libc for other threads. Being structural, it needs no
+// symbols, so it works on Debian's stripped binaries.
+func completeness(t *testing.T, proc *format.Process, exe string) (float64, int) {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := f.Entry
+	f.Close()
+	b, err := symbolize.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := b.Identity().Base
+	b.Close()
+
+	complete, total := 0, 0
+	for _, th := range proc.Threads {
+		for _, s := range th.Samples.Stack {
+			if s == format.NoStack {
+				continue
+			}
+			total++
+			outer := s
+			for th.Stacks.Prefix[outer] != format.NoStack {
+				outer = th.Stacks.Prefix[outer]
+			}
+			addr := th.Frames.Frames[th.Stacks.Frame[outer]].Address
+			lib := symbolize.FindLib(proc.Libs, addr)
+			if lib == nil {
+				continue
+			}
+			rel := addr - (lib.Start - lib.Offset) + base // as a file address
+			switch {
+			case th.Main && lib.Path == exe && rel >= entry && rel < entry+64:
+				complete++
+			case !th.Main && strings.HasPrefix(filepath.Base(lib.Path), "libc.so"):
+				complete++
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no samples")
+	}
+	return float64(complete) / float64(total), total
+}
+
+func recordProfile(t *testing.T, args ...string) *format.Profile {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	r := gprof(t, append([]string{"record", "-q", "-o", out}, args...)...)
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOmitFramePointerStacks: a multi-threaded -O2 -fomit-frame-pointer
+// program whose hot code is a qsort comparator called back through libc.
+// With default flags at least 99% of stacks are complete; with frame
+// pointers alone they are not, which is why dwarf is the default.
+func TestOmitFramePointerStacks(t *testing.T) {
+	bin := buildC(t, "nofp", "-fomit-frame-pointer")
+	p := recordProfile(t, "--", bin, "2", "0.5")
+	frac, n := completeness(t, p.Processes[0], bin)
+	t.Logf("default (dwarf): %.2f%% of %d stacks complete", 100*frac, n)
+	if frac < 0.99 {
+		t.Errorf("only %.2f%% of %d stacks complete, want ≥ 99%%", 100*frac, n)
+	}
+	rep := runReport(t, writeTemp(t, p))
+	for _, fn := range []string{"cmp", "level2", "level1"} {
+		if _, ok := findFunc(rep.All.TopTotal, fn); !ok {
+			t.Errorf("%s missing from the stacks", fn)
+		}
+	}
+
+	fp := recordProfile(t, "--call-graph", "fp", "--", bin, "2", "0.3")
+	fpFrac, _ := completeness(t, fp.Processes[0], bin)
+	t.Logf("--call-graph fp: %.2f%% complete", 100*fpFrac)
+	if fpFrac > 0.5 {
+		t.Logf("frame pointers alone gave complete stacks: the fixture no longer exercises CFI")
+	}
+}
+
+func writeTemp(t *testing.T, p *format.Profile) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.json.gz")
+	if err := gecko.WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDebianBinaryStacks profiles Debian's own xz (stripped, no frame
+// pointers, hot code in liblzma): stacks still reach _start.
+func TestDebianBinaryStacks(t *testing.T) {
+	xz, err := exec.LookPath("xz")
+	if err != nil {
+		t.Skip("xz is not installed")
+	}
+	xz, _ = filepath.EvalSymlinks(xz)
+	in := filepath.Join(t.TempDir(), "in")
+	data := make([]byte, 0, 3<<20)
+	for x := uint32(1); len(data) < cap(data); {
+		x = x*1664525 + 1013904223
+		data = append(data, "abcdefghijklmnop"[x>>28], byte(' '+x>>25&31))
+	}
+	if err := os.WriteFile(in, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := recordProfile(t, "--", xz, "-6", "-T1", "-k", "-f", in)
+	var proc *format.Process
+	for _, pr := range p.Processes {
+		if pr.Name == "xz" {
+			proc = pr
+		}
+	}
+	if proc == nil {
+		t.Fatal("no xz process in the profile")
+	}
+	frac, n := completeness(t, proc, xz)
+	t.Logf("xz: %.2f%% of %d stacks complete", 100*frac, n)
+	if frac < 0.99 {
+		t.Errorf("only %.2f%% of xz's %d stacks reach _start, want ≥ 99%%", 100*frac, n)
+	}
+}

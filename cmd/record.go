@@ -27,7 +27,8 @@ func recordCommand() *cli.Command {
 		ArgsUsage: "[-- COMMAND [ARGS...]]",
 		Description: `Samples the stack and CPU time of every thread of the targets, until Ctrl-C
 (SIGINT) or SIGTERM, until --duration has passed, or until every target has
-exited, then writes a Firefox Profiler (Gecko format) profile. Open it at
+exited, then writes a Firefox Profiler (Gecko format) profile. When
+attached to processes on a terminal, it shows a live status line. Open it at
 https://profiler.firefox.com ("Load a profile from file").
 
 A launched command is followed through fork, clone and exec; sampling is
@@ -122,8 +123,10 @@ func runRecord(c *cli.Context) error {
 		defer cancel()
 	}
 
+	// A launched command inherits gprof's terminal; a redrawn status line
+	// would mangle its output, so the line is for attached processes only.
 	var status *statusLine
-	if !quiet && isTerminal(os.Stderr) {
+	if !quiet && isTerminal(os.Stderr) && len(opts.Attach.Command) == 0 {
 		status = newStatusLine(os.Stderr)
 		opts.Progress = status.update
 	}

@@ -152,3 +152,22 @@ func TestDebianBinaryStacks(t *testing.T) {
 		t.Errorf("only %.2f%% of xz's %d stacks reach _start, want ≥ 99%%", 100*frac, n)
 	}
 }
+
+// TestSystemBinaryNames: Debian's sqlite3 and libc are named from their
+// own symbol tables.
+func TestSystemBinaryNames(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 is not installed (.ci/run installs it)")
+	}
+	p := recordProfile(t, "--", "sqlite3", ":memory:",
+		"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000) SELECT sum(x*x % 7) FROM c;")
+	rep := runReport(t, writeTemp(t, p))
+	if _, ok := findFunc(rep.All.TopTotal, "sqlite3VdbeExec"); !ok {
+		t.Errorf("sqlite3's interpreter loop is not named; top: %v", rep.All.TopSelf)
+	}
+	if _, ok := findFunc(rep.All.TopTotal, "__libc_start_main"); !ok {
+		if _, ok := findFunc(rep.All.TopTotal, "__libc_start_main_impl"); !ok {
+			t.Errorf("libc's __libc_start_main is not named")
+		}
+	}
+}

@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&e.postRounds, "post-rounds", 0, "rounds of post-processing (default 3; quick 1)")
 	flag.IntVar(&e.longSeconds, "long-seconds", 0, "length of each long recording (default 60; quick 15)")
 	flag.IntVar(&e.longRate, "long-rate", 1000, "sampling rate of long recordings")
-	flag.StringVar(&e.longLimit, "long-limit", "", "--max-memory of the bounded long recording (default 16M; quick 4M)")
+	flag.StringVar(&e.longLimit, "long-limit", "", "--max-memory of the bounded long recording (default 8M; quick 4M)")
 	flag.IntVar(&e.longDepth, "long-depth", 24, "maximum call depth of the long recordings' target (more depth: more distinct stacks)")
 	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long (default all)")
 	out := flag.String("o", "bench/RESULTS.md", "results `FILE`")
@@ -86,7 +86,7 @@ func main() {
 		}
 	}
 	if e.longLimit == "" {
-		e.longLimit = "16M"
+		e.longLimit = "8M"
 		if e.quick {
 			e.longLimit = "4M"
 		}

@@ -614,6 +614,9 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		if pr.threads[tid] != nil {
 			continue
 		}
+		// A new thread may be the first sign of an exec: the thread
+		// belongs to the new program, so the exec is reported first.
+		s.noticeExec(pr, now)
 		th := s.newThread(pr.pid, tid)
 		pr.threads[tid] = th
 		s.emit(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
@@ -624,17 +627,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		return true
 	}
 
-	if id, ok := exeID(pr.pid); ok && id != pr.exe {
-		// The process exec'd: its old mappings are gone and its main
-		// thread has a new name and command line.
-		pr.exe = id
-		pr.exec, pr.all, pr.seen = nil, nil, map[ptMapKey]bool{}
-		pr.mapsAt = 0
-		if th := pr.threads[pr.pid]; th != nil {
-			th.comm = readTaskComm(pr.pid, pr.pid)
-			s.emit(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
-		}
-	}
+	s.noticeExec(pr, now)
 	for _, tid := range tids {
 		th := pr.threads[tid]
 		if c := readTaskComm(pr.pid, tid); c != "" && c != th.comm {
@@ -646,6 +639,25 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		s.refreshMaps(pr, now)
 	}
 	return true
+}
+
+// noticeExec reports an exec of pr that happened since the last look:
+// its old mappings are gone and its main thread has a new name and
+// command line. It is checked every slow tick, and also as soon as a new
+// thread or a sample outside the known mappings hints at an exec, so that
+// nothing of the new program is attributed to the old one.
+func (s *ptSampler) noticeExec(pr *ptProc, now int64) {
+	id, ok := exeID(pr.pid)
+	if !ok || id == pr.exe {
+		return
+	}
+	pr.exe = id
+	pr.exec, pr.all, pr.seen = nil, nil, map[ptMapKey]bool{}
+	pr.mapsAt = 0
+	if th := pr.threads[pr.pid]; th != nil {
+		th.comm = readTaskComm(pr.pid, pr.pid)
+		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
+	}
 }
 
 // zombie reports whether a process has exited but not been reaped: only
@@ -732,6 +744,7 @@ func (s *ptSampler) sampleProcess(pr *ptProc) {
 			// The IP or SP is in memory mapped since the last look;
 			// report the new mappings before the sample that needs them.
 			remapped = true
+			s.noticeExec(pr, sm.Time)
 			s.refreshMaps(pr, sm.Time)
 		}
 		s.emit(sm)

@@ -87,6 +87,9 @@ type Lost struct {
 	Count uint64
 }
 
+// EventTime returns when e happened (monotonic ns).
+func EventTime(e Event) int64 { return e.eventTime() }
+
 func (e *Sample) eventTime() int64 { return e.Time }
 func (e *Map) eventTime() int64    { return e.Time }
 func (e *Comm) eventTime() int64   { return e.Time }

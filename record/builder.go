@@ -44,6 +44,9 @@ type builder struct {
 	// onProcessExit, when set, runs when a process's main thread exits,
 	// while what it leaves behind (a JIT map) may still be there.
 	onProcessExit func(pid int)
+	// onTick, when set, runs about every tickEvery ns of event time.
+	onTick   func()
+	lastTick int64
 
 	// unwindUser, when set, replaces the user part of a sample's stack
 	// (for backends that deliver registers and a stack copy).
@@ -92,7 +95,16 @@ func (b *builder) thread(pr *proc, tid int, t int64) *format.Thread {
 	return th
 }
 
+// tickEvery is how often (in event time) onTick runs.
+const tickEvery = 250e6
+
 func (b *builder) handle(ev attach.Event) {
+	if b.onTick != nil {
+		if t := attach.EventTime(ev); t-b.lastTick >= tickEvery {
+			b.lastTick = t
+			b.onTick()
+		}
+	}
 	switch e := ev.(type) {
 	case *attach.Sample:
 		b.sample(e)

@@ -42,7 +42,17 @@ type libResolver struct {
 	byKey      map[format.LibKey]*libFile
 	vdso       *libFile // gprof's own vdso, identical to its targets'
 	vdsoDone   bool
-	perfMaps   map[int]*symbolize.PerfMap // JIT maps saved at process exit
+	perfMaps   map[int]*symbolize.PerfMap // JIT maps read while recording
+	// jitPids are processes with anonymous executable memory, whose JIT
+	// maps are re-read while they live: runtimes delete them on exit.
+	jitPids  map[int]bool
+	perfStat map[int]perfMapStat
+}
+
+// perfMapStat tells whether a JIT map changed since it was read.
+type perfMapStat struct {
+	size    int64
+	modTime int64
 }
 
 func newLibResolver(symbolDirs []string) *libResolver {
@@ -51,6 +61,8 @@ func newLibResolver(symbolDirs []string) *libResolver {
 		files:      make(map[fileKey]*libFile),
 		byKey:      make(map[format.LibKey]*libFile),
 		perfMaps:   make(map[int]*symbolize.PerfMap),
+		jitPids:    make(map[int]bool),
+		perfStat:   make(map[int]perfMapStat),
 	}
 }
 
@@ -72,11 +84,33 @@ func (f *libFile) close() {
 	}
 }
 
-// processExited saves the process's JIT map, which its runtime may delete
-// on exit.
+// processExited reads the process's JIT map one last time, in case it
+// is still there.
 func (r *libResolver) processExited(pid int) {
+	r.refreshPerfMap(pid)
+	delete(r.jitPids, pid)
+}
+
+// tick re-reads the JIT maps that changed, for processes that have JIT
+// code. It is called about four times a second while recording.
+func (r *libResolver) tick() {
+	for pid := range r.jitPids {
+		r.refreshPerfMap(pid)
+	}
+}
+
+func (r *libResolver) refreshPerfMap(pid int) {
+	st, err := os.Stat(symbolize.PerfMapPath(pid))
+	if err != nil {
+		return // keep what was read before it vanished
+	}
+	cur := perfMapStat{st.Size(), st.ModTime().UnixNano()}
+	if r.perfStat[pid] == cur && r.perfMaps[pid] != nil {
+		return
+	}
 	if pm, err := symbolize.LoadPerfMap(pid); err == nil {
 		r.perfMaps[pid] = pm
+		r.perfStat[pid] = cur
 	}
 }
 
@@ -109,8 +143,12 @@ func isFile(path string) bool {
 }
 
 // observe identifies the file behind m, once per file.
-func (r *libResolver) observe(_ int, m *attach.Map) {
+func (r *libResolver) observe(pid int, m *attach.Map) {
 	if !isFile(m.Path) {
+		if m.Path != "[vdso]" && m.Path != "[vsyscall]" {
+			r.jitPids[pid] = true
+			r.refreshPerfMap(pid)
+		}
 		return
 	}
 	k := keyOf(m)
@@ -209,12 +247,18 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 		path := strings.TrimSuffix(m.Path, " (deleted)")
 		l.Name, l.Path = filepath.Base(path), path
 	default:
-		// Anonymous executable memory (JIT code): no file to name it by.
+		// Anonymous executable memory (JIT code). All of a process's
+		// anonymous regions form one pseudo-library named like its JIT
+		// map, perf-PID.map, whose relative addresses are the absolute
+		// ones, so the map's entries apply to them directly.
 		name := m.Path
 		if name == "" || strings.HasPrefix(name, "//anon") {
 			name = "[anon]"
 		}
-		l.Name, l.Path, l.DebugName, l.DebugPath = name, name, name, name
+		key := symbolize.PerfMapKey(m.Pid)
+		l.Name, l.Path = name, name
+		l.DebugName, l.DebugPath = key.DebugName, symbolize.PerfMapPath(m.Pid)
+		l.Offset = m.Start
 		l.BreakpadID = zeroBreakpadID
 		return l, true
 	}

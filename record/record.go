@@ -69,11 +69,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.onMap = libs.observe
 
 	b.onProcessExit = libs.processExited
-	if opts.Attach.CallGraph == "dwarf" {
-		u := newUserUnwinder()
-		defer u.close()
-		b.unwindUser = u.unwind
-	}
+	b.onTick = libs.tick
+	// Samples that carry registers and a stack copy (dwarf mode, or the
+	// ptrace backend whatever the mode) are unwound here.
+	u := newUserUnwinder()
+	defer u.close()
+	b.unwindUser = u.unwind
 
 	var samples, lost atomic.Uint64
 	var threads atomic.Int64

@@ -214,7 +214,9 @@ func collect(p *format.Profile) map[format.LibKey]*group {
 					switch {
 					case f.Category == format.CategoryKernel:
 						g.kind = kindKernel
-					case key == PerfMapKey(proc.Pid) && FindLib(proc.Libs, f.Address) == nil:
+					case key.DebugName == PerfMapKey(proc.Pid).DebugName:
+						// Outside every lib, or in the pseudo-lib a
+						// recorder made of anonymous executable memory.
 						g.kind = kindPerfMap
 					}
 					groups[key] = g
@@ -366,13 +368,19 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []format.
 		return
 	}
 	g.stats.Path = PerfMapPath(g.pid)
+	// A pseudo-lib a recorder added has a base; frames outside libraries
+	// are keyed by absolute address.
+	var base uint64
+	if len(g.cands) > 0 {
+		base = g.cands[0].lib.Start - g.cands[0].lib.Offset
+	}
 	for rel, exact := range g.addrs {
-		s, ok := m.Lookup(lookupAddr(rel, exact))
+		s, ok := m.Lookup(lookupAddr(rel, exact) + base)
 		if !ok {
 			g.stats.Unresolved++
 			continue
 		}
 		g.stats.Resolved++
-		add(g, rel, []format.SymbolFrame{{Function: s.Name, FuncAddr: s.Start, FuncSize: s.Size}})
+		add(g, rel, []format.SymbolFrame{{Function: s.Name, FuncAddr: s.Start - base, FuncSize: s.Size}})
 	}
 }

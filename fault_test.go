@@ -1,0 +1,997 @@
+package main
+
+// Fault tests (issue 5): gprof killed or interrupted mid-recording, targets
+// that exit, exec, fork or spawn hundreds of threads, libraries and
+// binaries that vanish, processes that are gone before attach, two
+// profilers on one process, a full disk, and corrupt input files. Each
+// fault gets one clear "gprof: error:" line where it is an error, loses no
+// data where it is not, and the target always carries on unharmed. They
+// reuse e2e_test.go's harness (gprofBin, gprof, startSpin, assertUnharmed)
+// and build their C programs from testdata/fault.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/gecko"
+)
+
+var backends = []string{"perf", "ptrace"}
+
+// buildFault compiles testdata/fault/NAME.c once per test binary run.
+func buildFault(t *testing.T, name string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed (.ci/run installs it)")
+	}
+	out := filepath.Join(fixtures, "fault-"+name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", "fault", name+".c")}, flags...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// bgGprof is a gprof running in the background, for tests that signal it.
+type bgGprof struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan struct{} // closed once cmd.Wait returned
+}
+
+// startGprof starts gprof in the background. stdout, if not nil, gets
+// its standard output.
+func startGprof(t *testing.T, stdout io.Writer, args ...string) *bgGprof {
+	t.Helper()
+	g := &bgGprof{cmd: exec.Command(gprofBin, args...), done: make(chan struct{})}
+	g.cmd.Stderr = &g.stderr
+	g.cmd.Stdout = stdout
+	// A launched command that outlives a killed gprof holds the pipes
+	// open; do not wait for it to close them.
+	g.cmd.WaitDelay = time.Second
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { g.cmd.Wait(); close(g.done) }()
+	t.Cleanup(func() { g.cmd.Process.Kill(); <-g.done })
+	return g
+}
+
+// exited reports whether gprof ends within d.
+func (g *bgGprof) exited(d time.Duration) bool {
+	select {
+	case <-g.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// skipIfNoBackend skips when a gprof that ended early was refused the
+// backend by the kernel.
+func skipIfNoBackend(t *testing.T, stderr string) {
+	t.Helper()
+	if strings.Contains(stderr, "permission") || strings.Contains(stderr, "not permitted") {
+		t.Skipf("backend not permitted here: %s", stderr)
+	}
+}
+
+// oneErrorLine checks the CLI's error contract: exit 1 and exactly one
+// "gprof: error:" line, no Go panic or stack trace.
+func oneErrorLine(t *testing.T, r result, mention string) {
+	t.Helper()
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (stderr %q)", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "gprof: error: ") {
+		t.Errorf("want exactly one 'gprof: error:' line, got %q", r.stderr)
+	}
+	if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
+		t.Errorf("Go panic: %s", r.stderr)
+	}
+	if mention != "" && !strings.Contains(r.stderr, mention) {
+		t.Errorf("error %q does not mention %q", r.stderr, mention)
+	}
+}
+
+// dirNames lists a directory's entries, to find leftover temporary files.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// faultReport is the part of 'report --json' these tests read: which
+// functions, in which libs, each thread of each process ran.
+type faultReport struct {
+	Samples int64 `json:"samples"`
+	Threads []struct {
+		Pid         int    `json:"pid"`
+		ProcessName string `json:"process_name"`
+		Tid         int    `json:"tid"`
+		Samples     int64  `json:"samples"`
+		TopSelf     []struct {
+			Name        string `json:"name"`
+			Lib         string `json:"lib"`
+			File        string `json:"file"`
+			SelfSamples int64  `json:"self_samples"`
+		} `json:"top_self"`
+	} `json:"threads"`
+}
+
+func reportThreads(t *testing.T, path string) faultReport {
+	t.Helper()
+	r := gprof(t, "report", "--json", "--top", "-1", path)
+	if r.code != 0 {
+		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
+	}
+	var rep faultReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report --json: %v", err)
+	}
+	return rep
+}
+
+// selfSamples sums the self samples of function fn over the threads of
+// processes named proc ("" for any).
+func (r faultReport) selfSamples(proc, fn string) int64 {
+	var n int64
+	for _, th := range r.Threads {
+		if proc != "" && th.ProcessName != proc {
+			continue
+		}
+		for _, f := range th.TopSelf {
+			if f.Name == fn {
+				n += f.SelfSamples
+			}
+		}
+	}
+	return n
+}
+
+// samplesByTid counts samples per thread over all processes.
+func samplesByTid(p *format.Profile) map[int]int {
+	m := map[int]int{}
+	for _, proc := range p.Processes {
+		for _, th := range proc.Threads {
+			m[th.Tid] += th.Samples.Len()
+		}
+	}
+	return m
+}
+
+// childrenOf lists the pids whose parent is ppid.
+func childrenOf(ppid int) []int {
+	var kids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if parentOf(pid) == ppid {
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
+
+// parentOf returns pid's parent pid, 0 if unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		if f := strings.Fields(s[i+1:]); len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			return ppid
+		}
+	}
+	return 0
+}
+
+// killAndForget kills a process that is not the test's child (so cannot
+// be waited for) and waits until it is gone.
+func killAndForget(pid int) {
+	syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFaultSIGKILL kills gprof with SIGKILL mid-recording, which it cannot
+// catch. Attached targets carry on: perf events die with their file
+// descriptors, and the kernel detaches ptrace tracees of a dead tracer
+// (gprof never sets PTRACE_O_EXITKILL, and traces a thread only for the
+// microseconds of a sample). Several kills at different moments give the
+// ptrace backend chances to die while a thread is seized. Nothing is
+// written: no profile and no temporary file.
+//
+// A launched command is gprof's child (the launch helper execs it in
+// place, see attach/launch_linux.go), with no parent-death signal: killed
+// gprof, it is orphaned and keeps running, reparented to init, neither
+// stopped nor traced, like the child of a shell that was killed. The test
+// checks that and then kills it itself.
+func TestFaultSIGKILL(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be+"/attach", func(t *testing.T) {
+			spin := startSpin(t)
+			pid := spin.Process.Pid
+			dir := t.TempDir()
+			for i, delay := range []time.Duration{300, 170, 230} {
+				out := filepath.Join(dir, fmt.Sprintf("k%d.json.gz", i))
+				g := startGprof(t, nil, "record", "-q", "--backend", be, "-p", strconv.Itoa(pid), "-o", out)
+				if g.exited(delay * time.Millisecond) {
+					skipIfNoBackend(t, g.stderr.String())
+					t.Fatalf("gprof ended by itself: %s", g.stderr.String())
+				}
+				g.cmd.Process.Signal(syscall.SIGKILL)
+				<-g.done
+				assertUnharmed(t, pid)
+			}
+			if names := dirNames(t, dir); len(names) != 0 {
+				t.Errorf("files left behind by killed gprofs: %v", names)
+			}
+		})
+		t.Run(be+"/launch", func(t *testing.T) {
+			spinBin := buildC(t, "spin")
+			out := filepath.Join(t.TempDir(), "k.json.gz")
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			g := startGprof(t, pw, "record", "-q", "--backend", be, "-o", out, "--", spinBin)
+			pw.Close()
+			line, _ := bufio.NewReader(pr).ReadString('\n')
+			if strings.TrimSpace(line) != "ready" {
+				<-g.done
+				skipIfNoBackend(t, g.stderr.String())
+				t.Fatalf("launched spin said %q; gprof: %s", line, g.stderr.String())
+			}
+			kids := childrenOf(g.cmd.Process.Pid)
+			if len(kids) != 1 {
+				t.Fatalf("gprof has children %v, want the launched command alone", kids)
+			}
+			child := kids[0]
+			t.Cleanup(func() { killAndForget(child) })
+			time.Sleep(300 * time.Millisecond)
+			g.cmd.Process.Signal(syscall.SIGKILL)
+			<-g.done
+			assertUnharmed(t, child)
+			if ppid := parentOf(child); ppid == g.cmd.Process.Pid {
+				t.Errorf("the command's parent is still the dead gprof")
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a killed gprof wrote %s", out)
+			}
+		})
+	}
+}
+
+// TestFaultSignalsPtrace is TestSignalsStopRecording for the ptrace
+// backend: SIGINT or SIGTERM end the recording, the profile is written and
+// the attached target carries on untraced.
+func TestFaultSignalsPtrace(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			spin := startSpin(t)
+			pid := spin.Process.Pid
+			out := filepath.Join(t.TempDir(), "s.json.gz")
+			g := startGprof(t, nil, "record", "-q", "--backend", "ptrace", "-p", strconv.Itoa(pid), "-o", out)
+			if g.exited(600 * time.Millisecond) {
+				skipIfNoBackend(t, g.stderr.String())
+				t.Fatalf("gprof ended by itself: %s", g.stderr.String())
+			}
+			g.cmd.Process.Signal(sig)
+			if !g.exited(10 * time.Second) {
+				t.Fatalf("gprof still running 10 s after %v", sig)
+			}
+			if !g.cmd.ProcessState.Success() {
+				t.Fatalf("gprof after %v: %v: %s", sig, g.cmd.ProcessState, g.stderr.String())
+			}
+			assertUnharmed(t, pid)
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatalf("profile after %v: %v", sig, err)
+			}
+			if n := samplesByTid(p)[pid]; n < 100 {
+				t.Errorf("only %d samples before %v", n, sig)
+			}
+		})
+	}
+}
+
+// TestFaultTargetExits attaches to a process that exits on its own while
+// recorded: the recording ends by itself, exit 0, with a valid profile
+// that holds the process's work and its exit.
+func TestFaultTargetExits(t *testing.T) {
+	bin := buildC(t, "split")
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			target := exec.Command(bin, "1", "0.5")
+			var tout bytes.Buffer
+			target.Stdout = &tout
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			reaped := make(chan struct{})
+			go func() { target.Wait(); close(reaped) }() // reap it, as a parent should
+			t.Cleanup(func() { target.Process.Kill(); <-reaped })
+			out := filepath.Join(t.TempDir(), "x.json.gz")
+			start := time.Now()
+			r := gprof(t, "record", "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if el := time.Since(start); el > 10*time.Second {
+				t.Errorf("recording took %v after its only target exited", el)
+			}
+			<-reaped
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Processes) != 1 || p.Processes[0].End < 0 {
+				t.Errorf("want one process with its exit recorded, got %d processes", len(p.Processes))
+			}
+			cpu := workerCPU(t, tout.String())
+			by := samplesByTid(p)
+			for tid, ns := range cpu {
+				if want := float64(ns) / 1e6; float64(by[tid]) < 0.5*want {
+					t.Errorf("worker %d: %d samples for %.0f ms of CPU", tid, by[tid], want)
+				}
+			}
+		})
+	}
+}
+
+// checkExecSplit checks a profile of a program that became split by exec:
+// the pre-exec functions belong to a process named before, split's to
+// processes named split, and no thread of one has the other's code.
+func checkExecSplit(t *testing.T, out, before, beforeFn string) {
+	t.Helper()
+	rep := reportThreads(t, out)
+	for _, th := range rep.Threads {
+		for _, f := range th.TopSelf {
+			if th.ProcessName != "split" && f.Lib == "split" {
+				t.Errorf("%s (%d samples, lib split) attributed to process %q pid %d tid %d", f.Name, f.SelfSamples, th.ProcessName, th.Pid, th.Tid)
+			}
+			if th.ProcessName == "split" && before != "" && f.Lib == before {
+				t.Errorf("%s (lib %s) attributed to process split pid %d", f.Name, f.Lib, th.Pid)
+			}
+		}
+	}
+	if before != "" {
+		if n := rep.selfSamples(before, beforeFn); n < 100 {
+			t.Errorf("%s has %d samples in process %s before the exec", beforeFn, n, before)
+		}
+	}
+	var work int64
+	for _, fn := range []string{"work_a", "work_b", "work_c"} {
+		work += rep.selfSamples("split", fn)
+	}
+	if work < 100 {
+		t.Errorf("only %d samples of split's work functions after the exec", work)
+	}
+}
+
+// TestFaultExec: a target that execs another program mid-recording. The
+// samples after the exec belong to the new program, under its name and
+// its binary, and those before to the old one. Launched: a shell that runs
+// split and then execs into split. Attached: execer, which burns CPU and
+// then execs split.
+func TestFaultExec(t *testing.T) {
+	bin := buildC(t, "split")
+	t.Run("launch", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "e.json.gz")
+		r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.3; exec "+bin+" 1 0.3")
+		skipIfNoPerf(t, r)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		p, err := gecko.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := samplesByTid(p)
+		for tid, ns := range workerCPU(t, r.stdout) {
+			if want := float64(ns) / 1e6; float64(by[tid]) < 0.8*want {
+				t.Errorf("split worker %d: %d samples for %.0f ms of CPU", tid, by[tid], want)
+			}
+		}
+		splits := 0
+		for _, proc := range p.Processes {
+			if proc.Name == "split" {
+				splits++
+			}
+		}
+		if splits != 2 {
+			t.Errorf("%d processes named split, want 2 (the child, and the shell after its exec)", splits)
+		}
+		checkExecSplit(t, out, "", "")
+	})
+	execer := buildFault(t, "execer")
+	for _, be := range backends {
+		t.Run("attach/"+be, func(t *testing.T) {
+			target := exec.Command(execer, "0.4", bin, "split", "1", "0.4")
+			var tout bytes.Buffer
+			stdout, _ := target.StdoutPipe()
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(stdout)
+			if line, _ := br.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+				t.Fatalf("execer said %q", line)
+			}
+			reaped := make(chan struct{})
+			go func() { io.Copy(&tout, br); target.Wait(); close(reaped) }()
+			t.Cleanup(func() { target.Process.Kill(); <-reaped })
+			out := filepath.Join(t.TempDir(), "e.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			<-reaped
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tid, ns := range workerCPU(t, tout.String()) {
+				found := false
+				for _, proc := range p.Processes {
+					for _, th := range proc.Threads {
+						if th.Tid != tid {
+							continue
+						}
+						found = true
+						if proc.Name != "split" {
+							t.Errorf("split's worker %d is in process %q (pid %d)", tid, proc.Name, proc.Pid)
+						}
+						if want := float64(ns) / 1e6; float64(th.Samples.Len()) < 0.5*want {
+							t.Errorf("split worker %d: %d samples for %.0f ms of CPU", tid, th.Samples.Len(), want)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("split's worker %d is not in the profile", tid)
+				}
+			}
+			checkExecSplit(t, out, filepath.Base(execer), "before_exec")
+		})
+	}
+}
+
+// TestFaultFork: gprof follows processes that an attached process forks
+// after the attach (as the README says): forker's child is in the profile
+// as a process of its own, with its samples, and the parent carries on.
+func TestFaultFork(t *testing.T) {
+	forker := buildFault(t, "forker")
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			target := exec.Command(forker)
+			stdout, _ := target.StdoutPipe()
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+			if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+				t.Fatalf("forker said %q", line)
+			}
+			pid := target.Process.Pid
+			go func() {
+				time.Sleep(250 * time.Millisecond)
+				syscall.Kill(pid, syscall.SIGUSR1)
+			}()
+			out := filepath.Join(t.TempDir(), "f.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-d", "1.5", "-p", strconv.Itoa(pid), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			assertUnharmed(t, pid)
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var child *format.Process
+			for _, proc := range p.Processes {
+				if proc.Pid != pid {
+					child = proc
+				}
+			}
+			if len(p.Processes) != 2 || child == nil {
+				t.Fatalf("want the parent and its child, got %d processes", len(p.Processes))
+			}
+			if child.Name != filepath.Base(forker) {
+				t.Errorf("child named %q", child.Name)
+			}
+			rep := reportThreads(t, out)
+			// ptrace finds children by scanning /proc every 100 ms and
+			// samples less evenly on a loaded machine.
+			min := int64(150)
+			if be == "ptrace" {
+				min = 40
+			}
+			if n := rep.selfSamples("", "child_burn"); n < min {
+				t.Errorf("child_burn has %d samples; the child burns 400 ms", n)
+			}
+			for _, th := range rep.Threads {
+				if th.Pid == pid && rep.selfSamples("", "parent_burn") < 100 {
+					t.Errorf("parent_burn has too few samples")
+				}
+			}
+		})
+	}
+}
+
+// TestFaultManyThreads: 500 short-lived threads, two at a time, each
+// burning 3 ms: every one is in the profile, nearly all with samples,
+// nothing is lost at 1 kHz, and the profile loads.
+func TestFaultManyThreads(t *testing.T) {
+	bin := buildFault(t, "threads")
+	out := filepath.Join(t.TempDir(), "t.json.gz")
+	r := gprof(t, "record", "-q", "--json", "-r", "1000", "-o", out, "--", bin, "500", "2", "3")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// The command's output comes first on stdout, then gprof's summary.
+	i := strings.Index(r.stdout, "{")
+	if i < 0 {
+		t.Fatalf("no JSON summary in %q", r.stdout)
+	}
+	var sum struct {
+		Lost    uint64 `json:"lost"`
+		Threads int    `json:"threads"`
+		Samples uint64 `json:"samples"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout[i:]), &sum); err != nil {
+		t.Fatalf("--json: %v", err)
+	}
+	if sum.Lost != 0 {
+		t.Errorf("lost %d events at 1 kHz", sum.Lost)
+	}
+	cpu := workerCPU(t, r.stdout[:i])
+	if len(cpu) != 500 {
+		t.Fatalf("threads printed %d workers", len(cpu))
+	}
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Meta.LostEvents != 0 {
+		t.Errorf("profile says %d events lost", p.Meta.LostEvents)
+	}
+	present := map[int]int{}
+	for _, th := range p.Processes[0].Threads {
+		present[th.Tid] = th.Samples.Len()
+	}
+	var missing, empty, got int
+	var want float64
+	for tid, ns := range cpu {
+		n, ok := present[tid]
+		switch {
+		case !ok:
+			missing++
+		case n == 0:
+			empty++
+		}
+		got += n
+		want += float64(ns) / 1e6
+	}
+	if missing > 0 {
+		t.Errorf("%d of 500 threads are missing from the profile", missing)
+	}
+	// The kernel samples each thread after every full period of its own
+	// CPU time, so a 3 ms thread gets 2 or 3 samples at 1 kHz, seldom
+	// fewer: its last partial period is never sampled. Samples are
+	// therefore short of CPU time by up to a period per thread.
+	if empty > 25 {
+		t.Errorf("%d of 500 threads that ran 3 ms have no samples", empty)
+	}
+	if float64(got) < want-500 || float64(got) > 1.1*want {
+		t.Errorf("workers have %d samples for %.0f ms of CPU at 1 kHz; want %.0f to %.0f", got, want, want-500, 1.1*want)
+	}
+}
+
+// TestFaultUnmappedLibrary: dlmain loads a library from a temporary copy,
+// burns CPU in it, unloads it and deletes the copy, all while recorded.
+// gprof opened the library when it was mapped and keeps it open until the
+// end, so the profile still names the library's functions.
+func TestFaultUnmappedLibrary(t *testing.T) {
+	dlmain := buildFault(t, "dlmain", "-ldl")
+	lib := filepath.Join(fixtures, "fault-libdlib.so")
+	if _, err := os.Stat(lib); err != nil {
+		src := filepath.Join("testdata", "fault", "dlib.c")
+		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc dlib: %v\n%s", err, b)
+		}
+	}
+	dir := t.TempDir()
+	copyPath := filepath.Join(dir, "libgone.so")
+	out := filepath.Join(dir, "u.json.gz")
+	r := gprof(t, "record", "-q", "-o", out, "--", dlmain, lib, copyPath, "0.3")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.TrimSpace(r.stdout) != "unmapped" {
+		t.Fatalf("dlmain says %q: the library was not unmapped", r.stdout)
+	}
+	if _, err := os.Stat(copyPath); err == nil {
+		t.Fatal("the library copy still exists")
+	}
+	rep := reportThreads(t, out)
+	if n := rep.selfSamples("", "dlib_hot"); n < 150 {
+		t.Errorf("dlib_hot, in the deleted library, has %d samples named; want about 300", n)
+	}
+	for _, th := range rep.Threads {
+		for _, f := range th.TopSelf {
+			if f.Name == "dlib_hot" && (!strings.HasPrefix(f.Lib, "libgone.so") || !strings.HasSuffix(f.File, "dlib.c")) {
+				t.Errorf("dlib_hot in lib %q file %q", f.Lib, f.File)
+			}
+		}
+	}
+}
+
+// libNamed finds a process's lib whose path is path.
+func libNamed(proc *format.Process, path string) *format.Lib {
+	for i := range proc.Libs {
+		if proc.Libs[i].Path == path {
+			return &proc.Libs[i]
+		}
+	}
+	return nil
+}
+
+// TestFaultVanishedBinary records programs whose binary is gone: deleted,
+// with its directory, before gprof attaches (gprof can reach the file only
+// through /proc/PID/map_files), or during a launched recording. The
+// profile is written with a lib entry for the binary; the names are there
+// when gprof could keep the file open, else the lib's name says why.
+func TestFaultVanishedBinary(t *testing.T) {
+	for _, be := range backends {
+		t.Run("attach/"+be, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gone")
+			os.Mkdir(dir, 0o755)
+			bin := filepath.Join(dir, "vanish")
+			copyFile(t, buildC(t, "spin"), bin)
+			target := exec.Command(bin)
+			stdout, _ := target.StdoutPipe()
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+			if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+				t.Fatalf("spin said %q", line)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			pid := target.Process.Pid
+			out := filepath.Join(t.TempDir(), "v.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-d", "0.6", "-p", strconv.Itoa(pid), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			assertUnharmed(t, pid)
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lib := libNamed(p.Processes[0], bin)
+			if lib == nil {
+				t.Fatalf("no lib for %s in %+v", bin, p.Processes[0].Libs)
+			}
+			rep := reportThreads(t, out)
+			if rep.selfSamples("", "burn") == 0 {
+				if !strings.Contains(lib.Name, "(deleted)") && !strings.Contains(lib.Name, "(unreadable)") {
+					t.Errorf("no names, and lib %q does not say why", lib.Name)
+				}
+				t.Errorf("gprof lost the names of a binary deleted before attach (lib %q)", lib.Name)
+			}
+		})
+	}
+	t.Run("launch", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "gone")
+		os.Mkdir(dir, 0o755)
+		bin := filepath.Join(dir, "vanish")
+		copyFile(t, buildC(t, "split"), bin)
+		out := filepath.Join(t.TempDir(), "v.json.gz")
+		script := fmt.Sprintf("%s 1 0.5 & sleep 0.1; rm -r %s; wait", bin, dir)
+		r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", script)
+		skipIfNoPerf(t, r)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Fatal("the directory was not removed")
+		}
+		p, err := gecko.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lib *format.Lib
+		for _, proc := range p.Processes {
+			if l := libNamed(proc, bin); l != nil {
+				lib = l
+			}
+		}
+		if lib == nil {
+			t.Fatalf("no lib for %s", bin)
+		}
+		rep := reportThreads(t, out)
+		if n := rep.selfSamples("vanish", "work_a"); n < 100 {
+			t.Errorf("work_a of the deleted binary has %d samples named (lib %q)", n, lib.Name)
+		}
+	})
+}
+
+// TestFaultGonePid: a pid whose process has exited and been reaped is an
+// error before anything starts: exit 1, one line, "no such process", and
+// no output. A zombie (exited, not yet reaped by its parent) has nothing
+// left to sample. The backends differ there, both acceptable: perf fails
+// with "pid N exited while attaching: no such process" (exit 1), ptrace
+// records it as a process that already exited (exit 0, empty profile).
+// Either way gprof returns at once instead of waiting for --duration.
+func TestFaultGonePid(t *testing.T) {
+	dir := t.TempDir()
+	for _, be := range backends {
+		t.Run("reaped/"+be, func(t *testing.T) {
+			c := exec.Command("true")
+			if err := c.Run(); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "g.json")
+			r := gprof(t, "record", "--backend", be, "-p", strconv.Itoa(c.Process.Pid), "-o", out)
+			oneErrorLine(t, r, "no such process")
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("output written for a gone pid")
+			}
+		})
+		t.Run("zombie/"+be, func(t *testing.T) {
+			c := exec.Command("true")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Wait()
+			pid := c.Process.Pid
+			for i := 0; ; i++ {
+				states, _ := procState(t, pid)
+				if states == "Z" {
+					break
+				}
+				if i > 200 {
+					t.Fatalf("pid %d never became a zombie: %q", pid, states)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			out := filepath.Join(dir, "z-"+be+".json")
+			start := time.Now()
+			r := gprof(t, "record", "-q", "--backend", be, "-d", "5", "-p", strconv.Itoa(pid), "-o", out)
+			if el := time.Since(start); el > 4*time.Second {
+				t.Errorf("recording a zombie took %v: it waited for --duration", el)
+			}
+			if r.code == 0 {
+				if _, err := gecko.ReadFile(out); err != nil {
+					t.Errorf("profile of a zombie: %v", err)
+				}
+			} else {
+				oneErrorLine(t, r, "no such process")
+			}
+			t.Logf("zombie pid with %s: exit %d %s", be, r.code, strings.TrimSpace(r.stderr))
+		})
+	}
+}
+
+// TestFaultTwoProfilers runs two gprof instances on one process at once:
+// both succeed with samples, and the target carries on. Two perf
+// recordings are independent; perf plus ptrace share only the target.
+func TestFaultTwoProfilers(t *testing.T) {
+	for _, pair := range [][2]string{{"perf", "perf"}, {"perf", "ptrace"}} {
+		t.Run(pair[0]+"+"+pair[1], func(t *testing.T) {
+			spin := startSpin(t)
+			pid := spin.Process.Pid
+			dir := t.TempDir()
+			var gs [2]*bgGprof
+			for i, be := range pair {
+				gs[i] = startGprof(t, nil, "record", "-q", "--backend", be, "-d", "1", "-p", strconv.Itoa(pid), "-o", filepath.Join(dir, fmt.Sprintf("%d.json.gz", i)))
+			}
+			for i, g := range gs {
+				if !g.exited(20 * time.Second) {
+					t.Fatalf("gprof %d did not finish", i)
+				}
+				if !g.cmd.ProcessState.Success() {
+					skipIfNoBackend(t, g.stderr.String())
+					t.Errorf("gprof %d (%s): %v: %s", i, pair[i], g.cmd.ProcessState, g.stderr.String())
+				}
+			}
+			assertUnharmed(t, pid)
+			for i := range gs {
+				p, err := gecko.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.json.gz", i)))
+				if err != nil {
+					t.Errorf("gprof %d: %v", i, err)
+					continue
+				}
+				if n := samplesByTid(p)[pid]; n < 200 {
+					t.Errorf("gprof %d (%s): %d samples in 1 s", i, pair[i], n)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultFullDisk writes profiles onto a tiny, nearly full tmpfs: a
+// clear one-line error naming the file, exit 1, the existing file there
+// byte for byte, and no temporary files left behind.
+func TestFaultFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "full")
+	os.Mkdir(mnt, 0o755)
+	if b, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, b)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	good := filepath.Join(mnt, "good.json")
+	old := []byte(`{"precious": true}`)
+	if err := os.WriteFile(good, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the disk: files can still be created (tmpfs counts inodes
+	// apart), but not a byte written to them.
+	filler, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = filler.Write(make([]byte, 4096))
+	}
+	filler.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the tmpfs: %v", err)
+	}
+	check := func(t *testing.T, r result) {
+		t.Helper()
+		oneErrorLine(t, r, good)
+		if !strings.Contains(r.stderr, "no space") {
+			t.Errorf("error %q does not say the disk is full", r.stderr)
+		}
+		if b, _ := os.ReadFile(good); !bytes.Equal(b, old) {
+			t.Errorf("the existing file changed (%d bytes now)", len(b))
+		}
+		if names := dirNames(t, mnt); len(names) != 2 {
+			t.Errorf("files left behind: %v", names)
+		}
+	}
+	split := buildC(t, "split")
+	t.Run("record", func(t *testing.T) {
+		r := gprof(t, "record", "-q", "-o", good, "--", split, "1", "0.3")
+		skipIfNoPerf(t, r)
+		check(t, r)
+	})
+	t.Run("record-gz", func(t *testing.T) {
+		gzGood := good + ".gz"
+		os.Rename(good, gzGood)
+		defer os.Rename(gzGood, good)
+		r := gprof(t, "record", "-q", "-o", gzGood, "--", split, "1", "0.3")
+		skipIfNoPerf(t, r)
+		oneErrorLine(t, r, gzGood)
+		if b, _ := os.ReadFile(gzGood); !bytes.Equal(b, old) {
+			t.Errorf("the existing file changed (%d bytes now)", len(b))
+		}
+		if names := dirNames(t, mnt); len(names) != 2 {
+			t.Errorf("files left behind: %v", names)
+		}
+	})
+	t.Run("convert", func(t *testing.T) {
+		in := filepath.Join(dir, "in.json.gz")
+		r := gprof(t, "record", "-q", "-o", in, "--", split, "1", "0.3")
+		skipIfNoPerf(t, r)
+		if r.code != 0 {
+			t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+		}
+		check(t, gprof(t, "convert", in, "-o", good))
+	})
+}
+
+// TestFaultCorruptInput feeds convert and report truncated, corrupt and
+// unsupported files made from a real recording: each is exit 1 and one
+// "gprof: error:" line naming the file, never a panic, and convert writes
+// nothing.
+func TestFaultCorruptInput(t *testing.T) {
+	split := buildC(t, "split")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "real.json")
+	r := gprof(t, "record", "-q", "-o", src, "--", split, "1", "0.1")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	plain, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procPath := filepath.Join(dir, "real-processed.json")
+	if r := gprof(t, "convert", src, "-o", procPath); r.code != 0 {
+		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
+	}
+	processed, _ := os.ReadFile(procPath)
+	gzipped := gzipBytes(plain)
+
+	inputs := map[string][]byte{
+		"empty.json":          {},
+		"garbage.bin":         bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef, 0x00, 0x7f}, 500),
+		"array.json":          []byte(`[1, 2, {"meta": {}}]`),
+		"string.json":         []byte(`"hello"`),
+		"null.json":           []byte(`null`),
+		"gzip-header-only.gz": gzipped[:10],
+		"too-new.json": bytes.Replace(processed, []byte(`"preprocessedProfileVersion":66`),
+			[]byte(`"preprocessedProfileVersion":999`), 1),
+	}
+	if bytes.Equal(inputs["too-new.json"], processed) {
+		t.Fatal("the processed profile has no preprocessedProfileVersion 66 to change")
+	}
+	for _, pct := range []int{10, 50, 90} {
+		cut := plain[:len(plain)*pct/100]
+		inputs[fmt.Sprintf("cut%d.json", pct)] = cut
+		inputs[fmt.Sprintf("cut%d.json.gz", pct)] = gzipBytes(cut)
+		inputs[fmt.Sprintf("gzip-cut%d.json.gz", pct)] = gzipped[:len(gzipped)*pct/100]
+		inputs[fmt.Sprintf("processed-cut%d.json", pct)] = processed[:len(processed)*pct/100]
+	}
+	for name, data := range inputs {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			oneErrorLine(t, gprof(t, "report", path), path)
+			conv := filepath.Join(dir, "out-"+name)
+			oneErrorLine(t, gprof(t, "convert", path, "-o", conv), path)
+			if _, err := os.Stat(conv); err == nil {
+				t.Errorf("convert wrote %s from a bad input", conv)
+			}
+		})
+	}
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}

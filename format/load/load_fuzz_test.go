@@ -1,0 +1,60 @@
+package load
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readLimit bounds one Reader call in FuzzReader. A reader that loops or
+// crawls on some input would otherwise stall the fuzzer silently: the
+// fuzzing engine has no per-input timeout, and -fuzztime ends the run with
+// PASS.
+const readLimit = 10 * time.Second
+
+// FuzzReader checks that no input makes the sniffing reader panic, hang,
+// or return an error that spans lines (the CLI prints errors as one line).
+// Seeds live in testdata/fuzz/FuzzReader: real gprof output, whole and cut
+// short, plain and gzipped, in both formats.
+func FuzzReader(f *testing.F) {
+	mini := []byte(`{"meta":{"version":36,"startTime":1,"interval":1,"categories":[{"name":"Other","color":"grey"}]},"libs":[],"threads":[],"processes":[]}`)
+	f.Add(mini)
+	f.Add(gz(mini))
+	f.Add(gz(mini[:len(mini)/2]))
+	f.Add([]byte(`{"meta":{"preprocessedProfileVersion":66}}`))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Add([]byte(" \n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		type res struct {
+			kind Kind
+			err  error
+		}
+		done := make(chan res, 1)
+		go func() {
+			_, k, err := Reader(bytes.NewReader(in))
+			done <- res{k, err}
+		}()
+		var r res
+		select {
+		case r = <-done:
+		case <-time.After(readLimit):
+			t.Fatalf("Reader did not return within %v on %d bytes", readLimit, len(in))
+		}
+		if r.err != nil && strings.Contains(r.err.Error(), "\n") {
+			t.Fatalf("multi-line error %q", r.err)
+		}
+		if r.err == nil && r.kind != Gecko && r.kind != Processed {
+			t.Fatalf("read without error but kind %q", r.kind)
+		}
+	})
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}

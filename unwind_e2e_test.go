@@ -6,6 +6,7 @@ package main
 
 import (
 	"debug/elf"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,5 +170,28 @@ func TestSystemBinaryNames(t *testing.T) {
 		if _, ok := findFunc(rep.All.TopTotal, "__libc_start_main_impl"); !ok {
 			t.Errorf("libc's __libc_start_main is not named")
 		}
+	}
+}
+
+// TestPtraceMatchesPerf: the ptrace backend gives the same function split
+// as perf. Both are compared with the fixture's exact 50/30/20 split, within
+// ±3 percentage points, which also bounds their difference without adding
+// perf's own sampling noise to ptrace's.
+func TestPtraceMatchesPerf(t *testing.T) {
+	bin := buildC(t, "split")
+	truth := map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20}
+	for _, backend := range []string{"perf", "ptrace"} {
+		// 2.5 s of CPU per thread keeps the sampling noise near 1 point.
+		p := recordProfile(t, "--backend", backend, "--", bin, "2", "2.5")
+		rep := runReport(t, writeTemp(t, p))
+		got := map[string]float64{}
+		for fn, want := range truth {
+			f, _ := findFunc(rep.All.TopSelf, fn)
+			got[fn] = f.SelfPct
+			if math.Abs(f.SelfPct-want) > 3 {
+				t.Errorf("%s: %s has %.1f%% self time, want %.0f%% ± 3", backend, fn, f.SelfPct, want)
+			}
+		}
+		t.Logf("%s: %d samples, split %v", backend, rep.Samples, got)
 	}
 }

@@ -220,6 +220,7 @@ type ptStats struct {
 	late           int // interrupted threads slower than ptStopLimit to stop
 	denied         int // EPERM from PTRACE_SEIZE
 	signals        int // signal-delivery-stops, the signal handed back
+	inSyscall      int // stops on the way out of the kernel, dropped
 	// paused is the time from interrupt to detach, summed over samples:
 	// roughly how long the target's threads were kept from running.
 	paused, maxPause time.Duration
@@ -794,7 +795,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		}
 		return nil, false
 	}
-	err := ptGetRegs(tid, &s.regs)
+	inSyscall, err := ptGetRegs(tid, &s.regs)
 	t := MonotonicNow()
 	var stack []byte
 	if err == nil {
@@ -810,6 +811,15 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 	s.stats.paused += held
 	s.stats.maxPause = max(s.stats.maxPause, held)
 	if err != nil {
+		return nil, false
+	}
+	if inSyscall {
+		// The thread stopped on its way out of the kernel, where a
+		// thread that was waiting for a CPU or in a system call stops.
+		// Keeping such samples would pile them on the few syscall sites
+		// of a busy loop; perf samples user mode only, so drop them. The
+		// caller keeps the CPU time for the thread's next sample.
+		s.stats.inSyscall++
 		return nil, false
 	}
 	if _, ok := findRange(pr.exec, s.regs.IP); !ok {

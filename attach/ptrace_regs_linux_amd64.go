@@ -4,11 +4,15 @@ package attach
 
 import "golang.org/x/sys/unix"
 
-func ptGetRegs(tid int, r *Regs) error {
+// ptGetRegs reads tid's registers. inSyscall reports a stop on the way
+// out of a system call: orig_rax holds a syscall number, and rcx equals
+// rip because the syscall instruction saved the return address there (an
+// interrupt essentially never leaves them equal).
+func ptGetRegs(tid int, r *Regs) (inSyscall bool, err error) {
 	var pr unix.PtraceRegs
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return err
+		return false, err
 	}
 	*r = Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp}
-	return nil
+	return int64(pr.Orig_rax) >= 0 && pr.Orig_rax < 4096 && pr.Rcx == pr.Rip, nil
 }

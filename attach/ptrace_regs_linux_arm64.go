@@ -4,11 +4,13 @@ package attach
 
 import "golang.org/x/sys/unix"
 
-func ptGetRegs(tid int, r *Regs) error {
+// ptGetRegs reads tid's registers. Stops at syscall returns are not
+// recognized on arm64 (that needs orig_x0 from another register set).
+func ptGetRegs(tid int, r *Regs) (inSyscall bool, err error) {
 	var pr unix.PtraceRegs
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return err
+		return false, err
 	}
 	*r = Regs{IP: pr.Pc, SP: pr.Sp, FP: pr.Regs[29], LR: pr.Regs[30]}
-	return nil
+	return false, nil
 }

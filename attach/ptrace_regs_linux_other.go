@@ -7,6 +7,6 @@ import (
 	"runtime"
 )
 
-func ptGetRegs(tid int, r *Regs) error {
-	return fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, ErrUnsupported)
+func ptGetRegs(tid int, r *Regs) (bool, error) {
+	return false, fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, ErrUnsupported)
 }

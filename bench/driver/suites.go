@@ -49,7 +49,7 @@ func (e *env) costSuite() (string, error) {
 			fixed[t.name] = append(fixed[t.name], o.profCPU)
 		}
 	}
-	per1k := func(o outcome) float64 { return 1000 * o.profCPU / math.Max(float64(o.samples), 1) }
+	per1k := func(o outcome) float64 { return 1e6 * o.profCPU / math.Max(float64(o.samples), 1) } // ms
 	col := func(name string, f func(outcome) float64) []float64 {
 		var xs []float64
 		for _, o := range res[name] {

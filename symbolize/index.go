@@ -52,7 +52,15 @@ func (b *Binary) Lookup(relAddr uint64) []Frame {
 	if err != nil {
 		return nil
 	}
-	return ix.lookup(relAddr)
+	frames := ix.lookup(relAddr)
+	for i := range frames {
+		// Go's line table says -1 for generated code; the model's "no
+		// line" is 0, and profile formats store lines unsigned.
+		if frames[i].Line < 0 {
+			frames[i].Line = 0
+		}
+	}
+	return frames
 }
 
 // DebugFile returns the path of the separate debug file in use, or "".

@@ -398,3 +398,27 @@ func TestLookupConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupLinesNeverNegative sweeps a whole Go binary, stripped and not:
+// Go's line table says -1 for generated code, and profile formats store
+// lines unsigned, so Lookup must say 0 ("unknown") instead.
+func TestLookupLinesNeverNegative(t *testing.T) {
+	full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+	stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+	for _, bin := range []string{full, stripped} {
+		b, err := Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := b.ELF().Section(".text")
+		base := b.Identity().Base
+		for a := text.Addr; a < text.Addr+text.Size; a += 7 {
+			for _, f := range b.Lookup(a - base) {
+				if f.Line < 0 {
+					t.Fatalf("%s: Lookup(%#x) gave line %d in %s", filepath.Base(bin), a, f.Line, f.Function)
+				}
+			}
+		}
+		b.Close()
+	}
+}

@@ -212,7 +212,7 @@ func TestRecordLaunchMultiThread(t *testing.T) {
 	// Every sampled address lies in a lib of its process.
 	for _, th := range proc.Threads {
 		for _, f := range th.Frames.Frames {
-			if f.Label == "" && symbolize.FindLib(proc.Libs, f.Address) == nil {
+			if f.Label == "" && format.FindLib(proc.Libs, f.Address) == nil {
 				t.Errorf("thread %d: address %#x is in no lib", th.Tid, f.Address)
 			}
 		}

@@ -50,7 +50,7 @@ func completeness(t *testing.T, proc *format.Process, exe string) (float64, int)
 				outer = th.Stacks.Prefix[outer]
 			}
 			addr := th.Frames.Frames[th.Stacks.Frame[outer]].Address
-			lib := symbolize.FindLib(proc.Libs, addr)
+			lib := format.FindLib(proc.Libs, addr)
 			if lib == nil {
 				continue
 			}

@@ -47,3 +47,37 @@ func (s *SymbolTable) Add(k LibKey, addr uint64, frames []SymbolFrame) {
 	}
 	ls.Addresses[addr] = frames
 }
+
+// LookupFrame returns the frames for a frame at lib-relative address rel of
+// lib k. A caller's address is a return address, just past its call
+// instruction; symbolizers file what the call resolves to under the raw
+// address, but tables filled by others may hold it one byte lower, inside
+// the call, so for callers that key is tried when the raw one has nothing.
+func (s *SymbolTable) LookupFrame(k LibKey, rel uint64, caller bool) []SymbolFrame {
+	if f := s.Lookup(k, rel); len(f) > 0 {
+		return f
+	}
+	if caller && rel > 0 {
+		return s.Lookup(k, rel-1)
+	}
+	return nil
+}
+
+// KernelLib returns the key of the symbols for kernel addresses outside any
+// library: KernelKey if the table has it, else the key named KernelDebugName
+// with the smallest BreakpadID, so the choice does not depend on map order.
+// ok is false if there is none.
+func (s *SymbolTable) KernelLib() (k LibKey, ok bool) {
+	if s == nil {
+		return LibKey{}, false
+	}
+	if _, ok := s.Libs[KernelKey]; ok {
+		return KernelKey, true
+	}
+	for l := range s.Libs {
+		if l.DebugName == KernelDebugName && (!ok || l.BreakpadID < k.BreakpadID) {
+			k, ok = l, true
+		}
+	}
+	return k, ok
+}

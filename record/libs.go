@@ -255,7 +255,7 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 		if name == "" || strings.HasPrefix(name, "//anon") {
 			name = "[anon]"
 		}
-		key := symbolize.PerfMapKey(m.Pid)
+		key := format.PerfMapKey(m.Pid)
 		l.Name, l.Path = name, name
 		l.DebugName, l.DebugPath = key.DebugName, symbolize.PerfMapPath(m.Pid)
 		l.Offset = m.Start

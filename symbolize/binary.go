@@ -7,8 +7,8 @@
 // Addresses are library-relative as the Firefox Profiler counts them: from
 // the virtual address of the binary's first PT_LOAD segment, so that
 // relAddr = addr - (lib.Start - lib.Offset). Binary.Lookup answers one
-// address; Profile fills a whole profile's symbol table, and Locate tells
-// readers of that table under which key and address a frame was filed.
+// address; Profile fills a whole profile's symbol table, under the keys and
+// addresses format.Process.Locate gives readers of that table.
 //
 // Each binary is indexed once: its symbol tables eagerly, its DWARF one
 // compilation unit at a time as lookups reach them, so a query is a few

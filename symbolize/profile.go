@@ -10,47 +10,6 @@ import (
 	"github.com/gprof-dev/gprof/format"
 )
 
-// KernelDebugName is the DebugName of the pseudo-library kernel addresses
-// are keyed under when no library of the process covers them. Its
-// addresses are absolute (its base is 0).
-const KernelDebugName = "kernel"
-
-// KernelKey keys kernel frames outside any library in Profile.Symbols.
-var KernelKey = format.LibKey{DebugName: KernelDebugName}
-
-// PerfMapKey keys JIT frames of process pid, resolved from its perf map,
-// in Profile.Symbols. Its addresses are absolute.
-func PerfMapKey(pid int) format.LibKey {
-	return format.LibKey{DebugName: fmt.Sprintf("perf-%d.map", pid)}
-}
-
-// Locate says where Profile files the symbols of native frame f of process
-// p: under the key of the library covering it at the library-relative
-// address, or, outside every library, under KernelKey (kernel frames) or
-// PerfMapKey (others) at the absolute address. Label frames have no
-// location.
-func Locate(p *format.Process, f format.Frame) (key format.LibKey, rel uint64, ok bool) {
-	if f.Label != "" {
-		return format.LibKey{}, 0, false
-	}
-	if lib := FindLib(p.Libs, f.Address); lib != nil {
-		return lib.Key(), f.Address - (lib.Start - lib.Offset), true
-	}
-	if f.Category == format.CategoryKernel {
-		return KernelKey, f.Address, true
-	}
-	return PerfMapKey(p.Pid), f.Address, true
-}
-
-// FindLib returns the library covering addr in libs, sorted by Start.
-func FindLib(libs []format.Lib, addr uint64) *format.Lib {
-	i := sort.Search(len(libs), func(i int) bool { return libs[i].Start > addr }) - 1
-	if i >= 0 && addr < libs[i].End {
-		return &libs[i]
-	}
-	return nil
-}
-
 // Options configure Profile.
 type Options struct {
 	// SymbolDirs are searched for separate debug files (see SymbolDirs).
@@ -114,8 +73,8 @@ type candidate struct {
 }
 
 // Profile symbolizes every native frame of p into p.Symbols, keyed as
-// Locate says. Addresses already in p.Symbols are left alone, and a
-// library whose addresses are all known is not opened.
+// format.Process.Locate says. Addresses already in p.Symbols are left
+// alone, and a library whose addresses are all known is not opened.
 //
 // Results are filed under the raw frame address, but an address that is
 // only ever a return address (never the leaf of a sample, nor the user
@@ -203,7 +162,7 @@ func collect(p *format.Profile) map[format.LibKey]*group {
 		for _, th := range proc.Threads {
 			exact := exactFrames(th)
 			for fi, f := range th.Frames.Frames {
-				key, rel, ok := Locate(proc, f)
+				key, rel, ok := proc.Locate(f)
 				if !ok {
 					continue
 				}
@@ -214,14 +173,14 @@ func collect(p *format.Profile) map[format.LibKey]*group {
 					switch {
 					case f.Category == format.CategoryKernel:
 						g.kind = kindKernel
-					case key.DebugName == PerfMapKey(proc.Pid).DebugName:
+					case key.DebugName == format.PerfMapKey(proc.Pid).DebugName:
 						// Outside every lib, or in the pseudo-lib a
 						// recorder made of anonymous executable memory.
 						g.kind = kindPerfMap
 					}
 					groups[key] = g
 				}
-				if lib := FindLib(proc.Libs, f.Address); lib != nil {
+				if lib := format.FindLib(proc.Libs, f.Address); lib != nil {
 					if !g.seen[lib] {
 						g.seen[lib] = true
 						g.cands = append(g.cands, candidate{proc, lib})

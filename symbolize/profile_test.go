@@ -114,8 +114,8 @@ func TestProfile(t *testing.T) {
 	check(key, ret-base, b.Lookup(ret-base-1))
 	// The user frame under a kernel frame is where the thread trapped.
 	check(key, workLo-base, b.Lookup(workLo-base))
-	check(KernelKey, kaddr, []format.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
-	check(PerfMapKey(4242), jit, []format.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
+	check(format.KernelKey, kaddr, []format.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
+	check(format.PerfMapKey(4242), jit, []format.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
 	if got := p.Symbols.Lookup(key, ret-base); len(got) == 0 || got[0].Function != "helper" {
 		t.Errorf("return address in helper symbolized as %+v", got)
 	}
@@ -165,7 +165,7 @@ func TestProfileKernelUnavailable(t *testing.T) {
 	if !errors.Is(st.Libs[0].Err, ErrKallsymsUnavailable) {
 		t.Errorf("kernel error = %v", st.Libs[0].Err)
 	}
-	if st.Unresolved != 1 || st.Libs[0].Key != KernelKey {
+	if st.Unresolved != 1 || st.Libs[0].Key != format.KernelKey {
 		t.Errorf("stats = %+v", st)
 	}
 }

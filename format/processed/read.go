@@ -498,10 +498,9 @@ func (r *reader) addLibs(pr *format.Process, t *rawThread) {
 		if f.Label != "" {
 			continue
 		}
-		i := sort.Search(len(r.libs), func(i int) bool { return r.libs[i].End > f.Address })
-		if i < len(r.libs) && r.libs[i].Start <= f.Address && !have[r.libs[i].Start] {
-			have[r.libs[i].Start] = true
-			pr.Libs = append(pr.Libs, r.libs[i])
+		if l := format.FindLib(r.libs, f.Address); l != nil && !have[l.Start] {
+			have[l.Start] = true
+			pr.Libs = append(pr.Libs, *l)
 		}
 	}
 }

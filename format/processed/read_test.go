@@ -24,7 +24,7 @@ func readTest(t *testing.T, b []byte) *format.Profile {
 // models with different addresses can be compared by meaning.
 func resolve(p *format.Profile, pr *format.Process, th *format.Thread) []string {
 	b := &builder{p: p}
-	b.findKernel()
+	b.kernKey, b.kernOK = p.Symbols.KernelLib()
 	libs, _ := sortedLibs(pr)
 	var out []string
 	for _, s := range th.Samples.Stack {
@@ -38,14 +38,14 @@ func resolve(p *format.Profile, pr *format.Process, th *format.Thread) []string 
 				name = f.Label
 			case b.isKernel(libs, f):
 				var fs []string
-				for _, sf := range b.lookup(b.kernKey, f.Address, caller) {
+				for _, sf := range p.Symbols.LookupFrame(b.kernKey, f.Address, caller) {
 					fs = append(fs, sf.Function+"@"+sf.File+":"+itoa(sf.Line))
 				}
 				name = "kernel[" + strings.Join(fs, ">") + "]"
-			case findLib(libs, f.Address) != nil:
-				l := findLib(libs, f.Address)
+			case format.FindLib(libs, f.Address) != nil:
+				l := format.FindLib(libs, f.Address)
 				var fs []string
-				for _, sf := range b.lookup(l.Key(), f.Address-(l.Start-l.Offset), caller) {
+				for _, sf := range p.Symbols.LookupFrame(l.Key(), l.Rel(f.Address), caller) {
 					fs = append(fs, sf.Function+"@"+sf.File+":"+itoa(sf.Line))
 				}
 				name = l.Name + "[" + strings.Join(fs, ">") + "]"

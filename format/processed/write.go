@@ -31,13 +31,13 @@ package processed
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -218,7 +218,7 @@ func build(p *format.Profile) (*builder, error) {
 		sIndex:   make(map[uint64]int32),
 	}
 	b.setCategories()
-	b.findKernel()
+	b.kernKey, b.kernOK = p.Symbols.KernelLib()
 	if err := b.kernelBase(); err != nil {
 		return nil, err
 	}
@@ -287,25 +287,6 @@ func (b *builder) str(s string) int32 {
 	return i
 }
 
-// findKernel picks the symbol table that describes kernel addresses outside
-// any mapped lib. The exact key {DebugName: "kernel"} wins; otherwise the
-// smallest breakpad ID, so the choice does not depend on map order.
-func (b *builder) findKernel() {
-	st := b.p.Symbols
-	if st == nil {
-		return
-	}
-	if _, ok := st.Libs[format.LibKey{DebugName: "kernel"}]; ok {
-		b.kernKey, b.kernOK = format.LibKey{DebugName: "kernel"}, true
-		return
-	}
-	for k := range st.Libs {
-		if k.DebugName == "kernel" && (!b.kernOK || k.BreakpadID < b.kernKey.BreakpadID) {
-			b.kernKey, b.kernOK = k, true
-		}
-	}
-}
-
 // kernelBase chooses the synthetic kernel lib's base: one page below the
 // lowest unmapped kernel frame or symbol start, so that relative addresses,
 // nudged ones included, are small and non-negative.
@@ -353,32 +334,21 @@ func plausibleFuncAddr(fa, a uint64) bool {
 	return fa != 0 && fa <= a && a-fa < 1<<32
 }
 
-func (b *builder) isKernel(libs []*format.Lib, f format.Frame) bool {
-	return b.kernOK && f.Label == "" && f.Category == format.CategoryKernel && findLib(libs, f.Address) == nil
+func (b *builder) isKernel(libs []format.Lib, f format.Frame) bool {
+	return b.kernOK && f.Label == "" && f.Category == format.CategoryKernel && format.FindLib(libs, f.Address) == nil
 }
 
-// sortedLibs returns pr's libs ordered by start, checking the model's
-// promise that they do not overlap.
-func sortedLibs(pr *format.Process) ([]*format.Lib, error) {
-	libs := make([]*format.Lib, len(pr.Libs))
-	for i := range pr.Libs {
-		libs[i] = &pr.Libs[i]
-	}
-	sort.SliceStable(libs, func(i, j int) bool { return libs[i].Start < libs[j].Start })
+// sortedLibs returns a copy of pr's libs ordered by start, checking the
+// model's promise that they do not overlap.
+func sortedLibs(pr *format.Process) ([]format.Lib, error) {
+	libs := slices.Clone(pr.Libs)
+	slices.SortStableFunc(libs, func(a, b format.Lib) int { return cmp.Compare(a.Start, b.Start) })
 	for i := 1; i < len(libs); i++ {
 		if libs[i].Start < libs[i-1].End {
 			return nil, fmt.Errorf("pid %d: libs %q and %q overlap", pr.Pid, libs[i-1].Name, libs[i].Name)
 		}
 	}
 	return libs, nil
-}
-
-func findLib(libs []*format.Lib, addr uint64) *format.Lib {
-	i := sort.Search(len(libs), func(i int) bool { return libs[i].End > addr })
-	if i < len(libs) && libs[i].Start <= addr {
-		return libs[i]
-	}
-	return nil
 }
 
 // outLibKey identifies a lib in the output. Libs without identity are told
@@ -413,22 +383,10 @@ func (b *builder) kernelLib() int32 {
 	return b.kernLib
 }
 
-// lookup resolves a lib-relative address; see the package comment for why
-// callers fall back to the nudged key.
-func (b *builder) lookup(k format.LibKey, addr uint64, caller bool) []format.SymbolFrame {
-	if s := b.p.Symbols.Lookup(k, addr); len(s) > 0 {
-		return s
-	}
-	if caller && addr > 0 {
-		return b.p.Symbols.Lookup(k, addr-1)
-	}
-	return nil
-}
-
 func hexName(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 
 // frame returns the output frames for model frame f in the given role.
-func (b *builder) frame(libs []*format.Lib, f format.Frame, caller bool) chain {
+func (b *builder) frame(libs []format.Lib, f format.Frame, caller bool) chain {
 	cat := b.category(f.Category)
 	if f.Label != "" {
 		k := frameKey{lib: -2, label: f.Label, cat: cat}
@@ -445,14 +403,14 @@ func (b *builder) frame(libs []*format.Lib, f format.Frame, caller bool) chain {
 		rel  uint64
 		syms []format.SymbolFrame
 	)
-	if l := findLib(libs, f.Address); l != nil {
+	if l := format.FindLib(libs, f.Address); l != nil {
 		li = b.lib(l)
-		rel = f.Address - (l.Start - l.Offset)
+		rel = l.Rel(f.Address)
 		k := frameKey{lib: li, addr: rel, caller: caller, cat: cat}
 		if c, ok := b.fIndex[k]; ok {
 			return c
 		}
-		syms = b.lookup(l.Key(), rel, caller)
+		syms = b.p.Symbols.LookupFrame(l.Key(), rel, caller)
 		c := b.native(li, rel, caller, cat, f.Address, syms, 0)
 		b.fIndex[k] = c
 		return c
@@ -464,7 +422,7 @@ func (b *builder) frame(libs []*format.Lib, f format.Frame, caller bool) chain {
 		if c, ok := b.fIndex[k]; ok {
 			return c
 		}
-		syms = b.lookup(b.kernKey, f.Address, caller)
+		syms = b.p.Symbols.LookupFrame(b.kernKey, f.Address, caller)
 		c := b.native(li, rel, caller, cat, f.Address, syms, b.kernBase)
 		b.fIndex[k] = c
 		return c
@@ -586,7 +544,7 @@ func (b *builder) stack(prefix, frame int32) int32 {
 // thread maps th's stacks into the shared output tables. Each model stack
 // can need two output versions: as a sampled leaf (raw address) and as a
 // caller of deeper stacks (nudged address).
-func (b *builder) thread(pr *format.Process, libs []*format.Lib, th *format.Thread) (threadOut, error) {
+func (b *builder) thread(pr *format.Process, libs []format.Lib, th *format.Thread) (threadOut, error) {
 	st, ft, sm := &th.Stacks, &th.Frames, &th.Samples
 	ns, nf := len(st.Frame), len(ft.Frames)
 	if len(st.Prefix) != ns {

@@ -17,7 +17,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -146,7 +145,7 @@ func Build(p *format.Profile, opts Options) Report {
 		top = DefaultTop
 	}
 	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts()}
-	b.findKernel()
+	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Threads: []Thread{},
@@ -203,53 +202,17 @@ func (b *builder) fn(k fnKey) int32 {
 	return i
 }
 
-func (b *builder) findKernel() {
-	st := b.p.Symbols
-	if st == nil {
-		return
-	}
-	if _, ok := st.Libs[format.LibKey{DebugName: "kernel"}]; ok {
-		b.kernel, b.kernOK = format.LibKey{DebugName: "kernel"}, true
-		return
-	}
-	for k := range st.Libs {
-		if k.DebugName == "kernel" && (!b.kernOK || k.BreakpadID < b.kernel.BreakpadID) {
-			b.kernel, b.kernOK = k, true
-		}
-	}
-}
-
-func sortedLibs(pr *format.Process) []*format.Lib {
-	libs := make([]*format.Lib, len(pr.Libs))
-	for i := range pr.Libs {
-		libs[i] = &pr.Libs[i]
-	}
-	sort.SliceStable(libs, func(i, j int) bool { return libs[i].Start < libs[j].Start })
+// sortedLibs returns a copy of pr's libs ordered by start.
+func sortedLibs(pr *format.Process) []format.Lib {
+	libs := slices.Clone(pr.Libs)
+	slices.SortStableFunc(libs, func(a, b format.Lib) int { return cmp.Compare(a.Start, b.Start) })
 	return libs
-}
-
-func findLib(libs []*format.Lib, addr uint64) *format.Lib {
-	i := sort.Search(len(libs), func(i int) bool { return libs[i].End > addr })
-	if i < len(libs) && libs[i].Start <= addr {
-		return libs[i]
-	}
-	return nil
-}
-
-func (b *builder) lookup(k format.LibKey, addr uint64, caller bool) []format.SymbolFrame {
-	if s := b.p.Symbols.Lookup(k, addr); len(s) > 0 {
-		return s
-	}
-	if caller && addr > 0 {
-		return b.p.Symbols.Lookup(k, addr-1)
-	}
-	return nil
 }
 
 func hex(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 
 // levels resolves frame f to its inline stack, outer function first.
-func (b *builder) levels(libs []*format.Lib, f format.Frame, caller bool) []level {
+func (b *builder) levels(libs []format.Lib, f format.Frame, caller bool) []level {
 	if f.Label != "" {
 		return []level{{fn: b.fn(fnKey{name: f.Label})}}
 	}
@@ -258,14 +221,14 @@ func (b *builder) levels(libs []*format.Lib, f format.Frame, caller bool) []leve
 		libName string
 		name    string
 	)
-	if l := findLib(libs, f.Address); l != nil {
-		rel := f.Address - (l.Start - l.Offset)
-		syms = b.lookup(l.Key(), rel, caller)
+	if l := format.FindLib(libs, f.Address); l != nil {
+		rel := l.Rel(f.Address)
+		syms = b.p.Symbols.LookupFrame(l.Key(), rel, caller)
 		libName = l.Name
 		name = l.Name + "+" + hex(rel)
 	} else {
 		if b.kernOK && f.Category == format.CategoryKernel {
-			syms = b.lookup(b.kernel, f.Address, caller)
+			syms = b.p.Symbols.LookupFrame(b.kernel, f.Address, caller)
 			libName = "kernel"
 		}
 		name = hex(f.Address)
@@ -280,7 +243,7 @@ func (b *builder) levels(libs []*format.Lib, f format.Frame, caller bool) []leve
 	return out
 }
 
-func (b *builder) thread(libs []*format.Lib, th *format.Thread) *counts {
+func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 	c := newCounts()
 	sm := &th.Samples
 	st := &th.Stacks

@@ -1,6 +1,16 @@
 package record
 
-import "github.com/gprof-dev/gprof/format"
+import (
+	"runtime/debug"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+// modelShare is the part of a --max-memory budget the profile model itself
+// may use, by its own estimate. The rest is headroom the estimate does not
+// see: slices grow by doubling (up to 2x), and the garbage collector lets
+// the heap reach about twice what is live before collecting.
+const modelShare = 3
 
 // A bound keeps a long recording's memory in check, like the Gecko
 // profiler's chunked buffer: past a size or age limit the oldest samples
@@ -42,9 +52,17 @@ func (bd *bound) after(b *builder, now int64) {
 		}
 	}
 	if bd.maxBytes > 0 {
-		for i := 0; i < 8 && bd.size(b) > bd.maxBytes; i++ {
+		dropped := false
+		for i := 0; i < 8 && bd.size(b) > bd.maxBytes/modelShare; i++ {
 			// Discard the oldest quarter of what is kept, then look again.
 			bd.dropBefore(b, bd.discardedBefore+(now-bd.discardedBefore)/4)
+			dropped = true
+		}
+		if dropped {
+			// Give the freed memory back now, not minutes later: the
+			// point of the bound is the process's footprint. Drops are
+			// rare (each frees a quarter of the data), so this is cheap.
+			debug.FreeOSMemory()
 		}
 	}
 }

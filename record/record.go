@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	prof := &format.Profile{Meta: hostMeta(start, opts)}
 	b := newBuilder(t0, prof)
 	b.bound = bound{maxBytes: opts.MaxBytes, keep: int64(opts.Keep)}
+	if opts.MaxBytes > 0 {
+		// A soft limit makes the garbage collector work harder, rather
+		// than let the heap double, as the footprint nears the budget.
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		old := debug.SetMemoryLimit(int64(ms.Sys) + opts.MaxBytes)
+		defer debug.SetMemoryLimit(old)
+	}
 
 	libs := newLibResolver(opts.SymbolDirs)
 	defer libs.close()

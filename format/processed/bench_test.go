@@ -2,91 +2,17 @@ package processed
 
 import (
 	"io"
-	"math/rand"
-	"sync"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/synth"
 )
-
-var (
-	bigOnce    sync.Once
-	bigProfile *format.Profile
-)
-
-// big builds 8 threads × 600k samples drawn with a skew from 20k distinct
-// stacks per thread, 8 to 32 frames deep, over 5000 symbolicated
-// functions, every fifth with an inlined callee.
-func big() *format.Profile {
-	bigOnce.Do(func() {
-		const (
-			threads = 8
-			samples = 600_000
-			stacks  = 20_000
-			funcs   = 5000
-		)
-		rng := rand.New(rand.NewSource(1))
-		key := format.LibKey{DebugName: "big", BreakpadID: "B16"}
-		lib := format.Lib{Start: 0x400000, End: 0x400000 + funcs*256, Name: "big", DebugName: key.DebugName, BreakpadID: key.BreakpadID}
-		st := &format.SymbolTable{}
-		pr := &format.Process{Pid: 1, Name: "big", End: -1, Libs: []format.Lib{lib}}
-		names := make([]string, funcs)
-		for i := range names {
-			names[i] = "namespace::function_" + string(rune('a'+i%26)) + "_" + itoaBench(i)
-		}
-		addr := func() uint64 {
-			// Skew toward low function numbers, as real profiles are.
-			f := uint64(rng.ExpFloat64()*funcs/8) % funcs
-			rel := f*256 + uint64(rng.Intn(16))*8
-			sf := []format.SymbolFrame{{Function: names[f], FuncAddr: f * 256, FuncSize: 256, File: "src/file" + itoaBench(int(f/50)) + ".cc", Line: int(rel % 97)}}
-			if f%5 == 0 {
-				sf = append(sf, format.SymbolFrame{Function: names[(f+1)%funcs] + "_inl", File: "include/x.h", Line: 12})
-			}
-			st.Add(key, rel, sf)
-			return lib.Start + rel
-		}
-		for t := 0; t < threads; t++ {
-			th := &format.Thread{Tid: 1 + t, Name: "worker", Main: t == 0, End: -1}
-			pool := make([]int32, stacks)
-			for i := range pool {
-				depth := 8 + rng.Intn(25)
-				fs := make([]format.Frame, depth)
-				for d := range fs {
-					fs[d] = format.Frame{Address: addr(), Category: format.CategoryUser}
-				}
-				pool[i] = th.InternStack(fs)
-			}
-			th.Samples.Stack = make([]int32, 0, samples)
-			th.Samples.Time = make([]int64, 0, samples)
-			th.Samples.CPUDelta = make([]int64, 0, samples)
-			for i := 0; i < samples; i++ {
-				s := pool[int(rng.ExpFloat64()*stacks/10)%stacks]
-				th.Samples.Add(s, int64(i)*1e6, 1e6-int64(rng.Intn(1000)))
-			}
-			pr.Threads = append(pr.Threads, th)
-		}
-		bigProfile = &format.Profile{Meta: format.Meta{Product: "bench", Interval: 1e6, Duration: samples * 1e6}, Processes: []*format.Process{pr}, Symbols: st}
-	})
-	return bigProfile
-}
-
-func itoaBench(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
-}
 
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 func BenchmarkWrite(b *testing.B) {
-	p := big()
+	p := synth.Big()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var n int64
@@ -101,7 +27,7 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	p := big()
+	p := synth.Big()
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(Write(pw, p)) }()
 	data, err := io.ReadAll(pr)

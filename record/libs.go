@@ -1,16 +1,15 @@
 package record
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/internal/vdso"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -299,7 +298,7 @@ func (r *libResolver) vdsoFile() *libFile {
 		return r.vdso
 	}
 	r.vdsoDone = true
-	img, err := ownVDSO()
+	img, err := vdso.Image()
 	if err != nil {
 		return nil
 	}
@@ -322,38 +321,4 @@ func (r *libResolver) vdsoFile() *libFile {
 	id.DebugName, id.DebugPath = "[vdso]", "[vdso]"
 	r.vdso = &libFile{bin: bin, fd: fd, id: id}
 	return r.vdso
-}
-
-// ownVDSO copies this process's vdso image out of its own memory.
-func ownVDSO() ([]byte, error) {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasSuffix(line, "[vdso]") {
-			continue
-		}
-		rng, _, _ := strings.Cut(line, " ")
-		lo, hi, _ := strings.Cut(rng, "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			break
-		}
-		mem, err := os.Open("/proc/self/mem")
-		if err != nil {
-			return nil, err
-		}
-		defer mem.Close()
-		buf := make([]byte, end-start)
-		if _, err := mem.ReadAt(buf, int64(start)); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return nil, fmt.Errorf("no vdso mapped")
 }

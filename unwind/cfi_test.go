@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+	"github.com/gprof-dev/gprof/internal/vdso"
 )
 
 // systemBinaries are Debian binaries built without frame pointers; each
@@ -43,7 +44,7 @@ func TestCFIAgainstDelve(t *testing.T) {
 		t.Skip("no system binaries")
 	}
 	t.Run("vdso", func(t *testing.T) {
-		img, err := ownVDSO()
+		img, err := vdso.Image()
 		if err != nil {
 			t.Skip(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	"github.com/gprof-dev/gprof/internal/vdso"
 )
 
 // mapELF maps every PT_LOAD of the file at path into a fresh address space
@@ -83,7 +85,7 @@ func TestPLT(t *testing.T) {
 // TestVDSO unwinds from the entry of every function in the vdso, with the
 // CFI of our own vdso image.
 func TestVDSO(t *testing.T) {
-	img, err := ownVDSO()
+	img, err := vdso.Image()
 	if err != nil {
 		t.Skip(err)
 	}

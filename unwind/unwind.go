@@ -34,6 +34,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gprof-dev/gprof/internal/vdso"
 )
 
 // Regs are the registers unwinding starts from. The shape matches
@@ -395,8 +397,10 @@ func (u *Unwinder) module(mp Mapping) *module {
 	var mod *module
 	var err error
 	if key.path == "[vdso]" {
+		// gprof's own vdso is the target's, and reading it avoids reading
+		// target memory, which a stack copy does not include.
 		var img []byte
-		if img, err = ownVDSO(); err == nil {
+		if img, err = vdso.Image(); err == nil {
 			mod, err = loadModule("[vdso]", img)
 		}
 	} else {

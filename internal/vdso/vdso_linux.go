@@ -1,4 +1,8 @@
-package unwind
+// Package vdso reads this process's own vdso image. Every process on a
+// host maps the same vdso (the kernel has one per ABI), so gprof's copy
+// describes a target's vdso, its symbols and its CFI, without reading the
+// target's memory.
+package vdso
 
 import (
 	"bufio"
@@ -8,11 +12,9 @@ import (
 	"strconv"
 )
 
-// ownVDSO returns a copy of this process's vdso image. Every process on a
-// host maps the same vdso image (the kernel has one per ABI), so gprof's own
-// copy describes the target's vdso and its CFI; this avoids reading target
-// memory, which a stack copy does not include.
-func ownVDSO() ([]byte, error) {
+// Image returns a copy of this process's vdso image, read through
+// /proc/self/maps and /proc/self/mem.
+func Image() ([]byte, error) {
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return nil, err

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command driver runs gprof's benchmarks against perf and writes
 // bench/RESULTS.md. Run it with bench/run, which builds gprof first.
 //

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static volatile unsigned long sink;
@@ -43,6 +44,8 @@ __attribute__((noinline)) void spin_main(void) {
 }
 
 int main(void) {
+	/* Die with the test that started us, even if it is killed. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGUSR1, on_usr1);
 	printf("ready\n");
 	fflush(stdout);

@@ -1,0 +1,162 @@
+package record
+
+import (
+	"testing"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/format"
+)
+
+const ms = int64(1e6)
+
+func newTestBuilder() *builder {
+	return newBuilder(1000*ms, &format.Profile{})
+}
+
+func sample(t int64, pid, tid int, stack ...uint64) *attach.Sample {
+	return &attach.Sample{Time: t, Pid: pid, Tid: tid, CPUDelta: ms, Stack: stack}
+}
+
+func mapEv(t int64, pid int, start, end uint64, path string) *attach.Map {
+	return &attach.Map{Time: t, Pid: pid, Start: start, End: end, Path: path}
+}
+
+func procNamed(t *testing.T, procs []*proc, name string) []*proc {
+	t.Helper()
+	var out []*proc
+	for _, pr := range procs {
+		if pr.p.Name == name {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// A launched command: the helper's mappings before exec are dropped, the
+// new image's (reported at or after the exec, in either order) are kept,
+// and the process is named from its argv.
+func TestBuilderLaunchExec(t *testing.T) {
+	for _, order := range []string{"maps after exec (perf)", "maps with exec (ptrace)"} {
+		t.Run(order, func(t *testing.T) {
+			b := newTestBuilder()
+			b.handle(mapEv(1001*ms, 10, 0x1000, 0x2000, "/usr/bin/gprof"))
+			execAt := 1002 * ms
+			if order == "maps with exec (ptrace)" {
+				b.handle(mapEv(execAt, 10, 0x5000, 0x6000, "/bin/app"))
+			}
+			b.handle(&attach.Comm{Time: execAt, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app", "-x"}})
+			if order == "maps after exec (perf)" {
+				b.handle(mapEv(execAt+1, 10, 0x5000, 0x6000, "/bin/app"))
+			}
+			b.handle(sample(1003*ms, 10, 10, 0x5010))
+			procs := b.finish(1010 * ms)
+			if len(procs) != 1 {
+				t.Fatalf("%d processes, want 1", len(procs))
+			}
+			pr := procs[0]
+			if pr.p.Name != "app" {
+				t.Errorf("name %q, want app", pr.p.Name)
+			}
+			if len(pr.mappings) != 1 || pr.mappings[0].Path != "/bin/app" {
+				t.Errorf("mappings %+v, want only /bin/app", pr.mappings)
+			}
+			th := pr.p.Threads[0]
+			if !th.Main || th.Samples.Len() != 1 || th.Samples.Time[0] != 3*ms {
+				t.Errorf("thread %+v", th)
+			}
+		})
+	}
+}
+
+// An exec after samples splits the pid into two processes: what ran
+// before keeps the old name and mappings.
+func TestBuilderExecAfterSamples(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 7, Tid: 7, Name: "sh", Argv: []string{"sh"}})
+	b.handle(mapEv(1000*ms, 7, 0x1000, 0x2000, "/bin/sh"))
+	b.handle(sample(1001*ms, 7, 7, 0x1010))
+	b.handle(&attach.Comm{Time: 1002 * ms, Pid: 7, Tid: 7, Name: "split", Exec: true, Argv: []string{"./split"}})
+	b.handle(mapEv(1002*ms+1, 7, 0x8000, 0x9000, "/tmp/split"))
+	b.handle(sample(1003*ms, 7, 7, 0x8010))
+	procs := b.finish(1010 * ms)
+	if len(procs) != 2 {
+		t.Fatalf("%d processes, want 2", len(procs))
+	}
+	sh, split := procNamed(t, procs, "sh"), procNamed(t, procs, "split")
+	if len(sh) != 1 || len(split) != 1 {
+		t.Fatalf("processes %q and %q", procs[0].p.Name, procs[1].p.Name)
+	}
+	if sh[0].p.End != 2*ms {
+		t.Errorf("sh ended at %d, want at the exec", sh[0].p.End)
+	}
+	if len(sh[0].mappings) != 1 || sh[0].mappings[0].Path != "/bin/sh" ||
+		len(split[0].mappings) != 1 || split[0].mappings[0].Path != "/tmp/split" {
+		t.Errorf("mappings: sh %+v, split %+v", sh[0].mappings, split[0].mappings)
+	}
+}
+
+// A forked child inherits its parent's mappings (no records are sent for
+// them) and name; a new thread inherits its creator's name.
+func TestBuilderForkAndClone(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 1, Tid: 1, Name: "srv", Argv: []string{"srv"}})
+	b.handle(mapEv(1000*ms, 1, 0x1000, 0x2000, "/bin/srv"))
+	b.handle(&attach.Fork{Time: 1001 * ms, Pid: 1, Tid: 2, Ppid: 1, Ptid: 1})
+	b.handle(&attach.Fork{Time: 1002 * ms, Pid: 3, Tid: 3, Ppid: 1, Ptid: 1})
+	b.handle(sample(1003*ms, 3, 3, 0x1010))
+	b.handle(&attach.Exit{Time: 1004 * ms, Pid: 1, Tid: 2})
+	procs := b.finish(1010 * ms)
+	if len(procs) != 2 {
+		t.Fatalf("%d processes, want 2", len(procs))
+	}
+	parent, child := procs[0], procs[1]
+	if len(parent.p.Threads) != 2 || parent.threads[2].Name != "srv" || parent.threads[2].End != 4*ms {
+		t.Errorf("parent threads: %+v", parent.p.Threads)
+	}
+	if child.p.Pid != 3 || child.p.Name != "srv" || len(child.mappings) != 1 {
+		t.Errorf("child %+v with mappings %+v", child.p, child.mappings)
+	}
+}
+
+// Kernel frames come first and are categorized; samples intern stacks.
+func TestBuilderKernelFramesAndInterning(t *testing.T) {
+	b := newTestBuilder()
+	s := sample(1001*ms, 5, 5, 0xffffffff81000010, 0x1010, 0x1020)
+	s.KernelFrames = 1
+	b.handle(s)
+	s2 := *s
+	s2.Time = 1002 * ms
+	b.handle(&s2)
+	th := b.finish(1003 * ms)[0].p.Threads[0]
+	if th.Samples.Len() != 2 || th.Samples.Stack[0] != th.Samples.Stack[1] {
+		t.Fatalf("samples %+v: identical stacks must intern to one", th.Samples)
+	}
+	if th.Stacks.Len() != 3 || th.Frames.Len() != 3 {
+		t.Errorf("%d stacks and %d frames, want 3 and 3", th.Stacks.Len(), th.Frames.Len())
+	}
+	leaf := th.Frames.Frames[th.Stacks.Frame[th.Samples.Stack[0]]]
+	if leaf.Category != format.CategoryKernel || leaf.Address != 0xffffffff81000010 {
+		t.Errorf("leaf %+v, want the kernel frame", leaf)
+	}
+}
+
+// With a --keep window, old samples go and memory is compacted, while the
+// newest stay.
+func TestBuilderKeepWindow(t *testing.T) {
+	b := newTestBuilder()
+	b.bound = bound{keep: 100 * ms}
+	for i := int64(0); i < 3000; i++ {
+		b.handle(sample(1000*ms+i*ms, 9, 9, 0x1000+uint64(i%50)*16, 0x2000+uint64(i%7)*16))
+	}
+	th := b.finish(4000 * ms)[0].p.Threads[0]
+	first, last := th.Samples.Time[0], th.Samples.Time[th.Samples.Len()-1]
+	if last != 2999*ms {
+		t.Errorf("newest sample at %d, want %d", last, 2999*ms)
+	}
+	if first < 2999*ms-100*ms-checkInterval-100*ms/8 {
+		t.Errorf("oldest kept sample at %d ms: the window is 100 ms", first/ms)
+	}
+	if b.bound.discarded == 0 || b.bound.discardedBefore == 0 {
+		t.Errorf("nothing discarded: %+v", b.bound)
+	}
+}

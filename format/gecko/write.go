@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -480,12 +481,12 @@ func (w *profileWriter) samples(s *format.SampleTable, base int64) {
 			b = strconv.AppendInt(b, int64(stack), 10)
 		}
 		b = append(b, ',')
-		b = appendFixed(b, s.Time[i]-base, 6)
+		b = jsonw.AppendFixed(b, s.Time[i]-base, 6)
 		b = append(b, ",0,"...)
 		if s.CPUDelta == nil || s.CPUDelta[i] < 0 {
 			b = append(b, "null"...)
 		} else {
-			b = appendFixed(b, s.CPUDelta[i], 3) // ns to µs
+			b = jsonw.AppendFixed(b, s.CPUDelta[i], 3) // ns to µs
 		}
 		if s.Weight != nil {
 			b = append(b, ',')
@@ -551,7 +552,7 @@ func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carries
 	}
 	if carriesProcess {
 		b := []byte(`{"type":"` + processMarkerType + `","name":`)
-		b = appendString(b, proc.Name)
+		b = jsonw.AppendJSString(b, proc.Name)
 		b = append(b, `,"pid":`...)
 		b = strconv.AppendInt(b, int64(proc.Pid), 10)
 		if proc.Start > 0 {
@@ -564,7 +565,7 @@ func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carries
 		}
 	} else {
 		b := []byte(`{"type":"` + threadMarkerType + `","threadName":`)
-		b = appendString(b, th.Name)
+		b = jsonw.AppendJSString(b, th.Name)
 		b = append(b, `,"tid":`...)
 		b = strconv.AppendInt(b, int64(th.Tid), 10)
 		b = append(b, '}')

@@ -3,7 +3,8 @@ package processed
 import (
 	"bufio"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/gprof-dev/gprof/format/internal/jsonw"
 )
 
 // jsonWriter emits JSON tokens straight into a bufio.Writer. It keeps the
@@ -106,88 +107,15 @@ func (j *jsonWriter) uint(v uint64) {
 // milliseconds or microseconds without binary floating-point rounding.
 func (j *jsonWriter) scaled(v int64, digits int) {
 	j.sep()
-	j.buf = appendScaled(j.buf[:0], v, digits)
+	j.buf = jsonw.AppendFixed(j.buf[:0], v, digits)
 	j.rawBytes(j.buf)
 }
 
-func appendScaled(b []byte, v int64, digits int) []byte {
-	u := uint64(v)
-	if v < 0 {
-		b = append(b, '-')
-		u = uint64(-v)
-	}
-	var pow uint64 = 1
-	for i := 0; i < digits; i++ {
-		pow *= 10
-	}
-	b = strconv.AppendUint(b, u/pow, 10)
-	frac := u % pow
-	if frac == 0 {
-		return b
-	}
-	b = append(b, '.')
-	start := len(b)
-	for i := 0; i < digits; i++ {
-		b = append(b, '0')
-	}
-	for i := len(b) - 1; i >= start; i-- {
-		b[i] = byte('0' + frac%10)
-		frac /= 10
-	}
-	for b[len(b)-1] == '0' {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// quote writes s as a JSON string. Invalid UTF-8 becomes U+FFFD because
-// JSON.parse in the front-end would otherwise see mojibake or fail.
+// quote writes s as a JSON string.
 func (j *jsonWriter) quote(s string) {
 	if j.err != nil {
 		return
 	}
-	w := j.w
-	w.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			w.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				w.WriteByte('\\')
-				w.WriteByte(c)
-			case '\n':
-				w.WriteString(`\n`)
-			case '\r':
-				w.WriteString(`\r`)
-			case '\t':
-				w.WriteString(`\t`)
-			default:
-				w.WriteString(`\u00`)
-				w.WriteByte(hexDigits[c>>4])
-				w.WriteByte(hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			w.WriteString(s[start:i])
-			w.WriteString(`\ufffd`)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	w.WriteString(s[start:])
-	j.err = w.WriteByte('"')
+	j.buf = jsonw.AppendString(j.buf[:0], s)
+	j.rawBytes(j.buf)
 }

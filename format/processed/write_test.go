@@ -251,15 +251,3 @@ func TestWriteFileGzip(t *testing.T) {
 		t.Error("WriteFile and Write differ")
 	}
 }
-
-func TestAppendScaled(t *testing.T) {
-	for _, c := range []struct {
-		v    int64
-		d    int
-		want string
-	}{{0, 6, "0"}, {1, 6, "0.000001"}, {1500000, 6, "1.5"}, {-2500, 3, "-2.5"}, {123456789, 3, "123456.789"}, {1e9, 6, "1000"}} {
-		if got := string(appendScaled(nil, c.v, c.d)); got != c.want {
-			t.Errorf("appendScaled(%d, %d) = %s, want %s", c.v, c.d, got, c.want)
-		}
-	}
-}

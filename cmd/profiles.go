@@ -42,11 +42,16 @@ Examples:
 			if err != nil {
 				return err
 			}
+			ph := newPhases(os.Stderr, false)
+			defer ph.done()
+			ph.set("reading " + in)
 			p, _, err := readProfile(in)
 			if err != nil {
 				return err
 			}
+			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
+			ph.set("writing " + c.String("output"))
 			return writeProfile(c.String("output"), p, load.Processed)
 		},
 	}
@@ -79,6 +84,9 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
+			ph := newPhases(os.Stderr, false)
+			defer ph.done()
+			ph.set("reading " + in)
 			p, inKind, err := readProfile(in)
 			if err != nil {
 				return err
@@ -88,8 +96,10 @@ Examples:
 			}
 			old := p.Symbols
 			p.Symbols = nil
+			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
 			keepUnresolved(p, old)
+			ph.set("writing " + c.String("output"))
 			return writeProfile(c.String("output"), p, kind)
 		},
 	}
@@ -121,12 +131,18 @@ Examples:
 			if c.Int("top") == 0 || c.Int("top") < -1 {
 				return usagef("--top must be a positive number, or -1 for all")
 			}
+			ph := newPhases(os.Stderr, false)
+			ph.set("reading " + in)
 			p, _, err := readProfile(in)
 			if err != nil {
+				ph.done()
 				return err
 			}
+			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
+			ph.set("summarizing")
 			r := report.Build(p, report.Options{Top: c.Int("top")})
+			ph.done()
 			if c.Bool("json") {
 				return report.WriteJSON(os.Stdout, r)
 			}

@@ -130,12 +130,18 @@ func runRecord(c *cli.Context) error {
 		status = newStatusLine(os.Stderr)
 		opts.Progress = status.update
 	}
+	ph := newPhases(os.Stderr, quiet)
+	opts.Phase = func(msg string) { status.close(); ph.set(msg) }
 	res, err := record.Run(ctx, opts)
 	status.close()
 	if err != nil {
+		ph.done()
 		return err
 	}
-	if err := writeProfile(out, res.Profile, kind); err != nil {
+	ph.set("writing " + out)
+	err = writeProfile(out, res.Profile, kind)
+	ph.done()
+	if err != nil {
 		return err
 	}
 

@@ -45,3 +45,31 @@ func (s *statusLine) close() {
 	}
 	s.closed = true
 }
+
+// phases shows what a long step is doing ("resolving names…") on one
+// redrawn line. It is nil, and silent, unless stderr is a terminal and the
+// user did not ask for quiet.
+type phases struct{ s *statusLine }
+
+func newPhases(w io.Writer, quiet bool) *phases {
+	if quiet || !isTerminal(w) {
+		return nil
+	}
+	return &phases{newStatusLine(w)}
+}
+
+func (p *phases) set(msg string) {
+	if p == nil {
+		return
+	}
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	fmt.Fprintf(p.s.w, "\r\x1b[Kgprof: %s…", msg)
+	p.s.drawn = true
+}
+
+func (p *phases) done() {
+	if p != nil {
+		p.s.close()
+	}
+}

@@ -28,6 +28,8 @@ type Options struct {
 	// Progress, when set, is called about four times a second from another
 	// goroutine while recording.
 	Progress func(Progress)
+	// Phase, when set, hears about the steps after recording stops.
+	Phase func(string)
 }
 
 // Progress is a live snapshot of a recording.
@@ -143,6 +145,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		addKernelLib(prof)
 	}
 	if opts.Symbolize {
+		if opts.Phase != nil {
+			opts.Phase("resolving names")
+		}
 		n, err := libs.symbolize(prof)
 		if err != nil && opts.Attach.Notice != nil {
 			opts.Attach.Notice(fmt.Sprintf("some names could not be resolved: %v", err))

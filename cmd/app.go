@@ -151,6 +151,19 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// terminalRows returns the height of terminal w, or 0 if unknown.
+func terminalRows(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	_, rows, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return rows
+}
+
 // interspersed lets flags follow file arguments ("gprof convert IN -o OUT")
 // by moving them in front, as urfave/cli v2 stops at the first argument.
 // record is left alone: there the first argument starts the command line

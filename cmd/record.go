@@ -27,8 +27,9 @@ func recordCommand() *cli.Command {
 		ArgsUsage: "[-- COMMAND [ARGS...]]",
 		Description: `Samples the stack and CPU time of every thread of the targets, until Ctrl-C
 (SIGINT) or SIGTERM, until --duration has passed, or until every target has
-exited, then writes a Firefox Profiler (Gecko format) profile. When
-attached to processes on a terminal, it shows a live status line. Open it at
+exited, then writes a Firefox Profiler (Gecko format) profile. On a
+terminal it shows a live status line (for a launched command, on the
+bottom row, below the command's own output). Open it at
 https://profiler.firefox.com ("Load a profile from file").
 
 A launched command is followed through fork, clone and exec; sampling is
@@ -123,12 +124,20 @@ func runRecord(c *cli.Context) error {
 		defer cancel()
 	}
 
-	// A launched command inherits gprof's terminal; a redrawn status line
-	// would mangle its output, so the line is for attached processes only.
+	// A launched command inherits gprof's terminal, so its status line is
+	// pinned to the bottom row, out of the way of the command's output.
 	var status *statusLine
-	if !quiet && isTerminal(os.Stderr) && len(opts.Attach.Command) == 0 {
-		status = newStatusLine(os.Stderr)
+	if !quiet && isTerminal(os.Stderr) {
+		if len(opts.Attach.Command) > 0 {
+			status = newPinnedStatusLine(os.Stderr)
+		} else {
+			status = newStatusLine(os.Stderr)
+		}
+	}
+	if status != nil {
 		opts.Progress = status.update
+		// Whatever happens, give the terminal its scroll region back.
+		defer status.close()
 	}
 	ph := newPhases(os.Stderr, quiet)
 	opts.Phase = func(msg string) { status.close(); ph.set(msg) }

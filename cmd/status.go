@@ -10,14 +10,42 @@ import (
 
 // statusLine redraws one line on a terminal while recording. It is only
 // created when stderr is a terminal, so pipes and CI logs get none of it.
+//
+// A pinned line lives on the terminal's bottom row, below a scroll region
+// that holds everything else, so a launched command can write to the same
+// terminal without the two ever mixing (apt draws its progress bar the same
+// way).
 type statusLine struct {
 	mu     sync.Mutex
 	w      io.Writer
 	drawn  bool
 	closed bool
+	rows   int // terminal height when pinned, else 0
 }
 
 func newStatusLine(w io.Writer) *statusLine { return &statusLine{w: w} }
+
+// newPinnedStatusLine reserves the bottom row of the terminal w for the
+// status line. It returns nil if the terminal's size is unknown or tiny.
+func newPinnedStatusLine(w io.Writer) *statusLine {
+	rows := terminalRows(w)
+	if rows < 4 {
+		return nil
+	}
+	// Make room for the row, confine scrolling above it, and put the
+	// cursor back where the command's output will continue.
+	fmt.Fprintf(w, "\n\x1b7\x1b[1;%dr\x1b8\x1b[1A", rows-1)
+	return &statusLine{w: w, rows: rows}
+}
+
+func (s *statusLine) draw(line string) {
+	if s.rows > 0 {
+		fmt.Fprintf(s.w, "\x1b7\x1b[%d;1H\x1b[K%s\x1b8", s.rows, line)
+	} else {
+		fmt.Fprintf(s.w, "\r\x1b[K%s", line)
+	}
+	s.drawn = true
+}
 
 func (s *statusLine) update(p record.Progress) {
 	s.mu.Lock()
@@ -29,18 +57,24 @@ func (s *statusLine) update(p record.Progress) {
 	if p.Lost > 0 {
 		line += fmt.Sprintf("  %d lost", p.Lost)
 	}
-	fmt.Fprintf(s.w, "\r\x1b[K%s", line)
-	s.drawn = true
+	s.draw(line)
 }
 
-// close erases the line so the final summary starts clean. Safe on nil.
+// close erases the line (and gives a pinned line's row back to the
+// terminal) so the final summary starts clean. Safe on nil.
 func (s *statusLine) close() {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.drawn {
+	if s.closed {
+		return
+	}
+	switch {
+	case s.rows > 0:
+		fmt.Fprintf(s.w, "\x1b7\x1b[r\x1b[%d;1H\x1b[K\x1b8", s.rows)
+	case s.drawn:
 		fmt.Fprint(s.w, "\r\x1b[K")
 	}
 	s.closed = true
@@ -64,8 +98,7 @@ func (p *phases) set(msg string) {
 	}
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	fmt.Fprintf(p.s.w, "\r\x1b[Kgprof: %s…", msg)
-	p.s.drawn = true
+	p.s.draw("gprof: " + msg + "…")
 }
 
 func (p *phases) done() {

@@ -5,6 +5,7 @@ package attach
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -316,7 +317,7 @@ func (s *ptSampler) run() (err error) {
 		if s.finished() {
 			return nil
 		}
-		next = next.Add(s.interval)
+		next = next.Add(jitter(s.interval))
 		if d := time.Until(next); d > 0 {
 			timer.Reset(d)
 			select {
@@ -330,6 +331,14 @@ func (s *ptSampler) run() (err error) {
 			next = time.Now()
 		}
 	}
+}
+
+// jitter returns a tick length drawn uniformly from 0.5 to 1.5 times d. A
+// fixed wall-clock tick can lock in phase with a target's own loop and
+// sample some of its functions more than their share (seen as 55/26/19
+// for a 50/30/20 split); random ticks with the same mean cannot.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d)
 }
 
 // finished reports whether there is nothing left to sample.

@@ -95,7 +95,9 @@ func (b *Binary) buildIndex() (*index, error) {
 		syms = appendSymbols(syms, f)
 	}
 	syms = append(syms, pltSymbols(b.elf)...)
+	syms = append(syms, entrySymbol(b.elf)...)
 	ix.syms = finishSymbols(syms, b.elf)
+	capEntrySymbol(ix.syms, b.elf)
 	if hasDWARF(dwarfFile) {
 		if d, err := dwarfFile.DWARF(); err == nil {
 			ix.dw = newDWARFIndex(d)
@@ -112,6 +114,45 @@ func hasDWARF(f *elf.File) bool {
 		}
 	}
 	return false
+}
+
+// entryName names an executable's entry point when no symbol does, as in
+// the stripped executables distributions ship: by the C runtime's
+// convention the entry point is _start, and it is the outermost frame of
+// every main-thread stack, where a user looks for it.
+const entryName = "_start"
+
+// entryMaxSize bounds the unnamed entry symbol, so that it cannot swallow
+// the stripped functions that follow it. _start is 0x26 bytes on x86-64
+// glibc and about 0x30 on arm64.
+const entryMaxSize = 64
+
+// entrySymbol returns an unsized _start at f's entry point if f is an
+// executable: it has an interpreter or is not position-independent, and it
+// is not a library (libc, for one, has an interpreter so that it can run
+// and print its version, but its entry point is not _start). A real symbol
+// at the same address takes precedence in finishSymbols.
+func entrySymbol(f *elf.File) []symbol {
+	if f.Entry == 0 {
+		return nil
+	}
+	exe := f.Type == elf.ET_EXEC
+	for _, p := range f.Progs {
+		exe = exe || p.Type == elf.PT_INTERP
+	}
+	if soname, _ := f.DynString(elf.DT_SONAME); !exe || len(soname) > 0 {
+		return nil
+	}
+	return []symbol{{addr: f.Entry, name: entryName}}
+}
+
+// capEntrySymbol limits the synthetic entry symbol, if it survived, to
+// entryMaxSize bytes.
+func capEntrySymbol(syms []symbol, f *elf.File) {
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].addr >= f.Entry })
+	if i < len(syms) && syms[i].addr == f.Entry && syms[i].size == 0 && syms[i].name == entryName {
+		syms[i].end = min(syms[i].end, f.Entry+entryMaxSize)
+	}
 }
 
 // appendSymbols adds the function-like symbols of f's .symtab and .dynsym.

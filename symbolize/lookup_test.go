@@ -422,3 +422,32 @@ func TestLookupLinesNeverNegative(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestEntryPointNamed: a stripped executable's entry point is named _start,
+// and the name does not spread to the code that follows it.
+func TestEntryPointNamed(t *testing.T) {
+	src := build(t, "prog-entry", "gcc", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	bin := filepath.Join(t.TempDir(), "stripped")
+	run(t, "strip", "-o", bin, src)
+	b, err := Open(bin, NoSeparateDebug())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	entry, base := b.ELF().Entry, b.Identity().Base
+	if fr := b.Lookup(entry - base + 4); len(fr) == 0 || fr[0].Function != "_start" || fr[0].FuncAddr != entry-base {
+		t.Errorf("Lookup(entry+4) = %+v, want _start at the entry point", fr)
+	}
+	if fr := b.Lookup(entry - base + entryMaxSize); len(fr) > 0 && fr[0].Function == "_start" {
+		t.Errorf("_start spreads past %d bytes: %+v", entryMaxSize, fr)
+	}
+	// A shared library's entry point is not _start.
+	lib, err := Open("/usr/lib/x86_64-linux-gnu/libc.so.6", NoSeparateDebug())
+	if err != nil {
+		t.Skip("no x86-64 libc here")
+	}
+	defer lib.Close()
+	if fr := lib.Lookup(lib.ELF().Entry - lib.Identity().Base); len(fr) > 0 && fr[0].Function == "_start" {
+		t.Errorf("libc's entry point was named _start")
+	}
+}

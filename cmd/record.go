@@ -182,8 +182,8 @@ func runRecord(c *cli.Context) error {
 }
 
 func printRecordSummary(w io.Writer, s recordSummary) {
-	fmt.Fprintf(w, "gprof: wrote %s: %d samples from %d threads in %d process(es) over %.2fs",
-		s.Output, s.Samples, s.Threads, s.Processes, s.DurationSec)
+	fmt.Fprintf(w, "gprof: wrote %s: %s from %s in %s over %.2fs",
+		s.Output, plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
 	}
@@ -194,6 +194,17 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 	if s.ExitCode != nil && *s.ExitCode != 0 {
 		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
 	}
+}
+
+// plural says "1 thread", "2 threads", "3 processes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // recordOptions validates the command line into pipeline options.

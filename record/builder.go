@@ -16,7 +16,9 @@ type mapping struct {
 	attach.Map
 }
 
-// proc is a process as the builder tracks it. A process that execs becomes
+// proc is a process as the builder tracks it. Its lifetime and its
+// threads' are model times (Start, End); writers derive start and exit
+// markers from them. A process that execs becomes
 // a new proc (the old address space and name no longer apply).
 type proc struct {
 	p        *format.Process
@@ -162,9 +164,6 @@ func (b *builder) comm(e *attach.Comm) {
 			pr.named = e.Exec
 		}
 	}
-	if e.Exec {
-		b.marker(th, "Exec", e.Time, map[string]any{"type": "Process", "name": pr.p.Name})
-	}
 }
 
 func (b *builder) fork(e *attach.Fork) {
@@ -174,7 +173,6 @@ func (b *builder) fork(e *attach.Fork) {
 		if parent := pr.threads[e.Ptid]; parent != nil && th.Name == "" {
 			th.Name = parent.Name // Linux threads inherit the comm
 		}
-		b.marker(th, "ThreadStart", e.Time, nil)
 		return
 	}
 	// A new process starts as a copy of its parent's address space; no
@@ -188,8 +186,7 @@ func (b *builder) fork(e *attach.Fork) {
 			b.thread(pr, e.Tid, e.Time).Name = pth.Name
 		}
 	}
-	th := b.thread(pr, e.Tid, e.Time)
-	b.marker(th, "ProcessStart", e.Time, nil)
+	b.thread(pr, e.Tid, e.Time)
 }
 
 func (b *builder) exit(e *attach.Exit) {
@@ -199,7 +196,6 @@ func (b *builder) exit(e *attach.Exit) {
 	}
 	if th := pr.threads[e.Tid]; th != nil && th.End < 0 {
 		th.End = b.rel(e.Time)
-		b.marker(th, "ThreadExit", e.Time, nil)
 	}
 	if e.Tid == e.Pid {
 		if b.onProcessExit != nil {
@@ -220,13 +216,6 @@ func (b *builder) endProcess(pr *proc, t int64) {
 			th.End = pr.p.End
 		}
 	}
-}
-
-func (b *builder) marker(th *format.Thread, name string, t int64, data map[string]any) {
-	th.Markers = append(th.Markers, format.Marker{
-		Name: name, Start: b.rel(t), End: b.rel(t), Phase: format.PhaseInstant,
-		Category: format.CategoryOther, Data: data,
-	})
 }
 
 func (b *builder) sample(s *attach.Sample) {

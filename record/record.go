@@ -130,12 +130,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, pr := range procs {
 		pr.p.Libs = libs.libsFor(pr)
-		if pr == procs[0] || len(pr.p.Threads) > 0 {
-			prof.Processes = append(prof.Processes, pr.p)
-			out.Threads += len(pr.p.Threads)
-		}
+		prof.Processes = append(prof.Processes, pr.p)
+		out.Threads += len(pr.p.Threads)
 	}
 	out.Processes = len(prof.Processes)
+	if len(opts.Attach.Command) > 0 && len(procs) > 0 {
+		// The launched command is the first process; after any execs, its
+		// status belongs to the last program that ran under its pid.
+		pid := procs[0].p.Pid
+		for i := len(procs) - 1; i >= 0; i-- {
+			if procs[i].p.Pid == pid {
+				procs[i].p.ExitCode = res.ExitCode
+				break
+			}
+		}
+	}
 	if b.bound.discarded > 0 {
 		prof.Meta.DataStart = b.bound.discardedBefore
 		out.Discarded = b.bound.discarded

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,11 +25,13 @@ type fileKey struct {
 // open until the profile is finished, so a binary deleted or replaced
 // during the recording is still the one symbolicated.
 type libFile struct {
-	bin *symbolize.Binary
-	// fd holds the file open so /proc/self/fd/N reaches it after its path
-	// and its process are gone.
+	// fd holds the file open so /proc/self/fd/N reaches it, for
+	// symbolication at the end, after its path and its process are gone.
 	fd *os.File
 	id symbolize.Identity
+	// typ and loads are what placing a mapping of the file needs.
+	typ   elf.Type
+	loads []elf.ProgHeader
 	// note explains a degraded identity, e.g. a file replaced on disk.
 	note string
 }
@@ -75,12 +78,18 @@ func (r *libResolver) close() {
 }
 
 func (f *libFile) close() {
-	if f.bin != nil {
-		f.bin.Close()
-	}
 	if f.fd != nil {
 		f.fd.Close()
 	}
+}
+
+// identify fills f from bin, which it takes over (and closes): the
+// identity, what placing mappings needs, and a handle on the file.
+func (f *libFile) identify(bin *symbolize.Binary) {
+	defer bin.Close()
+	f.fd, _ = os.Open(bin.OpenedPath())
+	f.id = bin.Identity()
+	f.typ, f.loads = bin.ELF().Type, symbolize.LoadSegments(bin.ELF())
 }
 
 // processExited reads the process's JIT map one last time, in case it
@@ -183,9 +192,7 @@ func (r *libResolver) open(m *attach.Map) *libFile {
 		}
 		return lf
 	}
-	lf.bin = bin
-	lf.fd, _ = os.Open(bin.OpenedPath())
-	lf.id = bin.Identity()
+	lf.identify(bin)
 	lf.id.DebugName, lf.id.DebugPath = filepath.Base(path), path
 	return lf
 }
@@ -274,8 +281,8 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	if lf.id.Arch != "" {
 		l.Arch = lf.id.Arch
 	}
-	if lf.bin != nil {
-		l.Offset = lf.bin.LibOffset(m.Start, m.FileOffset)
+	if lf.loads != nil {
+		l.Offset = symbolize.LibOffset(m.Start, m.FileOffset, lf.typ, lf.loads)
 	} else {
 		// Without the file, assume the usual layout where file offsets
 		// and relative addresses agree.
@@ -306,7 +313,7 @@ func (r *libResolver) vdsoFile() *libFile {
 	if err != nil {
 		return nil
 	}
-	defer os.Remove(f.Name()) // the open Binary keeps the data reachable
+	defer os.Remove(f.Name()) // the open fd keeps the data reachable
 	_, werr := f.Write(img)
 	f.Close()
 	if werr != nil {
@@ -316,9 +323,8 @@ func (r *libResolver) vdsoFile() *libFile {
 	if err != nil {
 		return nil
 	}
-	fd, _ := os.Open(f.Name())
-	id := bin.Identity()
-	id.DebugName, id.DebugPath = "[vdso]", "[vdso]"
-	r.vdso = &libFile{bin: bin, fd: fd, id: id}
+	r.vdso = &libFile{}
+	r.vdso.identify(bin)
+	r.vdso.id.DebugName, r.vdso.id.DebugPath = "[vdso]", "[vdso]"
 	return r.vdso
 }

@@ -42,6 +42,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if err := checkWritable(c.String("output")); err != nil {
+				return err
+			}
 			ph := newPhases(os.Stderr, false)
 			defer ph.done()
 			ph.set("reading " + in)
@@ -83,6 +86,9 @@ Examples:
 			kind := load.Kind(c.String("format"))
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
+			}
+			if err := checkWritable(c.String("output")); err != nil {
+				return err
 			}
 			ph := newPhases(os.Stderr, false)
 			defer ph.done()
@@ -199,10 +205,9 @@ func keepUnresolved(p *format.Profile, old *format.SymbolTable) {
 	}
 }
 
+// writeProfile writes p in the given format. Callers check that path is
+// writable before the long work that precedes writing (checkWritable).
 func writeProfile(path string, p *format.Profile, kind load.Kind) error {
-	if err := checkWritable(path); err != nil {
-		return err
-	}
 	var err error
 	switch kind {
 	case load.Processed:

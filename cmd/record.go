@@ -96,10 +96,6 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := c.String("output")
-	if err := checkWritable(out); err != nil {
-		return err
-	}
 	kind := load.Kind(c.String("format"))
 	if kind != load.Gecko && kind != load.Processed {
 		return usagef("unknown --format %q: use gecko or processed", kind)
@@ -107,14 +103,11 @@ func runRecord(c *cli.Context) error {
 	if kind == load.Processed && c.Bool("no-symbols") {
 		return usagef("--format processed stores names, so it cannot be combined with --no-symbols")
 	}
-
-	quiet := c.Bool("quiet")
-	notice := func(msg string) {
-		if !quiet {
-			fmt.Fprintf(os.Stderr, "gprof: %s\n", msg)
-		}
+	out := c.String("output")
+	if err := checkWritable(out); err != nil {
+		return err
 	}
-	opts.Attach.Notice = notice
+	quiet := c.Bool("quiet")
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -132,6 +125,11 @@ func runRecord(c *cli.Context) error {
 			status = newPinnedStatusLine(os.Stderr)
 		} else {
 			status = newStatusLine(os.Stderr)
+		}
+	}
+	opts.Attach.Notice = func(msg string) {
+		if !quiet {
+			status.println("gprof: " + msg)
 		}
 	}
 	if status != nil {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/gprof-dev/gprof/record"
@@ -58,6 +59,21 @@ func (s *statusLine) update(p record.Progress) {
 		line += fmt.Sprintf("  %d lost", p.Lost)
 	}
 	s.draw(line)
+}
+
+// println prints a line of its own above the status line (which the next
+// update redraws). Without a status line it just prints to stderr.
+func (s *statusLine) println(line string) {
+	if s == nil {
+		fmt.Fprintln(os.Stderr, line)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rows == 0 && s.drawn {
+		fmt.Fprint(s.w, "\r\x1b[K")
+	}
+	fmt.Fprintln(s.w, line)
 }
 
 // close erases the line (and gives a pinned line's row back to the

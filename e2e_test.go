@@ -468,37 +468,37 @@ func TestAttach(t *testing.T) {
 }
 
 // TestSignalsStopRecording sends SIGINT and SIGTERM to gprof while it is
-// attached: a valid profile is written and the target carries on.
+// attached, with each backend: gprof exits 0 with a valid profile, and the
+// target carries on, not stopped, not traced.
 func TestSignalsStopRecording(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			spin := startSpin(t)
-			pid := spin.Process.Pid
-			out := filepath.Join(t.TempDir(), "s.json.gz")
-			cmd := exec.Command(gprofBin, "record", "-q", "-p", strconv.Itoa(pid), "-o", out)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(700 * time.Millisecond)
-			cmd.Process.Signal(sig)
-			err := cmd.Wait()
-			if err != nil {
-				if strings.Contains(stderr.String(), "permission") {
-					t.Skipf("perf events not permitted: %s", stderr.String())
+	for _, be := range backends {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(be+"/"+sig.String(), func(t *testing.T) {
+				spin := startSpin(t)
+				pid := spin.Process.Pid
+				out := filepath.Join(t.TempDir(), "s.json.gz")
+				g := startGprof(t, nil, "record", "-q", "--backend", be, "-p", strconv.Itoa(pid), "-o", out)
+				if g.exited(700 * time.Millisecond) {
+					skipIfNoBackend(t, g.stderr.String())
+					t.Fatalf("gprof ended by itself: %s", g.stderr.String())
 				}
-				t.Fatalf("gprof after %v: %v: %s", sig, err, stderr.String())
-			}
-			assertUnharmed(t, pid)
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatalf("profile after %v: %v", sig, err)
-			}
-			if n := p.Processes[0].Threads[0].Samples.Len(); n < 100 {
-				t.Errorf("only %d samples before %v", n, sig)
-			}
-		})
+				g.cmd.Process.Signal(sig)
+				if !g.exited(10 * time.Second) {
+					t.Fatalf("gprof still running 10 s after %v", sig)
+				}
+				if !g.cmd.ProcessState.Success() {
+					t.Fatalf("gprof after %v: %v: %s", sig, g.cmd.ProcessState, g.stderr.String())
+				}
+				assertUnharmed(t, pid)
+				p, err := gecko.ReadFile(out)
+				if err != nil {
+					t.Fatalf("profile after %v: %v", sig, err)
+				}
+				if n := samplesByTid(p)[pid]; n < 100 {
+					t.Errorf("only %d samples before %v", n, sig)
+				}
+			})
+		}
 	}
 }
 

@@ -299,39 +299,6 @@ func TestFaultSIGKILL(t *testing.T) {
 	}
 }
 
-// TestFaultSignalsPtrace is TestSignalsStopRecording for the ptrace
-// backend: SIGINT or SIGTERM end the recording, the profile is written and
-// the attached target carries on untraced.
-func TestFaultSignalsPtrace(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			spin := startSpin(t)
-			pid := spin.Process.Pid
-			out := filepath.Join(t.TempDir(), "s.json.gz")
-			g := startGprof(t, nil, "record", "-q", "--backend", "ptrace", "-p", strconv.Itoa(pid), "-o", out)
-			if g.exited(600 * time.Millisecond) {
-				skipIfNoBackend(t, g.stderr.String())
-				t.Fatalf("gprof ended by itself: %s", g.stderr.String())
-			}
-			g.cmd.Process.Signal(sig)
-			if !g.exited(10 * time.Second) {
-				t.Fatalf("gprof still running 10 s after %v", sig)
-			}
-			if !g.cmd.ProcessState.Success() {
-				t.Fatalf("gprof after %v: %v: %s", sig, g.cmd.ProcessState, g.stderr.String())
-			}
-			assertUnharmed(t, pid)
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatalf("profile after %v: %v", sig, err)
-			}
-			if n := samplesByTid(p)[pid]; n < 100 {
-				t.Errorf("only %d samples before %v", n, sig)
-			}
-		})
-	}
-}
-
 // TestFaultTargetExits attaches to a process that exits on its own while
 // recorded: the recording ends by itself, exit 0, with a valid profile
 // that holds the process's work and its exit.

@@ -200,7 +200,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			b.events = append(b.events, m)
 		}
 	case unix.PERF_RECORD_COMM:
-		if len(rec) < 16 {
+		if len(rec) < 16+d.trailerLen {
 			return
 		}
 		c := &Comm{

@@ -180,7 +180,8 @@ func (l *launched) stop(notify func(string)) int {
 	case <-l.done:
 		return l.code
 	case <-time.After(termGrace):
-		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM; it was left running, no longer profiled", filepath.Base(l.cmd.Path), l.Pid))
+		// cmd.Path is gprof's helper; Args[1] is the command it exec'd.
+		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM; it was left running, no longer profiled", filepath.Base(l.cmd.Args[1]), l.Pid))
 		return -1
 	}
 }

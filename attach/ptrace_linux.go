@@ -178,6 +178,10 @@ type ptSampler struct {
 	pending map[int]bool
 	seized  int
 
+	// sample is handed to the handler for every sample, which must not
+	// keep it (see Handler).
+	sample Sample
+
 	regs  Regs
 	stack []byte
 	iov   []unix.RemoteIovec
@@ -839,7 +843,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 	}
 	s.one[0] = s.regs.IP
 	s.stats.samples++
-	return &Sample{
+	s.sample = Sample{
 		Time:      t,
 		Pid:       pr.pid,
 		Tid:       tid,
@@ -847,7 +851,8 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 		Stack:     s.one[:],
 		Regs:      &s.regs,
 		StackCopy: stack,
-	}, outside
+	}
+	return &s.sample, outside
 }
 
 // refreshMaps rereads pr's mappings and reports executable ones not

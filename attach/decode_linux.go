@@ -155,9 +155,7 @@ type decoder struct {
 	// readArgv reads /proc/PID/cmdline on exec.
 	readArgv bool
 
-	throttled   bool
-	unthrottled int
-	unknown     int
+	throttled bool
 }
 
 func newDecoder(sampleType uint64, regs regsLayout, periodIsNs bool) *decoder {
@@ -242,12 +240,6 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		b.events = append(b.events, &Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_THROTTLE:
 		d.throttled = true
-	case unix.PERF_RECORD_UNTHROTTLE:
-		d.unthrottled++
-	case unix.PERF_RECORD_MMAP:
-		// Not emitted when mmap2 is set.
-	default:
-		d.unknown++
 	}
 }
 

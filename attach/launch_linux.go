@@ -72,7 +72,6 @@ type launched struct {
 
 	waitOnce sync.Once
 	code     int
-	state    *os.ProcessState
 	done     chan struct{}
 }
 
@@ -149,8 +148,7 @@ func (l *launched) abort() {
 func (l *launched) wait() int {
 	l.waitOnce.Do(func() {
 		l.cmd.Wait()
-		l.state = l.cmd.ProcessState
-		l.code = exitCode(l.state)
+		l.code = exitCode(l.cmd.ProcessState)
 		close(l.done)
 	})
 	return l.code
@@ -183,16 +181,6 @@ func (l *launched) stop(notify func(string)) int {
 		// cmd.Path is gprof's helper; Args[1] is the command it exec'd.
 		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM; it was left running, no longer profiled", filepath.Base(l.cmd.Args[1]), l.Pid))
 		return -1
-	}
-}
-
-// exited reports whether the command has been reaped.
-func (l *launched) exited() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -150,7 +150,7 @@ type decoder struct {
 	trailerTime int // offset of time from the trailer start; -1 if none
 
 	// statMaps fills Dev/Inode of MMAP2 records that carry a build-id
-	// instead, by stat'ing the mapping; off in benchmarks.
+	// instead, by stat'ing the mapping; off in tests of hand-made records.
 	statMaps bool
 	// readArgv reads /proc/PID/cmdline on exec.
 	readArgv bool

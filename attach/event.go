@@ -107,7 +107,7 @@ type Options struct {
 
 	Interval time.Duration // time between samples of a running thread
 	Kernel   bool          // also record kernel frames, when permitted
-	Event    string        // "cpu-clock" (default) or "cycles"
+	Event    string        // "cpu-clock" (default), "task-clock" or "cycles"
 	// CallGraph selects how user stacks are taken: "fp" (kernel walks frame
 	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
 	CallGraph string

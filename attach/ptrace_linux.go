@@ -3,6 +3,7 @@
 package attach
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -866,7 +867,7 @@ func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
 	pr.exec, pr.all = pr.exec[:0], pr.all[:0]
 	for len(data) > 0 {
 		line := data
-		if i := indexByte(data, '\n'); i >= 0 {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
 		} else {
 			data = nil
@@ -913,15 +914,6 @@ func findRange(rs []ptRange, a uint64) (end uint64, ok bool) {
 		return rs[i].end, true
 	}
 	return 0, false
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // taskPath returns /proc/PID/task/TID/NAME.

@@ -74,34 +74,22 @@ func (b *batch) reset() {
 	b.notices = b.notices[:0]
 }
 
-func (b *batch) newSample() *Sample {
-	if b.nsamp == len(b.samples) {
-		n := 2 * len(b.samples)
-		if n < 256 {
-			n = 256
-		}
-		b.samples = make([]Sample, n)
-		b.nsamp = 0
-	}
-	s := &b.samples[b.nsamp]
-	b.nsamp++
-	*s = Sample{}
-	return s
-}
+func (b *batch) newSample() *Sample { return nextInChunk(&b.samples, &b.nsamp) }
+func (b *batch) newRegs() *Regs     { return nextInChunk(&b.regs, &b.nregs) }
 
-func (b *batch) newRegs() *Regs {
-	if b.nregs == len(b.regs) {
-		n := 2 * len(b.regs)
-		if n < 256 {
-			n = 256
-		}
-		b.regs = make([]Regs, n)
-		b.nregs = 0
+// nextInChunk returns the next zeroed element of *chunk, *used of which are
+// taken, starting a new chunk (twice as long, at least 256) when it is full.
+// Elements handed out earlier stay in the old chunk, which stays valid.
+func nextInChunk[T any](chunk *[]T, used *int) *T {
+	if *used == len(*chunk) {
+		*chunk = make([]T, max(2*len(*chunk), 256))
+		*used = 0
 	}
-	r := &b.regs[b.nregs]
-	b.nregs++
-	*r = Regs{}
-	return r
+	e := &(*chunk)[*used]
+	*used++
+	var zero T
+	*e = zero
+	return e
 }
 
 // frameSlice returns n uint64s from the batch's frame arena. Growing the

@@ -314,7 +314,9 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 		} else if pid != 0 {
 			fix = "profile your own processes, " + fix
 		}
-		return fmt.Errorf("open perf event for %s: %w (%w; kernel.perf_event_paranoid=%d): %s", target, ErrPermission, errno, p, fix)
+		// errno is EACCES or EPERM, both worded "permission denied" like
+		// ErrPermission itself, so only ErrPermission is shown.
+		return fmt.Errorf("open perf event for %s: %w (kernel.perf_event_paranoid=%d): %s", target, ErrPermission, p, fix)
 	case unix.ESRCH:
 		return fmt.Errorf("open perf event for %s: %w", target, ErrNoSuchProcess)
 	case unix.ENOSYS:

@@ -278,7 +278,7 @@ func (s *perfSession) probe() error {
 // process at all (paranoid > 2, seccomp, container policy), as opposed to
 // a problem with one target.
 func perfDenied(err error) bool {
-	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
+	return errors.Is(err, ErrPermission) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
 }
 
 func deniedReason(err error) string {

@@ -758,7 +758,14 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 		t.Errorf("backend %q after fallback", res.Backend)
 	}
 
+	// paranoid 3 and up: EACCES, the commonest case.
 	perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, unix.EACCES }
+	notices = nil
+	res, err = Record(context.Background(), opts, func(Event) {})
+	if err != nil || res.Backend == "perf" || len(notices) != 1 || !strings.Contains(notices[0], "ptrace") {
+		t.Errorf("EACCES: backend %q, err %v, notices %q: want the ptrace fallback", res.Backend, err, notices)
+	}
+
 	opts.Backend = "perf"
 	_, err = Record(context.Background(), opts, func(Event) {})
 	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), "perf_event_paranoid") {

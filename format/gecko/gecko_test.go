@@ -498,3 +498,26 @@ func TestEmptyProfile(t *testing.T) {
 		t.Errorf("read back %+v", p)
 	}
 }
+
+// TestZeroHugeExponent reads zeros with exponents near the parser's cap,
+// which once cost a loop iteration per unit of exponent and made a few
+// megabytes of them take minutes.
+func TestZeroHugeExponent(t *testing.T) {
+	rows := strings.Repeat(`[0,0e999999,0,0.0e-999999],`, 20000)
+	in := `{"meta":{"version":36,"startTime":0e999999,"interval":1},"libs":[],"threads":[{"tid":1,"pid":1,` +
+		`"samples":{"schema":{"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3},"data":[` + rows + `[null,1,0,null]]},` +
+		`"stackTable":{"schema":{"prefix":0,"frame":1},"data":[[null,0]]},` +
+		`"frameTable":{"schema":{"location":0},"data":[[0]]},"stringTable":["0x1"]}]}`
+	start := time.Now()
+	p, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("read took %v", d)
+	}
+	s := p.Processes[0].Threads[0].Samples
+	if s.Len() != 20001 || s.Time[0] != 0 || s.CPUDelta[0] != 0 || s.Time[20000] != 1_000_000 {
+		t.Errorf("samples: %d, time %d, cpu %d", s.Len(), s.Time[0], s.CPUDelta[0])
+	}
+}

@@ -542,6 +542,10 @@ func (n num) fixed(d int) int64 {
 	if n.big {
 		return saturate(math.Round(n.f * math.Pow10(d)))
 	}
+	if n.mant == 0 {
+		// The loops below would run once per unit of a huge exponent.
+		return 0
+	}
 	e := int(n.exp) + d
 	m := n.mant
 	switch {
@@ -593,6 +597,9 @@ func saturate(f float64) int64 {
 func (n num) uint() (uint64, bool) {
 	if n.big || n.neg && n.mant != 0 {
 		return 0, false
+	}
+	if n.mant == 0 {
+		return 0, true // whatever the exponent, which the loops would count down
 	}
 	m := n.mant
 	for e := n.exp; e > 0; e-- {

@@ -471,6 +471,8 @@ func TestReadErrors(t *testing.T) {
 		{"truncated", good[:len(good)/2], "unexpected end of JSON input at byte"},
 		{"truncated gzip", gz.Bytes()[:gz.Len()/2], "unexpected end of compressed input"},
 		{"trailing", append(append([]byte{}, good...), "{}"...), "after top-level value"},
+		{"part weighted", []byte(`{"meta":{},"threads":[{"samples":{"schema":{"stack":0,"time":1,"weight":2},"data":[[null,1,3]]},` +
+			`"samples":{"schema":{"stack":0,"time":1},"data":[[null,2]]}}]}`), "1 of 2 samples have a weight"},
 		{"bad stack", []byte(`{"meta":{},"threads":[{"stackTable":{"schema":{"prefix":0,"frame":1},"data":[[5,0]]}}]}`), "prefix 5"},
 	}
 	for _, c := range cases {

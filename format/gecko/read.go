@@ -918,7 +918,12 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 			}
 		}
 	}
-	th.Samples = format.SampleTable{Stack: st, Time: times, CPUDelta: cpu, Weight: rt.sampleWeight.slice()}
+	weight := rt.sampleWeight.slice()
+	if weight != nil && len(weight) != len(st) {
+		// Only when samples tables of different schemas were concatenated.
+		return nil, fmt.Errorf("%d of %d samples have a weight", len(weight), len(st))
+	}
+	th.Samples = format.SampleTable{Stack: st, Time: times, CPUDelta: cpu, Weight: weight}
 
 	for _, rm := range rt.markers {
 		if int(rm.name) >= len(strs) {

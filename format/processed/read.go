@@ -359,6 +359,7 @@ func (r *reader) meta() {
 			start = *m.ProfilingStart
 		}
 		pm.Duration = msToNs(*m.ProfilingEnd - min(start, 0))
+		pm.DataStart = msToNs(max(start, 0))
 	case m.EndTime != nil && *m.EndTime > m.StartTime:
 		pm.Duration = msToNs(*m.EndTime - m.StartTime)
 	}

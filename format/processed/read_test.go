@@ -296,3 +296,19 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestDataStart checks that where a bounded recording's data starts
+// reaches meta.profilingStartTime, which starts the front-end's timeline,
+// and reads back.
+func TestDataStart(t *testing.T) {
+	orig := testProfile()
+	orig.Meta.DataStart = 2_500_000
+	data := writeTest(t, orig)
+	if !strings.Contains(string(data), `"profilingStartTime":2.5,"profilingEndTime":10,`) {
+		t.Errorf("meta lacks profilingStartTime 2.5: %.400s", data)
+	}
+	p := readTest(t, data)
+	if p.Meta.DataStart != orig.Meta.DataStart || p.Meta.Duration != orig.Meta.Duration {
+		t.Errorf("read back DataStart %d, Duration %d", p.Meta.DataStart, p.Meta.Duration)
+	}
+}

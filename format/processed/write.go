@@ -749,8 +749,10 @@ func (b *builder) writeMeta(j *jsonWriter) {
 			j.key("endTime")
 			j.scaled(m.StartTime.UnixNano()+m.Duration, 6)
 		}
+		// The front-end's timeline starts here: where a bounded
+		// recording's kept data starts, as in the Gecko output.
 		j.key("profilingStartTime")
-		j.int(0)
+		j.ms(m.DataStart)
 		j.key("profilingEndTime")
 		j.ms(m.Duration)
 	}

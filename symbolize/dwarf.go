@@ -287,6 +287,7 @@ func (dx *dwarfIndex) refName(off dwarf.Offset) string {
 		return name
 	}
 	name := ""
+	start := off
 	r := dx.d.Reader()
 	for range 8 {
 		r.Seek(off)
@@ -310,7 +311,9 @@ func (dx *dwarfIndex) refName(off dwarf.Offset) string {
 		}
 		off = next
 	}
-	dx.refNames[off] = name
+	// Cache under the offset asked for: off has followed the chain, and
+	// the name found may come from a DIE before its end.
+	dx.refNames[start] = name
 	return name
 }
 

@@ -77,6 +77,16 @@ func (r *reader) u64() uint64 {
 	return v
 }
 
+// skip advances past n bytes, or sets bad if fewer remain.
+func (r *reader) skip(n uint64) {
+	if n > uint64(len(r.b)-r.off) {
+		r.bad = true
+		r.off = len(r.b)
+		return
+	}
+	r.off += int(n)
+}
+
 func (r *reader) uleb() uint64 {
 	var v uint64
 	var shift uint
@@ -306,8 +316,7 @@ func (s *cfiSection) parseFDE(off int, f *fde) (isCIE bool, err error) {
 	f.start = r.ptr(enc, s.addr, 0)
 	f.end = f.start + r.ptr(enc&0x0f, s.addr, 0)
 	if f.cie.aug {
-		n := r.uleb()
-		r.off += int(n)
+		r.skip(r.uleb())
 	}
 	if r.bad || r.off > end {
 		return false, errCFI
@@ -504,7 +513,7 @@ func (s *cfiSection) evalRow(a arch, f *fde, pc uint64, out *rule) bool {
 	// Recognize the PLT's CFA expression and compile it into a direct
 	// rule: rsp+8 + ((rip&15) >= k)<<3, as emitted by binutils.
 	if cur.cfa.kind == ruleExpr && a == archAMD64 {
-		e := s.data[cur.cfa.off : int(cur.cfa.off)+int(cur.cfa.n)]
+		e := s.expr(cur.cfa)
 		if len(e) == 11 && e[0] == 0x77 && e[1] == 8 && e[2] == 0x80 && e[3] == 0 &&
 			e[4] == 0x3f && e[5] == 0x1a && e[6] >= 0x30 && e[6] < 0x50 &&
 			e[7] == 0x2a && e[8] == 0x33 && e[9] == 0x24 && e[10] == 0x22 {
@@ -628,17 +637,23 @@ func (s *cfiSection) exec(a arch, f *fde, insns []byte, pc uint64, cur, init *ro
 			cur.cfa.off = int32(r.uleb())
 		case 0x0f: // def_cfa_expression
 			n := r.uleb()
+			if n > 0xffff {
+				return false
+			}
 			cur.cfa = regRule{kind: ruleExpr, off: insnOff(), n: uint16(n)}
-			r.off += int(n)
+			r.skip(n)
 		case 0x10, 0x16: // expression, val_expression
 			reg := r.uleb()
 			n := r.uleb()
+			if n > 0xffff {
+				return false
+			}
 			k := uint8(ruleExpr)
 			if op == 0x16 {
 				k = ruleValExpr
 			}
 			set(reg, regRule{kind: k, off: insnOff(), n: uint16(n)})
-			r.off += int(n)
+			r.skip(n)
 		case 0x11: // offset_extended_sf
 			reg := r.uleb()
 			set(reg, regRule{kind: ruleOffset, off: int32(r.sleb() * da)})

@@ -174,3 +174,47 @@ func diffReg(sec *cfiSection, got regRule, want frame.DWRule, name string) strin
 	}
 	return ""
 }
+
+// TestTruncatedExpression checks that a CFA expression running past the
+// end of its FDE (and of the section) is rejected rather than compiled into
+// a rule that slices beyond the data.
+func TestTruncatedExpression(t *testing.T) {
+	const addr = 0x1000
+	cieBody := []byte{
+		0, 0, 0, 0, // CIE id
+		1,           // version
+		'z', 'R', 0, // augmentation
+		1,          // code alignment
+		0x78,       // data alignment -8
+		16,         // return address register
+		1,          // augmentation length
+		0x1b,       // FDE encoding: pcrel|sdata4
+		0x0c, 7, 8, // def_cfa rsp+8
+		0x90, 1, // rip at cfa-8
+	}
+	var data []byte
+	data = binary.LittleEndian.AppendUint32(data, uint32(len(cieBody)))
+	data = append(data, cieBody...)
+	fdeOff := len(data)
+	fdeBody := binary.LittleEndian.AppendUint32(nil, uint32(fdeOff+4)) // CIE pointer
+	// pc begin, pcrel: the function starts at addr+0x100.
+	pcAt := addr + fdeOff + 4 + len(fdeBody)
+	fdeBody = binary.LittleEndian.AppendUint32(fdeBody, uint32(addr+0x100-pcAt))
+	fdeBody = binary.LittleEndian.AppendUint32(fdeBody, 0x40) // pc range
+	fdeBody = append(fdeBody, 0)                              // augmentation length
+	fdeBody = append(fdeBody, 0x0f, 0x7f, 0x77, 0x08)         // def_cfa_expression of 127 bytes, 2 present
+	data = binary.LittleEndian.AppendUint32(data, uint32(len(fdeBody)))
+	data = append(data, fdeBody...)
+	data = data[:len(data):len(data)]
+
+	s := cfiSection{data: data, addr: addr, eh: true}
+	s.buildIndex()
+	var f fde
+	if !s.find(addr+0x110, &f) {
+		t.Fatal("FDE not found")
+	}
+	var r rule
+	if s.evalRow(archAMD64, &f, addr+0x110, &r) {
+		t.Errorf("truncated expression compiled: %+v", r)
+	}
+}

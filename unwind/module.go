@@ -3,7 +3,6 @@ package unwind
 import (
 	"bytes"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 )
@@ -21,7 +20,6 @@ type module struct {
 	dbg   cfiSection
 	hasEH bool
 	hasDb bool
-	err   error // why the module has no CFI, for diagnostics
 }
 
 // loadModule parses an ELF image. It keeps sub-slices of image.
@@ -199,8 +197,6 @@ func (m *module) close() error {
 	}
 	return nil
 }
-
-var errNoFile = errors.New("mapping has no file")
 
 // openModule loads the ELF file at path.
 func openModule(path string) (*module, error) {

@@ -21,7 +21,7 @@ func BreakpadID(id []byte, littleEndian bool) string {
 	return fmt.Sprintf("%X0", g[:])
 }
 
-// NT_GNU_BUILD_ID is the note type of a GNU build-id.
+// ntGNUBuildID is NT_GNU_BUILD_ID, the note type of a GNU build-id.
 const ntGNUBuildID = 3
 
 // BuildIDFromNotes returns the GNU build-id in a block of ELF notes, such

@@ -287,6 +287,16 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 	return nil, errors.Join(errs...)
 }
 
+// base returns the absolute address a kernel or perf-map group's relative
+// addresses count from: that of the pseudo-library a recorder added, or 0
+// for frames outside every library, which are keyed by absolute address.
+func (g *group) base() uint64 {
+	if len(g.cands) == 0 {
+		return 0
+	}
+	return g.cands[0].lib.Start - g.cands[0].lib.Offset
+}
+
 func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, []format.SymbolFrame)) {
 	if err != nil {
 		g.stats.Err = err
@@ -294,12 +304,7 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 		return
 	}
 	g.stats.Path = "/proc/kallsyms"
-	// A kernel pseudo-library a recorder added has a base; frames outside
-	// libraries count from 0.
-	var base uint64
-	if len(g.cands) > 0 {
-		base = g.cands[0].lib.Start - g.cands[0].lib.Offset
-	}
+	base := g.base()
 	for rel, exact := range g.addrs {
 		s, ok := k.Lookup(lookupAddr(rel, exact) + base)
 		if !ok {
@@ -327,12 +332,7 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []format.
 		return
 	}
 	g.stats.Path = PerfMapPath(g.pid)
-	// A pseudo-lib a recorder added has a base; frames outside libraries
-	// are keyed by absolute address.
-	var base uint64
-	if len(g.cands) > 0 {
-		base = g.cands[0].lib.Start - g.cands[0].lib.Offset
-	}
+	base := g.base()
 	for rel, exact := range g.addrs {
 		s, ok := m.Lookup(lookupAddr(rel, exact) + base)
 		if !ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -521,5 +522,32 @@ func TestZeroHugeExponent(t *testing.T) {
 	s := p.Processes[0].Threads[0].Samples
 	if s.Len() != 20001 || s.Time[0] != 0 || s.CPUDelta[0] != 0 || s.Time[20000] != 1_000_000 {
 		t.Errorf("samples: %d, time %d, cpu %d", s.Len(), s.Time[0], s.CPUDelta[0])
+	}
+}
+
+// TestReadSortsLibs reads libs listed out of order and overlapping, as
+// files not written by gprof may have them: the model must get them
+// sorted and disjoint, or FindLib misses addresses and the processed
+// writer refuses the profile.
+func TestReadSortsLibs(t *testing.T) {
+	in := `{"meta":{"version":36,"startTime":0,"interval":1},"libs":[` +
+		`{"start":8192,"end":12288,"offset":0,"name":"b","debugName":"b","breakpadId":"B0"},` +
+		`{"start":4096,"end":10000,"offset":0,"name":"a","debugName":"a","breakpadId":"A0"}],` +
+		`"threads":[{"tid":1,"pid":1,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[[null,0]]},` +
+		`"frameTable":{"schema":{"location":0},"data":[[0]]},"stringTable":["0x1100"]}]}`
+	p, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := p.Processes[0]
+	want := []format.Lib{
+		{Start: 4096, End: 10000, Name: "a", DebugName: "a", BreakpadID: "A0"},
+		{Start: 10000, End: 12288, Offset: 10000 - 8192, Name: "b", DebugName: "b", BreakpadID: "B0"},
+	}
+	if !slices.Equal(pr.Libs, want) {
+		t.Errorf("libs %+v, want %+v", pr.Libs, want)
+	}
+	if k, rel, _ := pr.Locate(pr.Threads[0].Frames.Frames[0]); k.DebugName != "a" || rel != 0x100 {
+		t.Errorf("frame located in %v at %#x", k, rel)
 	}
 }

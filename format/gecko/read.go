@@ -36,7 +36,8 @@ func ReadFile(path string) (*format.Profile, error) {
 // Subprocess times are moved onto the top-level process's time base. Native
 // frames ("0x…" locations) become addresses; every other location becomes a
 // label. A thread's pid decides its process, so one Gecko process object
-// holding several pids yields several processes sharing its libs.
+// holding several pids yields several processes sharing its libs, which
+// are sorted and made disjoint with format.SortLibs as the model requires.
 func Read(r io.Reader) (p *format.Profile, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var in io.Reader = br
@@ -769,6 +770,9 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	if rp.version > Version {
 		return fmt.Errorf("unsupported Gecko profile version %d (newest supported is %d)", rp.version, Version)
 	}
+	// The model wants libs sorted and disjoint, and files from elsewhere
+	// need not have them so; gprof's own already are.
+	libs := format.SortLibs(slices.Clone(rp.libs))
 	var procs []*format.Process
 	byPid := map[int64]*format.Process{}
 	for _, rt := range rp.threads {
@@ -779,7 +783,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 				Start:    shift,
 				End:      -1,
 				ExitCode: -1,
-				Libs:     slices.Clone(rp.libs),
+				Libs:     slices.Clone(libs),
 			}
 			if rp.shutdown >= 0 {
 				proc.End = rp.shutdown + shift
@@ -798,7 +802,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	}
 	if rp.proc != nil {
 		if len(procs) == 0 {
-			procs = append(procs, &format.Process{Libs: slices.Clone(rp.libs)})
+			procs = append(procs, &format.Process{Libs: slices.Clone(libs)})
 		}
 		if len(procs) == 1 {
 			proc := procs[0]

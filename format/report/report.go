@@ -433,7 +433,8 @@ func (b *builder) top(v []int64, n int, mk func(int32) Function) []Function {
 	return out
 }
 
-// formatDuration renders ns for humans with three significant digits.
+// formatDuration renders ns for humans: seconds to three decimals,
+// milliseconds to two, microseconds to one, smaller values in whole ns.
 func formatDuration(ns int64) string {
 	d := time.Duration(ns)
 	switch {

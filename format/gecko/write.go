@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/klauspost/compress/gzip"
 )
@@ -46,35 +45,13 @@ func Write(w io.Writer, p *format.Profile) error {
 // WriteFile writes p to path, gzipped when path ends in ".gz". It writes a
 // temporary file next to path and renames it into place only once complete
 // and synced, so a failure leaves any previous file at path intact.
-func WriteFile(path string, p *format.Profile) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+func WriteFile(path string, p *format.Profile) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if strings.HasSuffix(path, ".gz") {
+			return WriteGzip(w, p)
 		}
-	}()
-	if strings.HasSuffix(path, ".gz") {
-		if err := WriteGzip(f, p); err != nil {
-			return err
-		}
-	} else if err := Write(f, p); err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; a profile is an ordinary document.
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+		return Write(w, p)
+	})
 }
 
 // WriteGzip writes p to w as a gzipped Gecko profile, compressing for speed

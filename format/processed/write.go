@@ -35,14 +35,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -66,45 +65,17 @@ const lifecycleType = "Lifecycle"
 // WriteFile writes p to path, gzip-compressed when path ends in ".gz". It
 // writes a temporary file in the same directory and renames it into place,
 // so an interrupted write never leaves a truncated profile behind.
-func WriteFile(path string, p *format.Profile) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+func WriteFile(path string, p *format.Profile) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if !strings.HasSuffix(path, ".gz") {
+			return Write(w, p)
 		}
-	}()
-	var w io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(f)
-		w = zw
-	}
-	if err = Write(w, p); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err = zw.Close(); err != nil {
+		zw := gzip.NewWriter(w)
+		if err := Write(zw, p); err != nil {
 			return err
 		}
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+		return zw.Close()
+	})
 }
 
 // Write writes p as a processed profile. Tables are built in memory (they

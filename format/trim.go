@@ -88,5 +88,6 @@ func (th *Thread) SizeEstimate() int64 {
 		perStack  = 4 + 4 + 8 + 16 // prefix, frame, map key and value with overhead
 		perFrame  = 40 + 48        // Frame, map entry
 	)
-	return int64(th.Samples.Len())*perSample + int64(th.Stacks.Len())*perStack + int64(th.Frames.Len())*perFrame
+	n := int64(th.Samples.Len())*perSample + int64(th.Stacks.Len())*perStack + int64(th.Frames.Len())*perFrame
+	return n + int64(len(th.Samples.Weight))*4
 }

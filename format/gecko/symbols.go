@@ -3,6 +3,7 @@ package gecko
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"github.com/gprof-dev/gprof/format"
 )
@@ -51,7 +52,7 @@ func writeSymbols(e *emitter, st *format.SymbolTable) {
 	slices.SortFunc(keys, func(a, b format.LibKey) int {
 		return cmp.Or(cmp.Compare(a.DebugName, b.DebugName), cmp.Compare(a.BreakpadID, b.BreakpadID))
 	})
-	e.raw(`{"version":1,"libs":[`)
+	e.raw(`{"version":` + strconv.Itoa(symbolsVersion) + `,"libs":[`)
 	for i, k := range keys {
 		if i > 0 {
 			e.byte(',')

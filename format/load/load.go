@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
 	"io"
 	"os"
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/processed"
+	"github.com/klauspost/compress/gzip"
 )
 
 // Kind names a profile format.

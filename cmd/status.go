@@ -54,7 +54,7 @@ func (s *statusLine) update(p record.Progress) {
 	if s.closed {
 		return
 	}
-	line := fmt.Sprintf("gprof: recording %5.1fs  %d samples  %d threads", p.Elapsed.Seconds(), p.Samples, p.Threads)
+	line := fmt.Sprintf("gprof: recording %5.1fs  %s  %s", p.Elapsed.Seconds(), plural(int(p.Samples), "sample"), plural(p.Threads, "thread"))
 	if p.Lost > 0 {
 		line += fmt.Sprintf("  %d lost", p.Lost)
 	}

@@ -80,6 +80,12 @@ type Process struct {
 	Threads    []*Thread
 	// ExitCode is the process's exit status when known, else -1.
 	ExitCode int
+	// Exec is true when this process began with an exec(2) that replaced
+	// the program of the latest earlier Process with the same Pid: the
+	// same OS process, running a new image with new mappings. Each image
+	// is a Process of its own because addresses mean different things in
+	// each; OSProcesses groups them back together.
+	Exec bool
 }
 
 // Lib is one mapping of a binary into a process's address space.

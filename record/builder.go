@@ -18,8 +18,9 @@ type mapping struct {
 
 // proc is a process as the builder tracks it. Its lifetime and its
 // threads' are model times (Start, End); writers derive start and exit
-// markers from them. A process that execs becomes
-// a new proc (the old address space and name no longer apply).
+// markers from them. A process that execs after it was sampled becomes a
+// new proc, marked as an exec image of the same OS process (the old
+// address space and name no longer apply).
 type proc struct {
 	p        *format.Process
 	threads  map[int]*format.Thread
@@ -143,10 +144,11 @@ func (b *builder) comm(e *attach.Comm) {
 		}
 		if pr.sampled {
 			// Keep what was sampled under the old program and start a
-			// fresh process with the same pid.
+			// fresh image of the same OS process (format.Process.Exec).
 			b.endProcess(pr, e.Time)
 			delete(b.procs, e.Pid)
 			pr = b.process(e.Pid, e.Time)
+			pr.p.Exec = true
 		}
 		pr.mappings = fresh
 		pr.mapGen++

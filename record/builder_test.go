@@ -89,6 +89,9 @@ func TestBuilderExecAfterSamples(t *testing.T) {
 	if sh[0].p.End != 2*ms {
 		t.Errorf("sh ended at %d, want at the exec", sh[0].p.End)
 	}
+	if sh[0].p.Exec || !split[0].p.Exec {
+		t.Errorf("exec flags: sh %v, split %v; want false, true", sh[0].p.Exec, split[0].p.Exec)
+	}
 	if len(sh[0].mappings) != 1 || sh[0].mappings[0].Path != "/bin/sh" ||
 		len(split[0].mappings) != 1 || split[0].mappings[0].Path != "/tmp/split" {
 		t.Errorf("mappings: sh %+v, split %+v", sh[0].mappings, split[0].mappings)

@@ -133,7 +133,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		prof.Processes = append(prof.Processes, pr.p)
 		out.Threads += len(pr.p.Threads)
 	}
-	out.Processes = len(prof.Processes)
+	// Exec images count once: the same count report prints.
+	out.Processes = prof.ProcessCount()
 	if len(opts.Attach.Command) > 0 && len(procs) > 0 {
 		// The launched command is the first process; after any execs, its
 		// status belongs to the last program that ran under its pid.

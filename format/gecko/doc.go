@@ -8,8 +8,17 @@
 // under "processes". Each process's libs are sorted and made disjoint with
 // format.SortLibs, since the front-end binary-searches them. Native frames
 // are raw "0x…" addresses, left for the front-end to symbolicate and to
-// nudge back into call instructions; a process's main thread is named
-// "GeckoMain", the name the front-end labels with the process name.
+// nudge back into call instructions; the main thread of an OS process's
+// last image is named "GeckoMain", the name the front-end makes the main
+// thread of its process track and labels with the process name.
+//
+// Processes and threads are identified as format.TrackIDs says, the same
+// way as in the processed format: the images an exec makes of one OS
+// process are separate process objects (each with its own libs) that share
+// one pid, so they share one process track, named "sh → perl"; the main
+// threads of earlier images are ordinary threads of that track, with the
+// string tid "tid.N" as the real tid is taken. A reused pid is written
+// "pid.N".
 //
 // What the Gecko fields cannot carry rides in keys the front-end ignores,
 // so that Read gives back the model Write was given:
@@ -17,7 +26,8 @@
 //   - meta.gprof: {"lostEvents": n, "extra": {…}} for Meta.LostEvents and
 //     Meta.Extra.
 //   - "gprofProcess" in each process object: pid, name, start, end (ms
-//     since the top-level meta.startTime) and exitCode.
+//     since the top-level meta.startTime), exitCode, and "exec": true for
+//     an image that began with an exec (format.Process.Exec).
 //   - "gprofName" and "gprofMain" on each thread: its own name and whether
 //     it is the main thread, which the GeckoMain convention hides.
 //   - a "weight" column in a samples schema, when the model has weights
@@ -29,10 +39,11 @@
 // nanosecond. A subprocess's meta.startTime is the process's start (or the
 // recording's, if earlier), and its times count from there.
 //
-// Write also adds instant markers of types "GprofProcess" (process start
-// and exit, on the main thread) and "GprofThread" (start and exit of other
-// threads, when they fall inside the recording), described in
-// meta.markerSchema. Read drops markers of those two types.
+// Write also adds instant markers of types "GprofProcess" (process start,
+// exec and exit, on the main thread) and "GprofThread" (start and exit of
+// other threads, when they fall inside the recording), described in
+// meta.markerSchema; the processed writer adds the same ones (see package
+// format/internal/lifecycle). Read drops markers of those two types.
 //
 // Limits of the round trip: a Label that looks like "0x" and hex digits
 // reads back as an address; marker payload numbers come back as float64;

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -104,6 +105,7 @@ type rawProcess struct {
 	name       string
 	start, end int64
 	exitCode   int
+	exec       bool
 }
 
 type rawThread struct {
@@ -393,6 +395,8 @@ func readProcess(s *scanner) *rawProcess {
 			pr.end = s.number().fixed(6)
 		case "exitCode":
 			pr.exitCode = int(s.number().int())
+		case "exec":
+			pr.exec = s.literal() == 't'
 		default:
 			s.skip()
 		}
@@ -418,9 +422,9 @@ func readThread(s *scanner) *rawThread {
 			m := s.literal() == 't'
 			t.gprofMain = &m
 		case "tid":
-			t.tid = s.intValue()
+			t.tid = s.idValue()
 		case "pid":
-			t.pid = s.intValue()
+			t.pid = s.idValue()
 		case "registerTime":
 			if !s.null() {
 				t.register = s.number().fixed(6)
@@ -811,6 +815,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 			proc.Start = rp.proc.start
 			proc.End = rp.proc.end
 			proc.ExitCode = rp.proc.exitCode
+			proc.Exec = rp.proc.exec
 		}
 	}
 	b.p.Processes = append(b.p.Processes, procs...)
@@ -934,7 +939,7 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 			return nil, fmt.Errorf("marker has name string %d of %d", rm.name, len(strs))
 		}
 		data, _ := rm.data.(map[string]any)
-		if typ, _ := data["type"].(string); typ == processMarkerType || typ == threadMarkerType {
+		if typ, _ := data["type"].(string); lifecycle.IsLifecycle(typ) {
 			continue
 		}
 		m := format.Marker{Name: strs[rm.name], Phase: rm.phase, Category: format.Category(rm.cat), Data: data}

@@ -1,6 +1,7 @@
 package gecko
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -733,6 +734,24 @@ func (s *scanner) intValue() int64 {
 		return v
 	}
 	return s.number().int()
+}
+
+// idValue reads a pid or tid: a number, or a string holding one, such as
+// "1234", or "1234.1" (format.TrackIDs), which reads as 1234.
+func (s *scanner) idValue() int64 {
+	if s.peek() != '"' {
+		return s.number().int()
+	}
+	at := s.offset()
+	b := s.stringBytes()
+	if i := bytes.IndexByte(b, '.'); i >= 0 {
+		b = b[:i]
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		s.failOff(at, "invalid id %q", b)
+	}
+	return v
 }
 
 // stringOrNull reads a string, accepting null (as "") and other scalars

@@ -12,20 +12,13 @@ import (
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
+	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/klauspost/compress/gzip"
 )
 
 // Version is the Gecko profile format version Write produces and the newest
 // Read accepts.
 const Version = 36
-
-// Marker payload types gprof synthesizes for process and thread lifetimes.
-// Read drops markers of these types, since it restores the same facts from
-// the fields they were made from.
-const (
-	processMarkerType = "GprofProcess"
-	threadMarkerType  = "GprofThread"
-)
 
 // Write writes p to w as a Gecko profile that the Firefox Profiler loads.
 // It streams: memory use does not grow with the number of samples.
@@ -34,7 +27,7 @@ func Write(w io.Writer, p *format.Profile) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta)}
+	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta), ids: format.NewTrackIDs(p)}
 	pw.write()
 	if pw.e.err != nil {
 		return pw.e.err
@@ -148,6 +141,10 @@ type profileWriter struct {
 	e    emitter
 	p    *format.Profile
 	cats []format.CategoryInfo
+	// ids names processes and threads as the front-end needs them (see
+	// format.TrackIDs: one process track per OS process, exec images
+	// included, and no tid twice).
+	ids *format.TrackIDs
 
 	// Per-thread string table, reused across threads.
 	strs  []string
@@ -214,8 +211,14 @@ func (w *profileWriter) meta(proc *format.Process, base int64, full bool) {
 		e.string(c.Color)
 		e.raw(`,"subcategories":["Other"]}`)
 	}
-	e.raw(`],"markerSchema":`)
-	e.raw(markerSchema)
+	e.raw(`],"markerSchema":[`)
+	for i, s := range lifecycle.Schema("data") {
+		if i > 0 {
+			e.byte(',')
+		}
+		e.raw(s)
+	}
+	e.byte(']')
 	if full {
 		product := m.Product
 		if product == "" {
@@ -290,12 +293,11 @@ func (w *profileWriter) processBody(proc *format.Process, base int64) {
 	}
 	e.raw(`],"threads":[`)
 	if proc != nil {
-		main := mainThread(proc)
 		for i, th := range proc.Threads {
 			if i > 0 {
 				e.byte(',')
 			}
-			w.thread(proc, th, th == main, base)
+			w.thread(proc, th, base)
 			if e.err != nil {
 				return
 			}
@@ -316,21 +318,11 @@ func (w *profileWriter) processBody(proc *format.Process, base int64) {
 		e.ms(proc.End)
 		e.raw(`,"exitCode":`)
 		e.int(int64(proc.ExitCode))
+		if proc.Exec {
+			e.raw(`,"exec":true`)
+		}
 		e.byte('}')
 	}
-}
-
-// mainThread picks the thread that carries the process's lifetime markers.
-func mainThread(proc *format.Process) *format.Thread {
-	for _, th := range proc.Threads {
-		if th.Main {
-			return th
-		}
-	}
-	if len(proc.Threads) > 0 {
-		return proc.Threads[0]
-	}
-	return nil
 }
 
 func (w *profileWriter) lib(l *format.Lib) {
@@ -371,7 +363,7 @@ func (w *profileWriter) intern(s string) int32 {
 	return i
 }
 
-func (w *profileWriter) thread(proc *format.Process, th *format.Thread, carriesProcess bool, base int64) {
+func (w *profileWriter) thread(proc *format.Process, th *format.Thread, base int64) {
 	e := &w.e
 	w.strs = w.strs[:0]
 	if w.strix == nil {
@@ -380,21 +372,23 @@ func (w *profileWriter) thread(proc *format.Process, th *format.Thread, carriesP
 		clear(w.strix)
 	}
 
-	// The front-end treats the thread named GeckoMain as the main thread
-	// and labels it with processName, which is how a track comes to show
-	// the command rather than a thread name.
+	// The front-end makes the thread named GeckoMain its process's main
+	// thread, which holds the process track, and labels it with
+	// processName, which is how a track comes to show the command rather
+	// than a thread name. Only one thread per OS process may have it.
+	o := w.ids.Process(proc)
 	name := th.Name
-	if th.Main {
+	if th == o.Main {
 		name = "GeckoMain"
 	}
 	e.raw(`{"name":`)
 	e.string(name)
 	e.raw(`,"processType":"default","processName":`)
-	e.string(proc.Name)
+	e.string(o.Name)
 	e.raw(`,"tid":`)
-	e.int(int64(th.Tid))
+	w.id(w.ids.Tid(th))
 	e.raw(`,"pid":`)
-	e.int(int64(proc.Pid))
+	w.id(o.Pid)
 	e.raw(`,"registerTime":`)
 	e.ms(th.Start - base)
 	e.raw(`,"unregisterTime":`)
@@ -409,7 +403,7 @@ func (w *profileWriter) thread(proc *format.Process, th *format.Thread, carriesP
 	e.bool(th.Main)
 
 	w.samples(&th.Samples, base)
-	w.markers(proc, th, carriesProcess, base)
+	w.markers(proc, th, base)
 	w.frames(&th.Frames)
 
 	e.raw(`,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
@@ -507,7 +501,17 @@ func (w *profileWriter) frames(ft *format.FrameTable) {
 	e.raw("]}")
 }
 
-func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carriesProcess bool, base int64) {
+// id writes a pid or tid from format.TrackIDs: a number when it is one,
+// else a string ("1234.1"), which the front-end takes as is.
+func (w *profileWriter) id(s string) {
+	if format.IsNumber(s) {
+		w.e.raw(s)
+	} else {
+		w.e.string(s)
+	}
+}
+
+func (w *profileWriter) markers(proc *format.Process, th *format.Thread, base int64) {
 	e := &w.e
 	e.raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[`)
 	n := 0
@@ -517,44 +521,7 @@ func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carries
 		}
 		n++
 	}
-	instant := func(name string, t int64, payload string) {
-		sep()
-		e.byte('[')
-		e.int(int64(w.intern(name)))
-		e.byte(',')
-		e.ms(t - base)
-		e.raw(",null,0,0,")
-		e.raw(payload)
-		e.byte(']')
-	}
-	if carriesProcess {
-		b := []byte(`{"type":"` + processMarkerType + `","name":`)
-		b = jsonw.AppendJSString(b, proc.Name)
-		b = append(b, `,"pid":`...)
-		b = strconv.AppendInt(b, int64(proc.Pid), 10)
-		if proc.Start > 0 {
-			instant("Process start", proc.Start, string(b)+"}")
-		}
-		if proc.End >= 0 {
-			b = append(b, `,"exitCode":`...)
-			b = strconv.AppendInt(b, int64(proc.ExitCode), 10)
-			instant("Process exit", proc.End, string(b)+"}")
-		}
-	} else {
-		b := []byte(`{"type":"` + threadMarkerType + `","threadName":`)
-		b = jsonw.AppendJSString(b, th.Name)
-		b = append(b, `,"tid":`...)
-		b = strconv.AppendInt(b, int64(th.Tid), 10)
-		b = append(b, '}')
-		if th.Start > 0 {
-			instant("Thread start", th.Start, string(b))
-		}
-		if th.End >= 0 {
-			instant("Thread exit", th.End, string(b))
-		}
-	}
-	for i := range th.Markers {
-		m := &th.Markers[i]
+	for _, m := range append(lifecycle.Markers(w.ids, proc, th), th.Markers...) {
 		sep()
 		e.byte('[')
 		e.int(int64(w.intern(m.Name)))
@@ -587,19 +554,5 @@ func (w *profileWriter) markers(proc *format.Process, th *format.Thread, carries
 	}
 	e.raw("]}")
 }
-
-// markerSchema describes the lifetime markers gprof adds; the front-end
-// shows markers of unknown types too, just without labels and fields.
-const markerSchema = `[{"name":"` + processMarkerType + `","tooltipLabel":"{marker.name}: {marker.data.name}",` +
-	`"tableLabel":"{marker.data.name} (pid {marker.data.pid})","chartLabel":"{marker.data.name}",` +
-	`"display":["marker-chart","marker-table","timeline-overview"],` +
-	`"data":[{"key":"name","label":"Command","format":"string","searchable":true},` +
-	`{"key":"pid","label":"PID","format":"pid","searchable":true},` +
-	`{"key":"exitCode","label":"Exit code","format":"integer"}]},` +
-	`{"name":"` + threadMarkerType + `","tooltipLabel":"{marker.name}: {marker.data.threadName}",` +
-	`"tableLabel":"{marker.data.threadName} (tid {marker.data.tid})","chartLabel":"{marker.data.threadName}",` +
-	`"display":["marker-chart","marker-table"],` +
-	`"data":[{"key":"threadName","label":"Thread","format":"string","searchable":true},` +
-	`{"key":"tid","label":"TID","format":"tid","searchable":true}]}]`
 
 var errNoProfile = errors.New("gecko: nil profile")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -139,6 +140,7 @@ type rawSources struct {
 type rawThread struct {
 	rawTables
 	Name                string          `json:"name"`
+	GprofName           *string         `json:"gprofName"`
 	ProcessName         string          `json:"processName"`
 	Pid                 json.RawMessage `json:"pid"`
 	Tid                 json.RawMessage `json:"tid"`
@@ -284,7 +286,7 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 	procs := map[string]*format.Process{}
 	for i := range rp.Threads {
 		t := &rp.Threads[i]
-		th, err := r.thread(t)
+		th, exitCode, err := r.thread(t)
 		if err != nil {
 			return nil, fmt.Errorf("processed profile: thread %d (%q): %v", i, t.Name, err)
 		}
@@ -299,6 +301,9 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 			p.Processes = append(p.Processes, pr)
 		}
 		pr.Threads = append(pr.Threads, th)
+		if exitCode != nil {
+			pr.ExitCode = *exitCode
+		}
 		r.addLibs(pr, t)
 	}
 	for _, pr := range p.Processes {
@@ -561,14 +566,20 @@ func (r *reader) tables(t *rawThread) (*rawTables, error) {
 	return &tb, nil
 }
 
-func (r *reader) thread(t *rawThread) (*format.Thread, error) {
+// thread reads one thread, and the exit code its process exit marker
+// carries, if any.
+func (r *reader) thread(t *rawThread) (*format.Thread, *int, error) {
 	tb, err := r.tables(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	th := &format.Thread{
 		Tid: parseID(t.Tid, 0), Name: t.Name,
 		Start: msToNs(t.RegisterTime), End: optMs(t.UnregisterTime),
+	}
+	if t.GprofName != nil {
+		// Write names the thread that holds a process track GeckoMain.
+		th.Name = *t.GprofName
 	}
 	if t.IsMainThread != nil {
 		th.Main = *t.IsMainThread
@@ -577,7 +588,7 @@ func (r *reader) thread(t *rawThread) (*format.Thread, error) {
 	}
 	sm := t.Samples
 	if sm == nil {
-		return nil, errors.New("no samples table")
+		return nil, nil, errors.New("no samples table")
 	}
 	n := len(sm.Stack)
 	times := sm.Time
@@ -586,14 +597,14 @@ func (r *reader) thread(t *rawThread) (*format.Thread, error) {
 		times = sm.TimeDeltas
 	}
 	if times == nil && n > 0 {
-		return nil, errors.New("samples have neither time nor timeDeltas")
+		return nil, nil, errors.New("samples have neither time nor timeDeltas")
 	}
 	if len(times) != n || (sm.Weight != nil && len(sm.Weight) != n) || (sm.ThreadCPUDelta != nil && len(sm.ThreadCPUDelta) != n) {
-		return nil, errors.New("sample table columns differ in length")
+		return nil, nil, errors.New("sample table columns differ in length")
 	}
 	sc := newStackConv(r, tb, th)
 	if err := sc.prepare(sm.Stack); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &th.Samples
 	s.Stack = make([]int32, n)
@@ -623,20 +634,21 @@ func (r *reader) thread(t *rawThread) (*format.Thread, error) {
 			s.Weight[i] = int32(w)
 		}
 	}
-	if err := r.markers(t, tb, th); err != nil {
-		return nil, err
+	exitCode, err := r.markers(t, tb, th)
+	if err != nil {
+		return nil, nil, err
 	}
-	return th, nil
+	return th, exitCode, nil
 }
 
-func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) error {
+func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) (exitCode *int, err error) {
 	mk := t.Markers
 	if mk == nil {
-		return nil
+		return nil, nil
 	}
 	n := len(mk.Name)
 	if len(mk.StartTime) != n || len(mk.EndTime) != n || len(mk.Phase) != n || (mk.Category != nil && len(mk.Category) != n) || (mk.Data != nil && len(mk.Data) != n) {
-		return errors.New("marker table columns differ in length")
+		return nil, errors.New("marker table columns differ in length")
 	}
 	for i := 0; i < n; i++ {
 		m := format.Marker{Name: r.string(tb, mk.Name.index(i))}
@@ -663,10 +675,18 @@ func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) error {
 			if json.Unmarshal(mk.Data[i], &d) == nil && !(len(d) == 1 && d["type"] == lifecycleType) {
 				m.Data = d
 			}
+			if typ, _ := d["type"].(string); lifecycle.IsLifecycle(typ) {
+				// Derived from the lifetimes, which Write adds again;
+				// only the exit code is not kept elsewhere.
+				if c, ok := d["exitCode"].(float64); ok && typ == lifecycle.ProcessType {
+					exitCode = new(int(c))
+				}
+				continue
+			}
 		}
 		th.Markers = append(th.Markers, m)
 	}
-	return nil
+	return exitCode, nil
 }
 
 func (r *reader) category(c int) format.Category {

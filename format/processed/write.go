@@ -42,6 +42,7 @@ import (
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/atomicfile"
+	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -57,9 +58,11 @@ const Version = 66
 // profiles but requires to be present.
 const geckoVersion = 24
 
-// lifecycleType is the marker schema given to markers that carry no payload
-// (the recorder's process and thread start/exit events), so the UI lists
-// them with a label instead of as schemaless markers.
+// lifecycleType is the marker schema given to markers that carry no
+// payload, so the UI lists them with a label instead of as schemaless
+// markers. (The process and thread start, exec and exit markers gprof
+// derives from lifetimes have payloads and schemas of their own; see
+// package format/internal/lifecycle.)
 const lifecycleType = "Lifecycle"
 
 // WriteFile writes p to path, gzip-compressed when path ends in ".gz". It
@@ -123,9 +126,10 @@ type symKey struct {
 
 type threadOut struct {
 	pr   *format.Process
-	pid  string
 	th   *format.Thread
 	leaf []int32 // model stack → output stack used by samples; -1 if unused
+	// markers are the lifecycle markers followed by the thread's own.
+	markers []format.Marker
 }
 
 type builder struct {
@@ -174,6 +178,9 @@ type builder struct {
 
 	threads []threadOut
 	schemas []markerSchema
+	// ids names processes and threads as in the Gecko output (see
+	// format.TrackIDs).
+	ids *format.TrackIDs
 }
 
 func build(p *format.Profile) (*builder, error) {
@@ -193,9 +200,10 @@ func build(p *format.Profile) (*builder, error) {
 	if err := b.kernelBase(); err != nil {
 		return nil, err
 	}
-	// The front-end groups threads into processes by pid string, so a
-	// reused pid gets a suffix, as merged profiles do, to stay apart.
-	seen := map[int]int{}
+	// The front-end groups threads into process tracks by pid string;
+	// the ids keep exec images together and reused pids apart, the same
+	// way as the Gecko writer.
+	b.ids = format.NewTrackIDs(p)
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -204,11 +212,6 @@ func build(p *format.Profile) (*builder, error) {
 		if err != nil {
 			return nil, err
 		}
-		pid := strconv.Itoa(pr.Pid)
-		if n := seen[pr.Pid]; n > 0 {
-			pid += "." + strconv.Itoa(n)
-		}
-		seen[pr.Pid]++
 		for _, th := range pr.Threads {
 			if th == nil {
 				continue
@@ -217,7 +220,7 @@ func build(p *format.Profile) (*builder, error) {
 			if err != nil {
 				return nil, fmt.Errorf("pid %d tid %d: %w", pr.Pid, th.Tid, err)
 			}
-			t.pid = pid
+			t.markers = append(lifecycle.Markers(b.ids, pr, th), th.Markers...)
 			b.threads = append(b.threads, t)
 		}
 	}
@@ -606,12 +609,15 @@ type markerSchema struct {
 type schemaField struct{ key, format string }
 
 func (b *builder) collectSchemas() []markerSchema {
-	lifecycle := false
+	bare := false // markers without a payload
 	types := map[string]map[string]string{}
 	for _, t := range b.threads {
 		for _, m := range t.th.Markers {
+			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) {
+				continue // described by lifecycle.Schema
+			}
 			if m.Data == nil {
-				lifecycle = true
+				bare = true
 				continue
 			}
 			typ, _ := m.Data["type"].(string)
@@ -634,12 +640,12 @@ func (b *builder) collectSchemas() []markerSchema {
 		}
 	}
 	var out []markerSchema
-	if lifecycle {
+	if bare {
 		out = append(out, markerSchema{name: lifecycleType})
 	}
 	names := make([]string, 0, len(types))
 	for n := range types {
-		if n != lifecycleType || !lifecycle {
+		if n != lifecycleType || !bare {
 			names = append(names, n)
 		}
 	}
@@ -802,6 +808,9 @@ func (b *builder) writeMeta(j *jsonWriter) {
 		j.endArray()
 		j.endObject()
 	}
+	for _, s := range lifecycle.Schema("fields") {
+		j.value(s)
+	}
 	j.endArray()
 	if len(m.Extra) > 0 || m.LostEvents > 0 {
 		j.key("extra")
@@ -885,31 +894,41 @@ func (b *builder) writeLibs(j *jsonWriter) {
 	j.endArray()
 }
 
+// threadName is the name the Gecko writer gives th, so that the front-end
+// labels both outputs' tracks the same way: it names the thread that holds
+// a process track after processName only when that thread is called
+// GeckoMain, and then numbers homonyms, "perl (1/2)", in both formats.
 func (b *builder) threadName(t threadOut) string {
-	if t.th.Main && t.pr.Name != "" {
-		return t.pr.Name
+	if t.th == b.ids.Process(t.pr).Main {
+		return "GeckoMain"
 	}
-	if t.th.Name != "" {
-		return t.th.Name
-	}
-	return "Thread " + strconv.Itoa(t.th.Tid)
+	return t.th.Name
 }
 
 func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	pr, th := t.pr, t.th
+	o := b.ids.Process(pr)
 	j.beginObject()
 	j.key("name")
 	j.str(b.threadName(t))
+	// The front-end ignores keys it does not know; Read takes the
+	// thread's own name from here, which GeckoMain hides.
+	j.key("gprofName")
+	j.str(th.Name)
 	j.key("processName")
-	j.str(pr.Name)
+	j.str(o.Name)
 	j.key("processType")
 	j.str("default")
 	j.key("pid")
-	j.str(t.pid)
+	j.str(o.Pid)
 	j.key("tid")
-	j.int(int64(th.Tid))
+	if tid := b.ids.Tid(th); format.IsNumber(tid) {
+		j.value(tid)
+	} else {
+		j.str(tid)
+	}
 	j.key("isMainThread")
-	j.boolean(th.Main)
+	j.boolean(th == o.Main)
 	j.key("processStartupTime")
 	j.ms(pr.Start)
 	j.key("processShutdownTime")
@@ -979,12 +998,11 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	}
 	j.endObject()
 
-	b.writeMarkers(j, th)
+	b.writeMarkers(j, t.markers)
 	j.endObject()
 }
 
-func (b *builder) writeMarkers(j *jsonWriter, th *format.Thread) {
-	ms := th.Markers
+func (b *builder) writeMarkers(j *jsonWriter, ms []format.Marker) {
 	j.key("markers")
 	j.beginObject()
 	j.key("length")

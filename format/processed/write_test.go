@@ -70,7 +70,8 @@ func TestWriteTables(t *testing.T) {
 
 	// Strings in order of first use.
 	check(t, out, "shared.stringArray", `["main","main.c","helper","helper.h","compute","compute.c","memcpy","do_syscall_64",`+
-		`"0x405000","0x900000","GC","worker","ProcessStart","ThreadExit","app","libc.so.6","kernel"]`)
+		`"0x405000","0x900000","GC","worker","ProcessStart","Thread start","Thread exit","ThreadExit",`+
+		`"Process start","Process exit","app","libc.so.6","kernel"]`)
 
 	// Frames, in order of creation:
 	//  0 main      app 0x2050-1 (caller, nudged)   depth 0, line 10
@@ -99,7 +100,7 @@ func TestWriteTables(t *testing.T) {
 	check(t, out, "shared.funcTable.source", `[0,1,2,null,null,null,null,null,null]`)
 	check(t, out, "shared.sources.filename", `[1,3,5]`)
 	check(t, out, "shared.sources.id", `[null,null,null]`)
-	check(t, out, "shared.resourceTable", `{"host":[null,null,null],"length":3,"lib":[0,1,2],"name":[14,15,16],"type":[1,1,1]}`)
+	check(t, out, "shared.resourceTable", `{"host":[null,null,null],"length":3,"lib":[0,1,2],"name":[18,19,20],"type":[1,1,1]}`)
 	check(t, out, "shared.nativeSymbols", `{"address":[8192,12288,4336,4096,24576],"functionSize":[256,128,64,512,16],`+
 		`"length":5,"libIndex":[0,0,1,2,0],"name":[0,4,6,7,11]}`)
 
@@ -113,7 +114,10 @@ func TestWriteTables(t *testing.T) {
 		t.Fatalf("%d threads, want 3", len(threads))
 	}
 	th := threads[0].(map[string]any)
-	check(t, th, "name", `"app"`)
+	// Named as in the Gecko output, so both get the same track label.
+	check(t, th, "name", `"GeckoMain"`)
+	check(t, th, "gprofName", `"app-main"`)
+	check(t, th, "processName", `"app"`)
 	check(t, th, "pid", `"100"`)
 	check(t, th, "tid", `100`)
 	check(t, th, "isMainThread", `true`)
@@ -130,11 +134,18 @@ func TestWriteTables(t *testing.T) {
 	check(t, th, "unregisterTime", `9`)
 	check(t, th, "samples.stack", `[9,10]`)
 	check(t, th, "samples.timeDeltas", `[2,1]`)
+	// Lifecycle markers as the Gecko writer makes them, then the thread's.
+	check(t, th, "markers.name", `[13,14,15]`)
+	check(t, th, "markers.startTime", `[1,9,9]`)
+	check(t, th, "markers.data", `[{"threadName":"worker","tid":101,"type":"GprofThread"},{"threadName":"worker","tid":101,"type":"GprofThread"},{"type":"Lifecycle"}]`)
 	th = threads[2].(map[string]any)
 	check(t, th, "pid", `"200"`)
 	check(t, th, "processStartupTime", `0.5`)
 	check(t, th, "processShutdownTime", `8`)
 	check(t, th, "samples.stack", `[11]`)
+	check(t, th, "markers.name", `[16,17]`)
+	check(t, th, "markers.startTime", `[0.5,8]`)
+	check(t, th, "markers.data", `[{"name":"other","pid":"200","type":"GprofProcess"},{"exitCode":0,"name":"other","pid":"200","type":"GprofProcess"}]`)
 }
 
 func TestWriteCallerFallsBackToNudgedKey(t *testing.T) {
@@ -171,7 +182,14 @@ func TestWriteMarkerPayloads(t *testing.T) {
 	check(t, out, "meta.markerSchema", `[{"chartLabel":"{marker.name}","description":"Process and thread lifecycle events observed by gprof.",`+
 		`"display":["marker-chart","marker-table","timeline-overview"],"fields":[],"name":"Lifecycle","tableLabel":"{marker.name}","tooltipLabel":"{marker.name}"},`+
 		`{"display":["marker-chart","marker-table"],"fields":[{"format":"integer","key":"argc","label":"argc"},{"format":"string","key":"path","label":"path"},`+
-		`{"format":"decimal","key":"ratio","label":"ratio"}],"name":"Exec"}]`)
+		`{"format":"decimal","key":"ratio","label":"ratio"}],"name":"Exec"},`+
+		`{"chartLabel":"{marker.data.name}","display":["marker-chart","marker-table","timeline-overview"],"fields":[`+
+		`{"format":"string","key":"name","label":"Program","searchable":true},{"format":"string","key":"previous","label":"Replaced","searchable":true},`+
+		`{"format":"pid","key":"pid","label":"Process","searchable":true},{"format":"integer","key":"exitCode","label":"Exit code"}],`+
+		`"name":"GprofProcess","tableLabel":"{marker.name}: {marker.data.name}","tooltipLabel":"{marker.name}: {marker.data.name}"},`+
+		`{"chartLabel":"{marker.data.threadName}","display":["marker-chart","marker-table"],"fields":[`+
+		`{"format":"string","key":"threadName","label":"Name","searchable":true},{"format":"tid","key":"tid","label":"Thread","searchable":true}],`+
+		`"name":"GprofThread","tableLabel":"{marker.name}: {marker.data.threadName}","tooltipLabel":"{marker.name}: {marker.data.threadName}"}]`)
 	th0 := out["threads"].([]any)[0].(map[string]any)
 	check(t, th0, "markers.startTime", `[0,1,null]`)
 	check(t, th0, "markers.endTime", `[null,2,3]`)

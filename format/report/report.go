@@ -50,6 +50,10 @@ type Report struct {
 	CPU          int64  `json:"cpu_ns"`
 	CPUEstimated bool   `json:"cpu_estimated"`
 	LostEvents   uint64 `json:"lost_events"`
+	// Processes counts OS processes: the images an exec makes of one
+	// process count once (format.Profile.ProcessCount), as in record's
+	// summary.
+	Processes int `json:"processes"`
 	// Threads lists threads in profile order (process by process).
 	Threads []Thread `json:"threads"`
 	// All aggregates every thread; its percentages are of all samples.
@@ -148,7 +152,7 @@ func Build(p *format.Profile, opts Options) Report {
 	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
-		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Threads: []Thread{},
+		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
 	}
 	type pending struct {
 		t Thread

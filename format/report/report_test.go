@@ -191,7 +191,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		}
 		return strings.Join(sortStrings(k), ",")
 	}
-	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,product,samples,threads,version" {
+	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,processes,product,samples,threads,version" {
 		t.Errorf("top-level keys %s", got)
 	}
 	th := m["threads"].([]any)[0].(map[string]any)

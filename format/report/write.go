@@ -42,13 +42,9 @@ func (t *textWriter) heading(s string) {
 
 func writeText(w io.Writer, r Report, color bool) error {
 	t := &textWriter{w: bufio.NewWriter(w), color: color}
-	procs := map[int]bool{}
-	for _, th := range r.Threads {
-		procs[th.Pid] = true
-	}
 	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
 		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
-		plural(int64(len(procs)), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
+		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
 		formatDuration(r.Interval), formatDuration(r.Duration)))
 	if r.LostEvents > 0 {
 		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)

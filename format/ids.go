@@ -139,6 +139,23 @@ func (ids *TrackIDs) Process(pr *Process) *OSProcess { return ids.procs[pr] }
 // Tid returns th's tid as written: a decimal number, or "tid.N".
 func (ids *TrackIDs) Tid(th *Thread) string { return ids.tids[th] }
 
+// ThreadName returns the name to write for th, a thread of image pr. The
+// front-end makes the thread named GeckoMain the main thread of its
+// process track (in the Gecko format) and labels it with processName,
+// numbering homonyms "perl (1/2)" (in both formats), so the thread that
+// holds a process track is called that in both outputs, which then show
+// the same labels. Other threads keep their recorded names; a thread that
+// has none is called "Thread TID" rather than shown blank.
+func (ids *TrackIDs) ThreadName(pr *Process, th *Thread) string {
+	switch {
+	case th == ids.procs[pr].Main:
+		return "GeckoMain"
+	case th.Name != "":
+		return th.Name
+	}
+	return "Thread " + ids.tids[th]
+}
+
 // IsNumber reports whether an id from TrackIDs is a plain decimal number,
 // to be written as a JSON number rather than a string.
 func IsNumber(id string) bool {

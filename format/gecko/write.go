@@ -372,17 +372,11 @@ func (w *profileWriter) thread(proc *format.Process, th *format.Thread, base int
 		clear(w.strix)
 	}
 
-	// The front-end makes the thread named GeckoMain its process's main
-	// thread, which holds the process track, and labels it with
-	// processName, which is how a track comes to show the command rather
-	// than a thread name. Only one thread per OS process may have it.
+	// Only the thread that holds its OS process's track is called
+	// GeckoMain, which the front-end labels with processName.
 	o := w.ids.Process(proc)
-	name := th.Name
-	if th == o.Main {
-		name = "GeckoMain"
-	}
 	e.raw(`{"name":`)
-	e.string(name)
+	e.string(w.ids.ThreadName(proc, th))
 	e.raw(`,"processType":"default","processName":`)
 	e.string(o.Name)
 	e.raw(`,"tid":`)

@@ -894,23 +894,13 @@ func (b *builder) writeLibs(j *jsonWriter) {
 	j.endArray()
 }
 
-// threadName is the name the Gecko writer gives th, so that the front-end
-// labels both outputs' tracks the same way: it names the thread that holds
-// a process track after processName only when that thread is called
-// GeckoMain, and then numbers homonyms, "perl (1/2)", in both formats.
-func (b *builder) threadName(t threadOut) string {
-	if t.th == b.ids.Process(t.pr).Main {
-		return "GeckoMain"
-	}
-	return t.th.Name
-}
-
 func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	pr, th := t.pr, t.th
 	o := b.ids.Process(pr)
 	j.beginObject()
 	j.key("name")
-	j.str(b.threadName(t))
+	// As in the Gecko output, so that both show the same track labels.
+	j.str(b.ids.ThreadName(pr, th))
 	// The front-end ignores keys it does not know; Read takes the
 	// thread's own name from here, which GeckoMain hides.
 	j.key("gprofName")

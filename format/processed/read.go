@@ -283,6 +283,11 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 	if err := r.mapLibs(); err != nil {
 		return nil, err
 	}
+	// Threads group into processes by pid string, as in the front-end. The
+	// images an exec made of one OS process share theirs (format.TrackIDs),
+	// so they read back as one Process, named after the chain of programs;
+	// that keeps every summary's process count, while addresses stay
+	// apart anyway, as every lib gets a range of its own here.
 	procs := map[string]*format.Process{}
 	for i := range rp.Threads {
 		t := &rp.Threads[i]

@@ -10,8 +10,8 @@ import (
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/klauspost/compress/gzip"
 )
 

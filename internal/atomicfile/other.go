@@ -1,0 +1,9 @@
+//go:build !unix
+
+package atomicfile
+
+import "os"
+
+func keepOwner(*os.File, os.FileInfo) {}
+
+func canWrite(string) error { return nil }

@@ -41,10 +41,11 @@ func ManPages() map[string]string {
 	return pages
 }
 
-// WriteManPages writes ManPages into dir.
+// WriteManPages writes ManPages into dir, which must exist: creating it
+// would hide a mistyped name.
 func WriteManPages(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s is not a directory; create it first (mkdir %s)", dir, dir)
 	}
 	for name, text := range ManPages() {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {

@@ -81,6 +81,7 @@ func appManPage(app *cli.App) string {
 	b.WriteString(".SH EXIT STATUS\n")
 	b.WriteString(".TP\n.B 0\nsuccess\n.TP\n.B 1\nan error; no output file was written, and an existing one is left as it was\n")
 	b.WriteString(".TP\n.B 2\nthe command line was wrong\n")
+	b.WriteString(".TP\n.B 128+N\naborted by signal N (130 for SIGINT, 131 SIGQUIT, 143 SIGTERM); nothing was written\n")
 	b.WriteString(".PP\n\\fBgprof record \\-\\- COMMAND\\fR exits with the command's status when the command fails.\n")
 	b.WriteString(".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nwhen set, error messages are never colored\n")
 	b.WriteString(".SH SEE ALSO\n")

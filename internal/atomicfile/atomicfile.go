@@ -166,12 +166,15 @@ func Check(path string) error {
 		}
 		return nil
 	}
-	f, name, err := createTemp(t.real, 0o600, false)
+	f, name, err := createTemp(t.real, 0o600)
 	if err != nil {
 		return pathError(path, err)
 	}
 	f.Close()
+	mu.Lock()
 	os.Remove(name)
+	delete(temps, name)
+	mu.Unlock()
 	return nil
 }
 
@@ -195,7 +198,7 @@ func Write(path string, write func(io.Writer) error) (err error) {
 	if t.old != nil {
 		perm = 0o600 // until it has the old file's owner and mode
 	}
-	f, name, err := createTemp(t.real, perm, true)
+	f, name, err := createTemp(t.real, perm)
 	if err != nil {
 		return pathError(path, err)
 	}
@@ -240,9 +243,9 @@ func Write(path string, write func(io.Writer) error) (err error) {
 	return nil
 }
 
-// createTemp creates a new hidden file next to real. Registered, Abort
-// removes it.
-func createTemp(real string, perm os.FileMode, register bool) (*os.File, string, error) {
+// createTemp creates a new hidden file next to real, which Abort removes
+// until it is renamed or removed.
+func createTemp(real string, perm os.FileMode) (*os.File, string, error) {
 	dir, base := filepath.Split(real)
 	if dir == "" {
 		dir = "."
@@ -264,9 +267,7 @@ func createTemp(real string, perm os.FileMode, register bool) (*os.File, string,
 			}
 			return nil, "", cause(err)
 		}
-		if register {
-			temps[name] = true
-		}
+		temps[name] = true
 		return f, name, nil
 	}
 	return nil, "", fmt.Errorf("cannot create a temporary file in %s", filepath.Clean(dir))

@@ -49,11 +49,11 @@ Examples:
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
-			in, err := oneInput(c)
+			out, err := outputFile(c)
 			if err != nil {
 				return err
 			}
-			out, err := outputFile(c)
+			in, err := oneInput(c)
 			if err != nil {
 				return err
 			}
@@ -96,11 +96,11 @@ Examples:
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
-			in, err := oneInput(c)
+			out, err := outputFile(c)
 			if err != nil {
 				return err
 			}
-			out, err := outputFile(c)
+			in, err := oneInput(c)
 			if err != nil {
 				return err
 			}
@@ -198,7 +198,11 @@ func oneInput(c *cli.Context) (string, error) {
 func outputFile(c *cli.Context) (string, error) {
 	out := c.String("output")
 	if out == "" {
-		return "", usagef("give an output file with -o, e.g. 'gprof %s profile.json.gz -o out.json.gz'", c.Command.Name)
+		what := "an output file with -o"
+		if c.NArg() == 0 {
+			what = "a profile and an output file"
+		}
+		return "", usagef("give %s, e.g. 'gprof %s profile.json.gz -o out.json.gz'", what, c.Command.Name)
 	}
 	return out, nil
 }
@@ -234,6 +238,9 @@ func outName(path string) string {
 // or not.
 func readProfile(path string) (*format.Profile, load.Kind, error) {
 	if path == "-" {
+		if isTerminal(os.Stdin) {
+			return nil, "", errors.New("standard input is a terminal, not a profile: pipe one in, e.g. 'gprof report - < profile.json.gz'")
+		}
 		p, k, err := load.Reader(os.Stdin)
 		if err != nil {
 			return nil, k, fmt.Errorf("cannot read profile from standard input: %v", err)

@@ -145,7 +145,7 @@ func runRecord(c *cli.Context) error {
 	ph := newPhases(os.Stderr, quiet)
 	sigs.onAbort(ph.done)
 	if !quiet {
-		sigs.onNotice(func(msg string) { ph.done(); fmt.Fprintln(os.Stderr, "gprof: "+msg) })
+		sigs.onNotice(func(msg string) { ph.println("gprof: " + msg) })
 	}
 	opts.Phase = func(msg string) { sigs.finished(); status.close(); ph.set(msg) }
 	res, err := record.Run(ctx, opts)

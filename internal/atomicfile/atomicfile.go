@@ -166,6 +166,11 @@ func Check(path string) error {
 		}
 		return nil
 	}
+	if t.old != nil {
+		if err := replaceable(t.real, t.old); err != nil {
+			return pathError(path, err)
+		}
+	}
 	f, name, err := createTemp(t.real, 0o600)
 	if err != nil {
 		return pathError(path, err)

@@ -218,7 +218,7 @@ func TestErrorsNameThePath(t *testing.T) {
 		}
 	}
 	if os.Geteuid() != 0 {
-		ro := filepath.Join(dir, "ro")
+		ro := filepath.Join(t.TempDir(), "ro")
 		os.Mkdir(ro, 0o555)
 		err := Check(filepath.Join(ro, "out.json"))
 		if !errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "probe") || strings.Contains(err.Error(), ".tmp") {

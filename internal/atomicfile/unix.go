@@ -3,7 +3,9 @@
 package atomicfile
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -22,4 +24,28 @@ func keepOwner(f *os.File, old os.FileInfo) {
 // writing, without opening it.
 func canWrite(path string) error {
 	return syscall.Access(path, 2) // W_OK
+}
+
+// replaceable reports whether old, in the directory of real, may be
+// renamed over: in a sticky directory such as /tmp only its owner (or the
+// directory's, or root) may, which creating a file there does not show.
+func replaceable(real string, old os.FileInfo) error {
+	euid := os.Geteuid()
+	if euid == 0 {
+		return nil
+	}
+	dir := filepath.Dir(real)
+	dst, err := os.Stat(dir)
+	if err != nil || dst.Mode()&os.ModeSticky == 0 {
+		return nil
+	}
+	ost, ok1 := old.Sys().(*syscall.Stat_t)
+	dsys, ok2 := dst.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 || int(ost.Uid) == euid || int(dsys.Uid) == euid {
+		return nil
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return reason{"it belongs to another user, and only its owner may replace it in " + dir + " (a sticky directory)", fs.ErrPermission}
 }

@@ -414,3 +414,38 @@ func TestQuitWhileRecording(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestInterruptAfterRecordingEnded: when the recording ended by itself, a
+// first Ctrl-C during the finishing steps does not lose the profile: gprof
+// says another one would abort, and goes on to write it.
+func TestInterruptAfterRecordingEnded(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "out.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGprof(t, nil, "record", "-o", fifo, "--", "true")
+	// gprof now waits for a reader of the FIFO, in its writing step.
+	time.Sleep(time.Second)
+	if g.exited(0) {
+		skipIfNoBackend(t, g.stderr.String())
+		t.Fatalf("gprof did not wait for the FIFO's reader: %s", g.stderr.String())
+	}
+	g.cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	if g.exited(0) {
+		t.Fatalf("a first SIGINT after the recording ended aborted: %v %s", g.cmd.ProcessState, g.stderr.String())
+	}
+	got := readFIFO(fifo)
+	if !g.exited(10 * time.Second) {
+		t.Fatal("gprof did not finish once the FIFO had a reader")
+	}
+	if b := <-got; !bytes.Contains(b, []byte(`"meta"`)) {
+		t.Errorf("the FIFO's reader got %.40q", b)
+	}
+	if !g.cmd.ProcessState.Success() {
+		t.Errorf("gprof: %v", g.cmd.ProcessState)
+	}
+	if s := g.stderr.String(); !strings.Contains(s, "another SIGINT aborts") {
+		t.Errorf("no notice that another SIGINT aborts: %q", s)
+	}
+}

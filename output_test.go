@@ -329,6 +329,25 @@ func TestInterruptWhileWriting(t *testing.T) {
 	}
 }
 
+// waitOpeningFIFO waits until gprof is in its writing step, opening a
+// FIFO that has no reader yet (the kernel's wait_for_partner), and
+// reports whether it got there.
+func waitOpeningFIFO(g *bgGprof) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", g.cmd.Process.Pid))
+		for _, task := range tasks {
+			if b, _ := os.ReadFile(task); string(b) == "wait_for_partner" {
+				return true
+			}
+		}
+		if g.exited(10 * time.Millisecond) {
+			return false
+		}
+	}
+	return false
+}
+
 // TestSecondInterruptAbortsRecord: the first Ctrl-C stops recording, and a
 // second one during the finishing steps (here: waiting for a reader of
 // the output FIFO) ends gprof at once with exit 130.
@@ -345,7 +364,7 @@ func TestSecondInterruptAbortsRecord(t *testing.T) {
 		t.Fatalf("gprof ended by itself: %s", g.stderr.String())
 	}
 	g.cmd.Process.Signal(syscall.SIGINT)
-	if g.exited(1500 * time.Millisecond) {
+	if !waitOpeningFIFO(g) {
 		t.Fatalf("gprof did not wait for the FIFO's reader: %v %s", g.cmd.ProcessState, g.stderr.String())
 	}
 	g.cmd.Process.Signal(syscall.SIGINT)
@@ -424,9 +443,7 @@ func TestInterruptAfterRecordingEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGprof(t, nil, "record", "-o", fifo, "--", "true")
-	// gprof now waits for a reader of the FIFO, in its writing step.
-	time.Sleep(time.Second)
-	if g.exited(0) {
+	if !waitOpeningFIFO(g) {
 		skipIfNoBackend(t, g.stderr.String())
 		t.Fatalf("gprof did not wait for the FIFO's reader: %s", g.stderr.String())
 	}

@@ -21,6 +21,11 @@ const (
 	ExitOK    = 0 // success
 	ExitError = 1 // gprof failed; no output was written (or the old one kept)
 	ExitUsage = 2 // bad command line
+	// ExitSignal plus the signal's number (130 for SIGINT, 131 SIGQUIT,
+	// 143 SIGTERM, 129 SIGHUP): gprof was aborted by that signal, cleaning
+	// up first. It is the status shells report for a process the signal
+	// killed, so scripts see what they would see without the cleanup.
+	ExitSignal = 128
 )
 
 // usageError marks errors that are the user's command line, not the world.

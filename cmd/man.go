@@ -41,10 +41,11 @@ func ManPages() map[string]string {
 	return pages
 }
 
-// WriteManPages writes ManPages into dir.
+// WriteManPages writes ManPages into dir, which must exist: creating it
+// would hide a mistyped name.
 func WriteManPages(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s is not a directory; create it first (mkdir %s)", dir, dir)
 	}
 	for name, text := range ManPages() {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -80,6 +81,7 @@ func appManPage(app *cli.App) string {
 	b.WriteString(".SH EXIT STATUS\n")
 	b.WriteString(".TP\n.B 0\nsuccess\n.TP\n.B 1\nan error; no output file was written, and an existing one is left as it was\n")
 	b.WriteString(".TP\n.B 2\nthe command line was wrong\n")
+	b.WriteString(".TP\n.B 128+N\naborted by signal N (130 for SIGINT, 131 SIGQUIT, 143 SIGTERM); nothing was written\n")
 	b.WriteString(".PP\n\\fBgprof record \\-\\- COMMAND\\fR exits with the command's status when the command fails.\n")
 	b.WriteString(".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nwhen set, error messages are never colored\n")
 	b.WriteString(".SH SEE ALSO\n")

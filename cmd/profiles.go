@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -12,10 +14,15 @@ import (
 	"github.com/gprof-dev/gprof/format/load"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
 var symbolDirFlag = &cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"}
+
+// outputFlag is -o for convert and symbolicate. It is checked by
+// outputFile rather than marked Required, which would print the whole help.
+var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (gzip when it ends in .gz; - for standard output, uncompressed); required"}
 
 func convertCommand() *cli.Command {
 	return &cli.Command{
@@ -31,31 +38,40 @@ Names come from those stored in the profile, and for any address still
 unknown, from the binaries on disk (and their debug files: build-id
 directory, .gnu_debuglink, --symbol-dir).
 
+A PROFILE of - reads standard input (gzipped or not), and -o - writes to
+standard output (uncompressed).
+
 Examples:
-   ./bin/gprof convert profile.json.gz -o processed.json.gz`,
+   ./bin/gprof convert profile.json.gz -o processed.json.gz
+   ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "write to `FILE` (gzip when it ends in .gz)"},
+			outputFlag,
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
+			out, err := outputFile(c)
+			if err != nil {
+				return err
+			}
 			in, err := oneInput(c)
 			if err != nil {
 				return err
 			}
-			if err := checkWritable(c.String("output")); err != nil {
+			ph, sigs := startFinishing(c, out)
+			defer sigs.release()
+			if err := checkWritable(out); err != nil {
 				return err
 			}
-			ph := newPhases(os.Stderr, false)
 			defer ph.done()
-			ph.set("reading " + in)
+			ph.set("reading " + inName(in))
 			p, _, err := readProfile(in)
 			if err != nil {
 				return err
 			}
 			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
-			ph.set("writing " + c.String("output"))
-			return writeProfile(c.String("output"), p, load.Processed)
+			ph.set("writing " + outName(out))
+			return writeProfile(out, p, load.Processed)
 		},
 	}
 }
@@ -68,17 +84,22 @@ func symbolicateCommand() *cli.Command {
 		Description: `Resolves every native address of a Gecko or processed profile from the
 binaries on disk and --symbol-dir directories, and writes the profile back
 in the same format (or --format). Names that can no longer be resolved keep
-what the profile had.
+what the profile had. A PROFILE of - reads standard input, and -o -
+writes to standard output (uncompressed).
 
 Examples:
    # the binaries gained debug info since recording
    ./bin/gprof symbolicate profile.json.gz --symbol-dir ./debug -o resolved.json.gz`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "write to `FILE` (gzip when it ends in .gz)"},
+			outputFlag,
 			&cli.StringFlag{Name: "format", Usage: "output `FORMAT`: gecko or processed (default: the input's)"},
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
+			out, err := outputFile(c)
+			if err != nil {
+				return err
+			}
 			in, err := oneInput(c)
 			if err != nil {
 				return err
@@ -87,12 +108,13 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
-			if err := checkWritable(c.String("output")); err != nil {
+			ph, sigs := startFinishing(c, out)
+			defer sigs.release()
+			if err := checkWritable(out); err != nil {
 				return err
 			}
-			ph := newPhases(os.Stderr, false)
 			defer ph.done()
-			ph.set("reading " + in)
+			ph.set("reading " + inName(in))
 			p, inKind, err := readProfile(in)
 			if err != nil {
 				return err
@@ -105,8 +127,8 @@ Examples:
 			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
 			keepUnresolved(p, old)
-			ph.set("writing " + c.String("output"))
-			return writeProfile(c.String("output"), p, kind)
+			ph.set("writing " + outName(out))
+			return writeProfile(out, p, kind)
 		},
 	}
 }
@@ -119,7 +141,8 @@ func reportCommand() *cli.Command {
 		Description: `Prints, per thread, the samples and CPU time, and the functions with the
 most self time (the function was running) and total time (it was on the
 stack), in percent of the thread's samples. Reads Gecko and processed
-profiles; names come from the profile, else from the binaries on disk.
+profiles (a PROFILE of - reads standard input); names come from the
+profile, else from the binaries on disk.
 
 Examples:
    ./bin/gprof report profile.json.gz
@@ -137,8 +160,9 @@ Examples:
 			if c.Int("top") == 0 || c.Int("top") < -1 {
 				return usagef("--top must be a positive number, or -1 for all")
 			}
-			ph := newPhases(os.Stderr, false)
-			ph.set("reading " + in)
+			ph, sigs := startFinishing(c, "")
+			defer sigs.release()
+			ph.set("reading " + inName(in))
 			p, _, err := readProfile(in)
 			if err != nil {
 				ph.done()
@@ -170,7 +194,59 @@ func oneInput(c *cli.Context) (string, error) {
 	return "", usagef("give one profile file, got %d (flags go before the file name)", c.NArg())
 }
 
+// outputFile returns -o, which convert and symbolicate need.
+func outputFile(c *cli.Context) (string, error) {
+	out := c.String("output")
+	if out == "" {
+		what := "an output file with -o"
+		if c.NArg() == 0 {
+			what = "a profile and an output file"
+		}
+		return "", usagef("give %s, e.g. 'gprof %s profile.json.gz -o out.json.gz'", what, c.Command.Name)
+	}
+	return out, nil
+}
+
+// startFinishing sets up convert, symbolicate and report, which have no
+// recording to stop: any signal aborts them at once, clearing the phase
+// line and leaving no temporary file.
+func startFinishing(c *cli.Context, out string) (*phases, *signals) {
+	_, sigs := catchSignals(c.Context, false)
+	sigs.writing(out)
+	ph := newPhases(os.Stderr, false)
+	sigs.onAbort(ph.done)
+	return ph, sigs
+}
+
+// inName and outName are how messages name a file, where '-' is standard
+// input or output.
+func inName(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
+}
+
+func outName(path string) string {
+	if path == "-" {
+		return "standard output"
+	}
+	return path
+}
+
+// readProfile reads the profile at path; '-' is standard input, gzipped
+// or not.
 func readProfile(path string) (*format.Profile, load.Kind, error) {
+	if path == "-" {
+		if isTerminal(os.Stdin) {
+			return nil, "", errors.New("standard input is a terminal, not a profile: pipe one in, e.g. 'gprof report - < profile.json.gz'")
+		}
+		p, k, err := load.Reader(os.Stdin)
+		if err != nil {
+			return nil, k, fmt.Errorf("cannot read profile from standard input: %v", err)
+		}
+		return p, k, nil
+	}
 	p, k, err := load.File(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -205,18 +281,41 @@ func keepUnresolved(p *format.Profile, old *format.SymbolTable) {
 	}
 }
 
-// writeProfile writes p in the given format. Callers check that path is
-// writable before the long work that precedes writing (checkWritable).
+// checkWritable fails early, before any long work, when the output cannot
+// be written, so that a long recording is not lost at the end.
+func checkWritable(path string) error {
+	if path == "-" {
+		return nil
+	}
+	if err := atomicfile.Check(path); err != nil {
+		msg := "cannot write " + err.Error()
+		if errors.Is(err, fs.ErrPermission) {
+			msg += "; choose another --output"
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// writeProfile writes p in the given format: '-' is standard output
+// (uncompressed); a file is replaced atomically, gzipped when its name
+// ends in .gz; a device or FIFO is written in place. Callers check that
+// path is writable before the long work that precedes writing
+// (checkWritable).
 func writeProfile(path string, p *format.Profile, kind load.Kind) error {
 	var err error
-	switch kind {
-	case load.Processed:
+	switch {
+	case path == "-" && kind == load.Processed:
+		err = processed.Write(os.Stdout, p)
+	case path == "-":
+		err = gecko.Write(os.Stdout, p)
+	case kind == load.Processed:
 		err = processed.WriteFile(path, p)
 	default:
 		err = gecko.WriteFile(path, p)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %s", path, strings.TrimPrefix(err.Error(), path+": "))
+		return fmt.Errorf("cannot write %s: %s", outName(path), strings.TrimPrefix(err.Error(), path+": "))
 	}
 	return nil
 }

@@ -3,15 +3,11 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -37,6 +33,9 @@ armed before its first instruction. gprof exits with the command's exit
 status, so it can stand in for the command in scripts. If recording stops
 before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
 SIGTERM and gprof exits 0 once the profile is written. Processes attached with -p keep running, untouched, when gprof exits.
+A second Ctrl-C (or SIGTERM, SIGHUP) while the profile is being finished
+aborts at once, writing nothing (exit 130 for SIGINT: 128 + the signal's
+number); SIGQUIT (Ctrl-\) ends the recording and aborts the same way.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
@@ -58,7 +57,7 @@ Examples:
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz; - for standard output, uncompressed)"},
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
@@ -104,13 +103,18 @@ func runRecord(c *cli.Context) error {
 		return usagef("--format processed stores names, so it cannot be combined with --no-symbols")
 	}
 	out := c.String("output")
+	if out == "-" && c.Bool("json") {
+		return usagef("-o - and --json both write to standard output: choose one")
+	}
+	// The first SIGINT, SIGTERM or SIGHUP ends the recording; another, or
+	// SIGQUIT, aborts (see signals).
+	ctx, sigs := catchSignals(c.Context, true)
+	defer sigs.release()
+	sigs.writing(out)
 	if err := checkWritable(out); err != nil {
 		return err
 	}
 	quiet := c.Bool("quiet")
-
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	if d, _ := parseSeconds(c.String("duration")); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -136,16 +140,22 @@ func runRecord(c *cli.Context) error {
 		opts.Progress = status.update
 		// Whatever happens, give the terminal its scroll region back.
 		defer status.close()
+		sigs.onAbort(status.close)
 	}
 	ph := newPhases(os.Stderr, quiet)
-	opts.Phase = func(msg string) { status.close(); ph.set(msg) }
+	sigs.onAbort(ph.done)
+	if !quiet {
+		sigs.onNotice(func(msg string) { ph.println("gprof: " + msg) })
+	}
+	opts.Phase = func(msg string) { sigs.finished(); status.close(); ph.set(msg) }
 	res, err := record.Run(ctx, opts)
+	sigs.finished()
 	status.close()
 	if err != nil {
 		ph.done()
 		return err
 	}
-	ph.set("writing " + out)
+	ph.set("writing " + outName(out))
 	err = writeProfile(out, res.Profile, kind)
 	ph.done()
 	if err != nil {
@@ -181,7 +191,7 @@ func runRecord(c *cli.Context) error {
 
 func printRecordSummary(w io.Writer, s recordSummary) {
 	fmt.Fprintf(w, "gprof: wrote %s: %s from %s in %s over %.2fs",
-		s.Output, plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
+		outName(s.Output), plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
 	}
@@ -351,30 +361,4 @@ func parseSize(s string) (int64, error) {
 		return 0, usagef("invalid size %q: use a number of bytes with K, M or G, e.g. 256M", s)
 	}
 	return int64(f * float64(mult)), nil
-}
-
-// checkWritable fails early, before any profiling, when the output cannot
-// be created, so a long recording is not lost at the end.
-func checkWritable(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("cannot write %s: directory %s does not exist", path, dir)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
-	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("cannot write %s: it is a directory", path)
-	}
-	f, err := os.CreateTemp(dir, ".gprof-probe-*")
-	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return fmt.Errorf("cannot write %s: no permission to create files in %s; choose another --output", path, dir)
-		}
-		return fmt.Errorf("cannot write %s: %v", path, err)
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return nil
 }

@@ -117,6 +117,15 @@ func (p *phases) set(msg string) {
 	p.s.draw("gprof: " + msg + "…")
 }
 
+// println prints a line of its own, which the next set redraws under.
+func (p *phases) println(line string) {
+	if p == nil {
+		fmt.Fprintln(os.Stderr, line)
+		return
+	}
+	p.s.println(line)
+}
+
 func (p *phases) done() {
 	if p != nil {
 		p.s.close()

@@ -10,9 +10,9 @@ import (
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -35,12 +35,14 @@ func Write(w io.Writer, p *format.Profile) error {
 	return bw.Flush()
 }
 
-// WriteFile writes p to path, gzipped when path ends in ".gz". It writes a
-// temporary file next to path and renames it into place only once complete
-// and synced, so a failure leaves any previous file at path intact.
+// WriteFile writes p to path, gzipped when path ends in ".gz" (in any
+// case). A regular file is written as a temporary file next to it and
+// renamed into place only once complete and synced, so a failure leaves
+// any previous file at path intact; a device or FIFO is written in place
+// (see internal/atomicfile).
 func WriteFile(path string, p *format.Profile) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
-		if strings.HasSuffix(path, ".gz") {
+		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			return WriteGzip(w, p)
 		}
 		return Write(w, p)

@@ -41,8 +41,8 @@ import (
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/internal/atomicfile"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -65,12 +65,14 @@ const geckoVersion = 24
 // package format/internal/lifecycle.)
 const lifecycleType = "Lifecycle"
 
-// WriteFile writes p to path, gzip-compressed when path ends in ".gz". It
-// writes a temporary file in the same directory and renames it into place,
-// so an interrupted write never leaves a truncated profile behind.
+// WriteFile writes p to path, gzip-compressed when path ends in ".gz" (in
+// any case). A regular file is written as a temporary file in the same
+// directory and renamed into place, so an interrupted write never leaves a
+// truncated profile behind; a device or FIFO is written in place (see
+// internal/atomicfile).
 func WriteFile(path string, p *format.Profile) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
-		if !strings.HasSuffix(path, ".gz") {
+		if !strings.HasSuffix(strings.ToLower(path), ".gz") {
 			return Write(w, p)
 		}
 		zw := gzip.NewWriter(w)

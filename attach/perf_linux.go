@@ -111,6 +111,9 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
 			l.abort()
 			return res, err
 		}
+		if err := l.started(); err != nil {
+			return res, err
+		}
 	} else {
 		s.attr.Bits |= unix.PerfBitInherit
 		if err := s.attach(first); err != nil {

@@ -371,6 +371,10 @@ func (s *ptSampler) startLaunched() (int, error) {
 	if err := l.release(); err != nil {
 		return 0, err
 	}
+	if err := l.started(); err != nil {
+		s.launchGone, s.aborted = true, true
+		return 0, err
+	}
 	deadline := time.Now().Add(ptExecLimit)
 	for {
 		// The kernel switches the executable before it lays out the new

@@ -509,8 +509,8 @@ func TestLaunchFollowsChildren(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.json.gz")
 	r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.2 && "+bin+" 1 0.2; exit 7")
 	skipIfNoPerf(t, r)
-	if r.code != 7 {
-		t.Fatalf("want the command's exit status 7, got %d: %s", r.code, r.stderr)
+	if r.code != 4 {
+		t.Fatalf("want exit 4 (the command failed), got %d: %s", r.code, r.stderr)
 	}
 	p, err := gecko.ReadFile(out)
 	if err != nil {
@@ -683,5 +683,66 @@ func TestDurationStopsLaunchedCommand(t *testing.T) {
 	}
 	if _, err := gecko.ReadFile(out); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLaunchExecFails: a command that exists but cannot be run (a script
+// whose #! interpreter is missing, a text file with no #! line) is an
+// error, with each backend: exit 1, one line saying why, and no profile.
+func TestLaunchExecFails(t *testing.T) {
+	dir := t.TempDir()
+	badShebang := filepath.Join(dir, "x.sh")
+	os.WriteFile(badShebang, []byte("#!/bin/nosuch -e\necho hi\n"), 0o755)
+	noShebang := filepath.Join(dir, "plain")
+	os.WriteFile(noShebang, []byte("\x01\x02 not a program\n"), 0o755)
+	for _, be := range backends {
+		for _, c := range []struct{ name, path, want string }{
+			{"bad-interpreter", badShebang, "cannot run " + badShebang + ": bad interpreter /bin/nosuch: no such file"},
+			{"not-a-program", noShebang, "cannot run " + noShebang + ": exec format error"},
+		} {
+			t.Run(be+"/"+c.name, func(t *testing.T) {
+				out := filepath.Join(dir, be+c.name+".json")
+				r := gprof(t, "record", "--backend", be, "-o", out, "--", c.path)
+				oneErrorLine(t, r, c.want)
+				if _, err := os.Stat(out); err == nil {
+					t.Errorf("a profile was written for a command that never ran")
+				}
+			})
+		}
+	}
+}
+
+// TestCommandFailureExitCode: a launched command that fails on its own
+// makes gprof exit 4 (README's table), distinct from gprof's own failure
+// (1), with the profile written and the command's status in --json.
+func TestCommandFailureExitCode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"false"}, 1},
+		{[]string{"sh", "-c", "exit 7"}, 7},
+		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+	} {
+		t.Run(c.args[len(c.args)-1], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "f.json")
+			r := gprof(t, append([]string{"record", "-q", "--json", "-o", out, "--"}, c.args...)...)
+			skipIfNoPerf(t, r)
+			if r.code != 4 {
+				t.Errorf("exit %d, want 4 (the command failed): %s", r.code, r.stderr)
+			}
+			var sum struct {
+				ExitCode *int `json:"exit_code"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+				t.Fatalf("--json printed %q: %v", r.stdout, err)
+			}
+			if sum.ExitCode == nil || *sum.ExitCode != c.code {
+				t.Errorf("exit_code %v, want %d", sum.ExitCode, c.code)
+			}
+			if _, err := gecko.ReadFile(out); err != nil {
+				t.Errorf("profile: %v", err)
+			}
+		})
 	}
 }

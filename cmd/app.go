@@ -21,6 +21,9 @@ const (
 	ExitOK    = 0 // success
 	ExitError = 1 // gprof failed; no output was written (or the old one kept)
 	ExitUsage = 2 // bad command line
+	// ExitCommandFailed: the profile was written, but the launched command
+	// failed on its own; its status is the --json summary's exit_code.
+	ExitCommandFailed = 4
 )
 
 // usageError marks errors that are the user's command line, not the world.

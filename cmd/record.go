@@ -33,10 +33,19 @@ bottom row, below the command's own output). Open it at
 https://profiler.firefox.com ("Load a profile from file").
 
 A launched command is followed through fork, clone and exec; sampling is
-armed before its first instruction. gprof exits with the command's exit
-status, so it can stand in for the command in scripts. If recording stops
+armed before its first instruction. If the command fails on its own (a
+non-zero status, or killed by a signal), the profile is still written and
+gprof exits 4; the command's status is in the summary (--json: exit_code).
+A command that cannot be run (not found, not executable, a missing #!
+interpreter) is an error: exit 1, nothing written. If recording stops
 before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
-SIGTERM and gprof exits 0 once the profile is written. Processes attached with -p keep running, untouched, when gprof exits.
+SIGTERM (SIGKILL if it is still there 3 s later) and gprof exits 0 once the
+profile is written; if gprof itself is killed, the kernel kills the command
+(SIGKILL). Processes attached with -p keep running, untouched, when gprof
+exits.
+
+Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;
+4 the profile was written but the launched command failed.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
@@ -171,10 +180,12 @@ func runRecord(c *cli.Context) error {
 			return err
 		}
 	}
-	// A command that failed on its own makes gprof fail the same way; one
-	// that gprof stopped (duration, Ctrl-C, SIGTERM) did not fail.
+	// A command that failed on its own gets a code of its own, so that a
+	// script can tell it from gprof's failure (the command's status could
+	// be any number, 1 and 2 included); one that gprof stopped (duration,
+	// Ctrl-C, SIGTERM) did not fail.
 	if res.ExitCode > 0 && ctx.Err() == nil {
-		return exitCodeError{res.ExitCode}
+		return exitCodeError{ExitCommandFailed}
 	}
 	return nil
 }

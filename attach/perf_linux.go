@@ -431,6 +431,19 @@ func (s *perfSession) attach(b *batch) error {
 			return fmt.Errorf("pid %d exited while attaching: %w", pid, ErrNoSuchProcess)
 		}
 	}
+	// A thread alone: without inherit, so the threads it creates are not
+	// sampled, as with perf record -t.
+	s.attr.Bits &^= unix.PerfBitInherit
+	for _, tid := range s.opts.Tids {
+		if err := s.openTask(tid); err != nil {
+			s.attr.Bits |= unix.PerfBitInherit
+			if err == unix.ESRCH {
+				return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+			}
+			return s.openError(err, tid, "thread")
+		}
+	}
+	s.attr.Bits |= unix.PerfBitInherit
 	// Threads created while we were opening: those created by a thread
 	// that already had events inherited them (and produced a FORK record);
 	// the others need their own events. Repeat until nothing is new.
@@ -465,11 +478,21 @@ func (s *perfSession) attach(b *batch) error {
 			}
 		}
 	}
-	// Synthesize names and mappings, dated before any sample.
+	// Synthesize names and mappings, dated before any sample. A thread
+	// alone gets its process's mappings too, so its frames are named, and
+	// its process's command line, to name the process.
 	var synth []Event
+	procTids := map[int][]int{}
 	for _, pid := range s.opts.Pids {
+		procTids[pid], _ = listTasks(pid)
+	}
+	for _, tid := range s.opts.Tids {
+		if pid, _, _, ok := taskInfo(tid); ok {
+			procTids[pid] = append(procTids[pid], tid)
+		}
+	}
+	for pid, tids := range procTids {
 		argv := readCmdline(pid)
-		tids, _ := listTasks(pid)
 		for _, tid := range tids {
 			name := readTaskComm(pid, tid)
 			if name == "" {
@@ -603,7 +626,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 			}
 			// Belt and braces for kernels that do not report POLLHUP
 			// once an inherited event's tasks are all gone.
-			if len(s.opts.Pids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+			if len(s.opts.Pids)+len(s.opts.Tids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
 				lastCheck = time.Now()
 				if !s.anyPidAlive() {
 					flush(getBatch())
@@ -643,7 +666,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 // anyPidAlive reports whether an attached pid still runs. Children that
 // inherited events are not checked; POLLHUP covers them.
 func (s *perfSession) anyPidAlive() bool {
-	for _, pid := range s.opts.Pids {
+	for _, pid := range slices.Concat(s.opts.Pids, s.opts.Tids) {
 		if st := processState(pid); st != 0 && st != 'Z' && st != 'X' {
 			return true
 		}

@@ -42,7 +42,8 @@ before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
 SIGTERM (SIGKILL if it is still there 3 s later) and gprof exits 0 once the
 profile is written; if gprof itself is killed, the kernel kills the command
 (SIGKILL). Processes attached with -p keep running, untouched, when gprof
-exits.
+exits. Kernel threads (no user space to sample) and gprof itself cannot be
+attached.
 
 Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;
 4 the profile was written but the launched command failed.
@@ -60,10 +61,14 @@ Examples:
    # attach to two running processes for 10 seconds at 4 kHz
    ./bin/gprof record -p 1234 -p 5678 -d 10 -r 4000 -o server.json.gz
 
+   # one thread (TID 1240) of a process, alone, for 10 seconds
+   ./bin/gprof record -t 1240 -d 10
+
    # CI: no terminal output, a JSON summary on stdout
    ./bin/gprof record -q --json -o perf.json.gz -- make test`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
+			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
@@ -219,25 +224,20 @@ func plural(n int, noun string) string {
 // recordOptions validates the command line into pipeline options.
 func recordOptions(c *cli.Context) (record.Options, error) {
 	var o record.Options
-	for _, s := range c.StringSlice("pid") {
-		for _, f := range strings.Split(s, ",") {
-			f = strings.TrimSpace(f)
-			if f == "" {
-				continue
-			}
-			pid, err := strconv.Atoi(f)
-			if err != nil || pid <= 0 {
-				return o, usagef("invalid PID %q: give a positive process ID, e.g. -p 1234", f)
-			}
-			o.Attach.Pids = append(o.Attach.Pids, pid)
-		}
+	var err error
+	if o.Attach.Pids, err = parseIDs(c.StringSlice("pid"), "PID", "process", "-p"); err != nil {
+		return o, err
+	}
+	if o.Attach.Tids, err = parseIDs(c.StringSlice("tid"), "TID", "thread", "-t"); err != nil {
+		return o, err
 	}
 	o.Attach.Command = c.Args().Slice()
+	attaching := len(o.Attach.Pids)+len(o.Attach.Tids) > 0
 	switch {
-	case len(o.Attach.Pids) == 0 && len(o.Attach.Command) == 0:
+	case !attaching && len(o.Attach.Command) == 0:
 		return o, usagef("nothing to profile: give a command after '--' or a process with -p PID")
-	case len(o.Attach.Pids) > 0 && len(o.Attach.Command) > 0:
-		return o, usagef("give either a command or -p PID, not both")
+	case attaching && len(o.Attach.Command) > 0:
+		return o, usagef("give either a command or -p PID / -t TID, not both")
 	}
 
 	interval, err := samplingInterval(c)
@@ -301,6 +301,30 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, usagef("--output needs a file name")
 	}
 	return o, nil
+}
+
+// parseIDs reads repeated, comma-separated process or thread ids. gprof's
+// own is refused here, as a mistake on the command line: a profiler cannot
+// usefully sample itself (ptrace cannot trace itself at all).
+func parseIDs(vals []string, what, noun, flag string) ([]int, error) {
+	var ids []int
+	for _, s := range vals {
+		for _, f := range strings.Split(s, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			id, err := strconv.Atoi(f)
+			if err != nil || id <= 0 {
+				return nil, usagef("invalid %s %q: give a positive %s ID, e.g. %s 1234", what, f, noun, flag)
+			}
+			if id == os.Getpid() {
+				return nil, usagef("%s %d is gprof itself, which cannot profile itself", flag, id)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // samplingInterval reconciles --rate (and its perf-style alias -F) with

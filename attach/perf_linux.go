@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -294,6 +295,24 @@ func deniedReason(err error) string {
 	return "perf_event_open is not permitted here, probably by a container's seccomp policy"
 }
 
+// seccompFix is the advice when a seccomp filter blocks perf_event_open.
+const seccompFix = "use --backend ptrace, or allow perf events in the container (docker run --cap-add PERFMON, or a seccomp profile that allows perf_event_open)"
+
+// seccompFiltered reports whether a seccomp filter applies to gprof
+// ("Seccomp: 2" in /proc/self/status); tests replace it.
+var seccompFiltered = func() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(data), "\nSeccomp:")
+	if !ok {
+		return false
+	}
+	mode, _, _ := strings.Cut(rest, "\n")
+	return strings.TrimSpace(mode) == "2"
+}
+
 // openError turns an errno from perf_event_open into an error with advice.
 // pid 0 means gprof itself (the probe).
 func (s *perfSession) openError(err error, pid int, what string) error {
@@ -311,6 +330,12 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 	switch errno {
 	case unix.EACCES, unix.EPERM:
 		p, _ := readSysctlInt("perf_event_paranoid")
+		// Under a seccomp filter, as in a container, a refusal that
+		// perf_event_paranoid does not explain is the filter's (Docker's
+		// default profile answers EPERM).
+		if seccompFiltered() && (pid == 0 && p <= 2 || os.Geteuid() == 0) {
+			return fmt.Errorf("open perf event for %s: %w: perf_event_open is refused by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
+		}
 		fix := "run gprof as root, or give it CAP_PERFMON (setcap cap_perfmon+ep gprof)"
 		if p > 2 {
 			fix += ", or allow unprivileged profiling with `sysctl kernel.perf_event_paranoid=2`"
@@ -323,7 +348,7 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 	case unix.ESRCH:
 		return fmt.Errorf("open perf event for %s: %w", target, ErrNoSuchProcess)
 	case unix.ENOSYS:
-		return fmt.Errorf("open perf event for %s: %w (perf_event_open is blocked, probably by seccomp: %w)", target, ErrPermission, errno)
+		return fmt.Errorf("open perf event for %s: %w: perf_event_open is blocked, probably by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
 	case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
 		if s.event == "cycles" {
 			return fmt.Errorf("the cycles event is not available on this machine (no hardware PMU, e.g. in a VM: %w); use --event cpu-clock", errno)

@@ -747,6 +747,10 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	saved := perfEventOpen
 	defer func() { perfEventOpen = saved }()
 	perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, unix.ENOSYS }
+	// Not under a seccomp filter until said otherwise (gprof may be).
+	savedFiltered := seccompFiltered
+	defer func() { seccompFiltered = savedFiltered }()
+	seccompFiltered = func() bool { return false }
 
 	var notices []string
 	opts := Options{Command: []string{"true"}, Backend: "", Notice: func(s string) { notices = append(notices, s) }}
@@ -773,6 +777,27 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_paranoid", err)
 	}
 	t.Logf("perf only: %v", err)
+
+	// Forced perf under seccomp: the advice is about seccomp, not
+	// perf_event_paranoid. ENOSYS is what a seccomp filter commonly
+	// returns; Docker's default profile returns EPERM, recognized by the
+	// filter in /proc/self/status when paranoid would allow perf events.
+	for _, c := range []struct {
+		errno    unix.Errno
+		filtered bool
+	}{{unix.ENOSYS, false}, {unix.EPERM, true}} {
+		perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, c.errno }
+		seccompFiltered = func() bool { return c.filtered }
+		_, err = Record(context.Background(), opts, func(Event) {})
+		msg := fmt.Sprint(err)
+		t.Logf("perf only, %v: %s", c.errno, msg)
+		if p, _ := readSysctlInt("perf_event_paranoid"); c.errno == unix.EPERM && p > 2 {
+			continue // then paranoid may be the cause too
+		}
+		if !errors.Is(err, ErrPermission) || !strings.Contains(msg, "seccomp") || !strings.Contains(msg, "--backend ptrace") || strings.Contains(msg, "paranoid") {
+			t.Errorf("%v: err = %s, want seccomp advice naming --backend ptrace, not perf_event_paranoid", c.errno, msg)
+		}
+	}
 }
 
 // TestKernelDeniedFallsBack simulates paranoid 2 without privileges: kernel

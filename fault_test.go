@@ -979,3 +979,36 @@ func gzipBytes(b []byte) []byte {
 	zw.Close()
 	return buf.Bytes()
 }
+
+// TestFaultForkedChildName: a forked child that renames itself (as worker
+// processes do) is named the same by both backends: by its own name, as
+// perf reports it, not by the command line it shares with its parent.
+func TestFaultForkedChildName(t *testing.T) {
+	bin := buildFault(t, "renamer")
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "n.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-o", out, "--", bin, "kid")
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, proc := range p.Processes {
+				names = append(names, proc.Name)
+			}
+			if len(p.Processes) != 2 || p.Processes[0].Name != filepath.Base(bin) || p.Processes[1].Name != "kid" {
+				t.Errorf("processes %q, want [%s kid]", names, filepath.Base(bin))
+			}
+			// burn is inlined into child_burn; the report names the
+			// innermost frame.
+			if n := reportThreads(t, out).selfSamples("kid", "burn"); n < 40 {
+				t.Errorf("the child's burn has %d samples in the process named kid", n)
+			}
+		})
+	}
+}

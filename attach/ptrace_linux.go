@@ -624,12 +624,25 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	}
 	tids = pr.filter(tids)
 	argv := readCmdline(pid)
+	// A forked child is named as perf names it: a copy of its parent (the
+	// Fork above), then by its own name, which it may have changed, not
+	// by the command line it shares with its parent. Only a child that
+	// runs another program already is reported as an exec, with its new
+	// command line (and without the parent's mappings).
+	execd := launched
+	if parent := s.procs[ppid]; ppid != 0 && parent != nil {
+		if pr.exe == parent.exe {
+			argv = nil
+		} else {
+			execd = true
+		}
+	}
 	for _, tid := range tids {
 		th := s.newThread(pid, tid)
 		pr.threads[tid] = th
 		c := &Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
 		if tid == pid || only != nil {
-			c.Argv, c.Exec = argv, launched
+			c.Argv, c.Exec = argv, execd
 		}
 		s.emit(c)
 	}

@@ -36,12 +36,14 @@ import (
 // that signal when the *thread* that forked the child exits, and Go ends
 // threads (one whose goroutine exits locked to it), so the helper is
 // forked from a thread kept for that alone, which lives as long as gprof.
-// The command's own children are not killed: no kernel mechanism reaches
-// them once gprof is gone short of a pid namespace, and perf leaves even
-// the command itself running. Like the children of a shell that was
-// killed, they are the command's to end; most die of the broken pipe or
-// the SIGHUP of the terminal going away. A setuid command also loses the
-// signal (the kernel clears it on a change of credentials).
+// The command's own children are not killed: once gprof is gone, only a
+// pid namespace (which needs privileges and changes what the command
+// sees) or a process outliving gprof could reach them, and perf leaves
+// even the command itself running. Like the children of any process that
+// was killed, they are reparented and carry on; ending them is the
+// command's business, as it is when gprof stops it with SIGTERM. A setuid
+// command also loses the signal (the kernel clears it when credentials
+// change at exec).
 //
 // The helper reports a failed exec (ENOENT for a bad #! interpreter,
 // ENOEXEC, EACCES...) through a close-on-exec pipe, so that it is an error

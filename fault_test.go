@@ -1012,3 +1012,56 @@ func TestFaultForkedChildName(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultThreadLibraryLoadedByAnother: recording one thread alone (-t),
+// the frames of a library that another thread loaded meanwhile are still
+// named, with each backend: perf reports a mapping only to the events of
+// the thread that made it, so gprof must look for it.
+func TestFaultThreadLibraryLoadedByAnother(t *testing.T) {
+	bin := buildFault(t, "dlthread", "-ldl")
+	lib := filepath.Join(fixtures, "fault-libdlib.so")
+	if _, err := os.Stat(lib); err != nil {
+		src := filepath.Join("testdata", "fault", "dlib.c")
+		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc dlib: %v\n%s", err, b)
+		}
+	}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			target := exec.Command(bin, lib)
+			stdout, _ := target.StdoutPipe()
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+			br := bufio.NewReader(stdout)
+			if line, _ := br.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+				t.Fatalf("dlthread said %q", line)
+			}
+			pid := target.Process.Pid
+			loaded := make(chan string, 1)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				syscall.Kill(pid, syscall.SIGUSR1)
+				line, _ := br.ReadString('\n')
+				loaded <- strings.TrimSpace(line)
+			}()
+			out := filepath.Join(t.TempDir(), "d.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-d", "1.5", "-t", strconv.Itoa(pid), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if s := <-loaded; s != "loaded" {
+				t.Fatalf("dlthread said %q", s)
+			}
+			rep := reportThreads(t, out)
+			if n := rep.selfSamples("", "dlib_hot"); n < 50 {
+				t.Errorf("dlib_hot, loaded by another thread, has %d samples named", n)
+			}
+			if n := rep.selfSamples("", "main_burn"); n < 20 {
+				t.Errorf("main_burn has %d samples", n)
+			}
+		})
+	}
+}

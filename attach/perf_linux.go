@@ -53,6 +53,7 @@ const (
 	defaultStackSize = 16384
 	maxStackSize     = 65528
 	pollTimeoutMs    = 20
+	mapsRescanPeriod = 100 * time.Millisecond // see perfSession.threadMaps
 )
 
 type perfSession struct {
@@ -67,6 +68,11 @@ type perfSession struct {
 	fds      []int
 	opened   map[int]bool
 	notices  []string
+	// threadMaps holds, for each process sampled by thread alone (-t),
+	// the mappings reported so far: the kernel reports a mapping only to
+	// the events of the thread that made it, so those its other threads
+	// make are found by rereading /proc/PID/maps.
+	threadMaps map[int]map[ptMapKey]bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -532,9 +538,38 @@ func (s *perfSession) attach(b *batch) error {
 		for _, m := range maps {
 			synth = append(synth, m)
 		}
+		if !slices.Contains(s.opts.Pids, pid) {
+			if s.threadMaps == nil {
+				s.threadMaps = map[int]map[ptMapKey]bool{}
+			}
+			seen := map[ptMapKey]bool{}
+			for _, m := range maps {
+				seen[mapKey(m)] = true
+			}
+			s.threadMaps[pid] = seen
+		}
 	}
 	b.events = append(synth, b.events...)
 	return nil
+}
+
+func mapKey(m *Map) ptMapKey {
+	return ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
+}
+
+// rescanMaps adds to b the mappings of processes sampled by thread alone
+// that were not reported yet.
+func (s *perfSession) rescanMaps(b *batch) {
+	now := MonotonicNow()
+	for pid, seen := range s.threadMaps {
+		maps, _ := readMaps(pid, now)
+		for _, m := range maps {
+			if k := mapKey(m); !seen[k] {
+				seen[k] = true
+				b.events = append(b.events, m)
+			}
+		}
+	}
 }
 
 // drain decodes everything in every ring into b.
@@ -623,6 +658,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 		}
 		why := stopCancelled
 		lastCheck := time.Now()
+		lastMaps := lastCheck
 		for {
 			all := pfds
 			if wake >= 0 {
@@ -651,6 +687,12 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 			}
 			// Belt and braces for kernels that do not report POLLHUP
 			// once an inherited event's tasks are all gone.
+			if len(s.threadMaps) > 0 && time.Since(lastMaps) >= mapsRescanPeriod {
+				lastMaps = time.Now()
+				b := getBatch()
+				s.rescanMaps(b)
+				flush(b)
+			}
 			if len(s.opts.Pids)+len(s.opts.Tids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
 				lastCheck = time.Now()
 				if !s.anyPidAlive() {

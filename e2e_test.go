@@ -509,8 +509,8 @@ func TestLaunchFollowsChildren(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.json.gz")
 	r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.2 && "+bin+" 1 0.2; exit 7")
 	skipIfNoPerf(t, r)
-	if r.code != 7 {
-		t.Fatalf("want the command's exit status 7, got %d: %s", r.code, r.stderr)
+	if r.code != 4 {
+		t.Fatalf("want exit 4 (the command failed), got %d: %s", r.code, r.stderr)
 	}
 	p, err := gecko.ReadFile(out)
 	if err != nil {
@@ -683,5 +683,210 @@ func TestDurationStopsLaunchedCommand(t *testing.T) {
 	}
 	if _, err := gecko.ReadFile(out); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLaunchExecFails: a command that exists but cannot be run (a script
+// whose #! interpreter is missing, a text file with no #! line) is an
+// error, with each backend: exit 1, one line saying why, and no profile.
+func TestLaunchExecFails(t *testing.T) {
+	dir := t.TempDir()
+	badShebang := filepath.Join(dir, "x.sh")
+	os.WriteFile(badShebang, []byte("#!/bin/nosuch -e\necho hi\n"), 0o755)
+	noShebang := filepath.Join(dir, "plain")
+	os.WriteFile(noShebang, []byte("\x01\x02 not a program\n"), 0o755)
+	for _, be := range backends {
+		for _, c := range []struct{ name, path, want string }{
+			{"bad-interpreter", badShebang, "cannot run " + badShebang + ": bad interpreter /bin/nosuch: no such file"},
+			{"not-a-program", noShebang, "cannot run " + noShebang + ": exec format error"},
+		} {
+			t.Run(be+"/"+c.name, func(t *testing.T) {
+				out := filepath.Join(dir, be+c.name+".json")
+				r := gprof(t, "record", "--backend", be, "-o", out, "--", c.path)
+				oneErrorLine(t, r, c.want)
+				if _, err := os.Stat(out); err == nil {
+					t.Errorf("a profile was written for a command that never ran")
+				}
+			})
+		}
+	}
+}
+
+// TestCommandFailureExitCode: a launched command that fails on its own
+// makes gprof exit 4 (README's table), distinct from gprof's own failure
+// (1), with the profile written and the command's status in --json.
+func TestCommandFailureExitCode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"false"}, 1},
+		{[]string{"sh", "-c", "exit 7"}, 7},
+		{[]string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+	} {
+		t.Run(c.args[len(c.args)-1], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "f.json")
+			r := gprof(t, append([]string{"record", "-q", "--json", "-o", out, "--"}, c.args...)...)
+			skipIfNoPerf(t, r)
+			if r.code != 4 {
+				t.Errorf("exit %d, want 4 (the command failed): %s", r.code, r.stderr)
+			}
+			var sum struct {
+				ExitCode *int `json:"exit_code"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+				t.Fatalf("--json printed %q: %v", r.stdout, err)
+			}
+			if sum.ExitCode == nil || *sum.ExitCode != c.code {
+				t.Errorf("exit_code %v, want %d", sum.ExitCode, c.code)
+			}
+			if _, err := gecko.ReadFile(out); err != nil {
+				t.Errorf("profile: %v", err)
+			}
+		})
+	}
+}
+
+// startSpin2 starts spin with its second thread running and returns the
+// process and that thread's id.
+func startSpin2(t *testing.T) (*exec.Cmd, int) {
+	t.Helper()
+	spin := startSpin(t)
+	pid := spin.Process.Pid
+	syscall.Kill(pid, syscall.SIGUSR1)
+	for i := 0; i < 200; i++ {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, task := range tasks {
+			if tid, _ := strconv.Atoi(task.Name()); tid != pid {
+				return spin, tid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("spin did not start its second thread")
+	return nil, 0
+}
+
+// TestRecordThread: -t TID samples that thread alone, with each backend:
+// one process, the right pid and name, only that thread, its frames
+// named from its process's libraries.
+func TestRecordThread(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			spin, late := startSpin2(t)
+			pid := spin.Process.Pid
+			out := filepath.Join(t.TempDir(), "t.json.gz")
+			r := gprof(t, "record", "-q", "--backend", be, "-d", "0.8", "-t", strconv.Itoa(late), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			assertUnharmed(t, pid)
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Processes) != 1 {
+				t.Fatalf("%d processes, want 1", len(p.Processes))
+			}
+			proc := p.Processes[0]
+			if proc.Pid != pid || proc.Name != "spin" {
+				t.Errorf("process %q pid %d, want spin pid %d", proc.Name, proc.Pid, pid)
+			}
+			if len(proc.Threads) != 1 || proc.Threads[0].Tid != late {
+				var tids []int
+				for _, th := range proc.Threads {
+					tids = append(tids, th.Tid)
+				}
+				t.Fatalf("threads %v, want only %d", tids, late)
+			}
+			// A busy thread, but on a loaded machine it may get a small
+			// share of a CPU.
+			if n := proc.Threads[0].Samples.Len(); n < 20 {
+				t.Errorf("%d samples of a busy thread in 0.8 s", n)
+			}
+			rep := runReport(t, out)
+			for _, fn := range []string{"spin_late", "burn"} {
+				if _, ok := findFunc(rep.All.TopTotal, fn); !ok {
+					t.Errorf("no %s: frames not named; top: %v", fn, rep.All.TopTotal)
+				}
+			}
+			if _, ok := findFunc(rep.All.TopTotal, "spin_main"); ok {
+				t.Errorf("spin_main, of the main thread, was sampled")
+			}
+		})
+	}
+}
+
+// TestRecordPidOfThread: -p with a thread id records that thread's whole
+// process, and says so, with each backend.
+func TestRecordPidOfThread(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			spin, late := startSpin2(t)
+			pid := spin.Process.Pid
+			out := filepath.Join(t.TempDir(), "p.json.gz")
+			r := gprof(t, "record", "--backend", be, "-d", "0.6", "-p", strconv.Itoa(late), "-o", out)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if want := fmt.Sprintf("%d is a thread of process %d", late, pid); !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr %q does not say %q", r.stderr, want)
+			}
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Processes) != 1 || p.Processes[0].Pid != pid || p.Processes[0].Name != "spin" || len(p.Processes[0].Threads) != 2 {
+				t.Fatalf("want process spin pid %d with its 2 threads, got %d processes, first %q pid %d", pid, len(p.Processes), p.Processes[0].Name, p.Processes[0].Pid)
+			}
+		})
+	}
+}
+
+// TestRecordRefusedTargets: gprof's own pid (here through a shell that
+// execs gprof with its own $$) is a usage error, exit 2; a kernel thread
+// is an error, exit 1; with each backend, one line, no profile.
+func TestRecordRefusedTargets(t *testing.T) {
+	dir := t.TempDir()
+	for _, be := range backends {
+		t.Run("self/"+be, func(t *testing.T) {
+			out := filepath.Join(dir, "self.json")
+			cmd := exec.Command("sh", "-c", `exec "$0" record --backend "$1" -d 1 -p $$ -o "$2"`, gprofBin, be, out)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Errorf("exit %v, want 2: %s", err, stderr.String())
+			}
+			if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, "is gprof itself") {
+				t.Errorf("stderr %q, want one line saying it is gprof itself", s)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a profile was written")
+			}
+		})
+		t.Run("kthread/"+be, func(t *testing.T) {
+			kthread := 0
+			for _, pid := range []int{2, 3, 4} {
+				if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); len(b) > 0 && !bytes.Contains(b, []byte("(init)")) {
+					if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil && exe == "" {
+						kthread = pid
+						break
+					}
+				}
+			}
+			if kthread == 0 {
+				t.Skip("no kernel thread visible (a pid namespace?)")
+			}
+			out := filepath.Join(dir, "k.json")
+			r := gprof(t, "record", "--backend", be, "-d", "1", "-p", strconv.Itoa(kthread), "-o", out)
+			oneErrorLine(t, r, "kernel thread")
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a profile was written")
+			}
+		})
 	}
 }

@@ -99,8 +99,12 @@ func (e *Lost) eventTime() int64   { return e.Time }
 
 // Options configure a recording.
 type Options struct {
-	// Exactly one of Pids and Command is set.
+	// Either Command is set, or Pids and Tids. Pids are processes, sampled
+	// whole with the threads and processes they create later; Tids are
+	// single threads, sampled alone (not their siblings, nor the threads
+	// they create).
 	Pids    []int
+	Tids    []int
 	Command []string // argv; Command[0] is looked up in PATH
 	Env     []string // environment for Command; nil means inherit
 	Dir     string   // working directory for Command; "" means inherit

@@ -3,13 +3,17 @@
 package attach
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,18 +29,39 @@ import (
 // and the helper execs the real command in place. The command therefore has
 // the helper's pid, is gprof's child, and is in the terminal's foreground
 // process group.
+//
+// A launched command lives within its recording, even when gprof dies by
+// SIGKILL: the helper has a parent-death signal (SIGKILL), which exec
+// keeps, so the kernel kills the command as gprof dies. The kernel sends
+// that signal when the *thread* that forked the child exits, and Go ends
+// threads (one whose goroutine exits locked to it), so the helper is
+// forked from a thread kept for that alone, which lives as long as gprof.
+// The command's own children are not killed: once gprof is gone, only a
+// pid namespace (which needs privileges and changes what the command
+// sees) or a process outliving gprof could reach them, and perf leaves
+// even the command itself running. Like the children of any process that
+// was killed, they are reparented and carry on; ending them is the
+// command's business, as it is when gprof stops it with SIGTERM. A setuid
+// command also loses the signal (the kernel clears it when credentials
+// change at exec).
+//
+// The helper reports a failed exec (ENOENT for a bad #! interpreter,
+// ENOEXEC, EACCES...) through a close-on-exec pipe, so that it is an error
+// with nothing recorded, not an empty profile.
 
 const (
-	helperEnv  = "GPROF_EXEC_HELPER"
-	helperArg0 = "gprof-exec-helper"
-	helperFd   = 3 // first ExtraFiles entry
+	helperEnv    = "GPROF_EXEC_HELPER" // the parent's pid
+	helperArg0   = "gprof-exec-helper"
+	helperFd     = 3 // first ExtraFiles entry: the gate
+	helperExecFd = 4 // second: where a failed exec's errno goes
 )
 
 func init() {
 	// The helper must exec from the main thread: the perf events are opened
-	// on the helper's pid, which is the main thread's task. Locking the OS
+	// on the helper's pid, which is the main thread's task, and the
+	// parent-death signal belongs to the thread that set it. Locking the OS
 	// thread in an init function keeps main (and so ExecHelperMain) on it.
-	if os.Getenv(helperEnv) == "1" {
+	if os.Getenv(helperEnv) != "" {
 		runtime.LockOSThread()
 	}
 }
@@ -44,11 +69,20 @@ func init() {
 // ExecHelperMain must be the first statement of main. It returns at once
 // unless this process is gprof's launch helper; the helper never returns.
 func ExecHelperMain() {
-	if os.Getenv(helperEnv) != "1" || len(os.Args) < 3 || os.Args[0] != helperArg0 {
+	ppid, err := strconv.Atoi(os.Getenv(helperEnv))
+	if err != nil || len(os.Args) < 3 || os.Args[0] != helperArg0 {
 		return
 	}
 	os.Unsetenv(helperEnv)
+	// Set again what fork set: exec of gprof clears the death signal when
+	// gprof has file capabilities. If gprof died before this, getppid is
+	// no longer gprof.
+	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	if os.Getppid() != ppid {
+		os.Exit(127)
+	}
 	syscall.CloseOnExec(helperFd)
+	syscall.CloseOnExec(helperExecFd)
 	var b [1]byte
 	n, _ := syscall.Read(helperFd, b[:])
 	if n != 1 || b[0] != 'g' {
@@ -59,8 +93,14 @@ func ExecHelperMain() {
 		fmt.Fprintln(os.Stderr, "gprof: launch helper is not on the main thread; the profile may be empty")
 	}
 	path, argv := os.Args[1], os.Args[2:]
-	err := syscall.Exec(path, argv, os.Environ())
-	fmt.Fprintf(os.Stderr, "gprof: exec %s: %v\n", path, err)
+	err = syscall.Exec(path, argv, os.Environ())
+	errno, ok := err.(syscall.Errno)
+	if !ok {
+		errno = syscall.EINVAL
+	}
+	var b4 [4]byte
+	binary.LittleEndian.PutUint32(b4[:], uint32(errno))
+	syscall.Write(helperExecFd, b4[:])
 	os.Exit(127)
 }
 
@@ -69,6 +109,9 @@ type launched struct {
 	Pid  int
 	cmd  *exec.Cmd
 	gate *os.File // write end of the helper's pipe; nil once released
+	// execErr is the read end of the pipe where the helper reports a
+	// failed exec; nil once read.
+	execErr *os.File
 
 	waitOnce sync.Once
 	code     int
@@ -87,7 +130,7 @@ func launch(opts Options) (*launched, error) {
 	}
 	path, err := lookPath(opts.Command[0], envValue(env, "PATH"), opts.Dir)
 	if err != nil {
-		return nil, err
+		return nil, lookPathError(opts.Command[0], err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -97,26 +140,67 @@ func launch(opts Options) (*launched, error) {
 	if err != nil {
 		return nil, err
 	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       append([]string{helperArg0, path}, opts.Command...),
-		Env:        append(withoutEnv(env, helperEnv), helperEnv+"=1"),
+		Env:        append(withoutEnv(env, helperEnv), fmt.Sprintf("%s=%d", helperEnv, os.Getpid())),
 		Dir:        opts.Dir,
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
-		ExtraFiles: []*os.File{r},
+		ExtraFiles: []*os.File{r, ew},
+		// Go sets the signal right after fork and checks that the parent
+		// is still there; the helper sets it again (see ExecHelperMain).
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
 	if _, err := os.Stat(cmd.Path); err != nil {
 		cmd.Path = self
 	}
-	if err := cmd.Start(); err != nil {
-		r.Close()
+	err = startOnKeptThread(cmd)
+	r.Close()
+	ew.Close()
+	if err != nil {
 		w.Close()
+		er.Close()
 		return nil, fmt.Errorf("start launch helper: %w", err)
 	}
-	r.Close()
-	return &launched{Pid: cmd.Process.Pid, cmd: cmd, gate: w, done: make(chan struct{})}, nil
+	return &launched{Pid: cmd.Process.Pid, cmd: cmd, gate: w, execErr: er, done: make(chan struct{})}, nil
+}
+
+// forks receives the commands to start on the kept thread.
+var (
+	forkOnce sync.Once
+	forks    chan forkRequest
+)
+
+type forkRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startOnKeptThread starts cmd from an OS thread that never exits, so
+// that the child's parent-death signal fires only when gprof itself dies.
+func startOnKeptThread(cmd *exec.Cmd) error {
+	forkOnce.Do(func() {
+		forks = make(chan forkRequest)
+		go func() {
+			// Never unlocked, and the goroutine never returns: the thread
+			// stays, doing nothing else, until the process ends.
+			runtime.LockOSThread()
+			for req := range forks {
+				req.done <- req.cmd.Start()
+			}
+		}()
+	})
+	req := forkRequest{cmd, make(chan error, 1)}
+	forks <- req
+	return <-req.done
 }
 
 // release lets the helper exec the command.
@@ -133,12 +217,83 @@ func (l *launched) release() error {
 	return nil
 }
 
+// started waits until the released helper has exec'd the command, and
+// returns why it could not if it failed (the helper has then exited, and
+// is reaped).
+func (l *launched) started() error {
+	if l.execErr == nil {
+		return nil
+	}
+	var b [4]byte
+	n, _ := io.ReadFull(l.execErr, b[:])
+	l.execErr.Close()
+	l.execErr = nil
+	if n != len(b) {
+		return nil // the pipe closed on exec: the command runs
+	}
+	l.wait()
+	return execError(l.cmd.Args[1], l.cmd.Args[2], syscall.Errno(binary.LittleEndian.Uint32(b[:])))
+}
+
+// execError says in one line why exec of path (given as name) failed.
+func execError(path, name string, errno syscall.Errno) error {
+	what := errno.Error()
+	switch errno {
+	case syscall.ENOENT:
+		// path was there a moment ago, so what is missing is the program
+		// that runs it: a script's interpreter or an ELF's loader.
+		if interp, ok := shebang(path); ok {
+			if _, err := os.Stat(interp); err != nil {
+				what = fmt.Sprintf("bad interpreter %s: no such file or directory", interp)
+			} else {
+				what = fmt.Sprintf("its interpreter %s could not be run", interp)
+			}
+		} else {
+			what = "no such file or directory (is its ELF interpreter, the dynamic loader, missing?)"
+		}
+	case syscall.ENOEXEC:
+		what = "exec format error (not a program for this machine, or a script without a #! line)"
+	case syscall.EACCES:
+		if interp, ok := shebang(path); ok {
+			what = fmt.Sprintf("permission denied (it, or its interpreter %s, is not executable)", interp)
+		} else {
+			what = "permission denied (not executable, or on a noexec mount)"
+		}
+	}
+	return fmt.Errorf("cannot run %s: %s", name, what)
+}
+
+// shebang returns the interpreter named on path's "#!" line, if any.
+func shebang(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	b = b[:n]
+	if !bytes.HasPrefix(b, []byte("#!")) {
+		return "", false
+	}
+	line, _, _ := bytes.Cut(b[2:], []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return "", false
+	}
+	return fields[0], true
+}
+
 // abort makes an unreleased helper exit without running the command, and
 // reaps it.
 func (l *launched) abort() {
 	if l.gate != nil {
 		l.gate.Close()
 		l.gate = nil
+	}
+	if l.execErr != nil {
+		l.execErr.Close()
+		l.execErr = nil
 	}
 	l.wait()
 }
@@ -164,8 +319,9 @@ const (
 
 // stop ends a command whose recording ended first: the command lives
 // within its recording, so after a short grace it gets SIGTERM, as
-// timeout(1) would send. It returns the exit code, or -1 (with a notice)
-// if the command outlives SIGTERM, in which case it is left running.
+// timeout(1) would send, and SIGKILL (with a notice) if it outlives that
+// too, as it would anyway when gprof exits (its parent-death signal). It
+// returns the exit code.
 func (l *launched) stop(notify func(string)) int {
 	go l.wait()
 	select {
@@ -179,8 +335,9 @@ func (l *launched) stop(notify func(string)) int {
 		return l.code
 	case <-time.After(termGrace):
 		// cmd.Path is gprof's helper; Args[1] is the command it exec'd.
-		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM; it was left running, no longer profiled", filepath.Base(l.cmd.Args[1]), l.Pid))
-		return -1
+		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM for %v; killed it", filepath.Base(l.cmd.Args[1]), l.Pid, termGrace))
+		l.cmd.Process.Signal(syscall.SIGKILL)
+		return l.wait()
 	}
 }
 
@@ -239,6 +396,22 @@ func lookPath(file, pathEnv, dir string) (string, error) {
 		}
 	}
 	return "", notFound
+}
+
+// lookPathError says in one line why name cannot be run.
+func lookPathError(name string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("cannot run %s: command not found in $PATH", name)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot run %s: no such file or directory", name)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cannot run %s: permission denied (not executable)", name)
+	case errors.As(err, &errno):
+		return fmt.Errorf("cannot run %s: %v", name, errno)
+	}
+	return fmt.Errorf("cannot run %s: %v", name, err)
 }
 
 func executable(p string) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -52,6 +53,7 @@ const (
 	defaultStackSize = 16384
 	maxStackSize     = 65528
 	pollTimeoutMs    = 20
+	mapsRescanPeriod = 100 * time.Millisecond // see perfSession.threadMaps
 )
 
 type perfSession struct {
@@ -66,6 +68,11 @@ type perfSession struct {
 	fds      []int
 	opened   map[int]bool
 	notices  []string
+	// threadMaps holds, for each process sampled by thread alone (-t),
+	// the mappings reported so far: the kernel reports a mapping only to
+	// the events of the thread that made it, so those its other threads
+	// make are found by rereading /proc/PID/maps.
+	threadMaps map[int]map[ptMapKey]bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -109,6 +116,9 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
 		}
 		if err := l.release(); err != nil {
 			l.abort()
+			return res, err
+		}
+		if err := l.started(); err != nil {
 			return res, err
 		}
 	} else {
@@ -291,6 +301,24 @@ func deniedReason(err error) string {
 	return "perf_event_open is not permitted here, probably by a container's seccomp policy"
 }
 
+// seccompFix is the advice when a seccomp filter blocks perf_event_open.
+const seccompFix = "use --backend ptrace, or allow perf events in the container (docker run --cap-add PERFMON, or a seccomp profile that allows perf_event_open)"
+
+// seccompFiltered reports whether a seccomp filter applies to gprof
+// ("Seccomp: 2" in /proc/self/status); tests replace it.
+var seccompFiltered = func() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(data), "\nSeccomp:")
+	if !ok {
+		return false
+	}
+	mode, _, _ := strings.Cut(rest, "\n")
+	return strings.TrimSpace(mode) == "2"
+}
+
 // openError turns an errno from perf_event_open into an error with advice.
 // pid 0 means gprof itself (the probe).
 func (s *perfSession) openError(err error, pid int, what string) error {
@@ -308,6 +336,12 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 	switch errno {
 	case unix.EACCES, unix.EPERM:
 		p, _ := readSysctlInt("perf_event_paranoid")
+		// Under a seccomp filter, as in a container, a refusal that
+		// perf_event_paranoid does not explain is the filter's (Docker's
+		// default profile answers EPERM).
+		if seccompFiltered() && (pid == 0 && p <= 2 || os.Geteuid() == 0) {
+			return fmt.Errorf("open perf event for %s: %w: perf_event_open is refused by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
+		}
 		fix := "run gprof as root, or give it CAP_PERFMON (setcap cap_perfmon+ep gprof)"
 		if p > 2 {
 			fix += ", or allow unprivileged profiling with `sysctl kernel.perf_event_paranoid=2`"
@@ -320,7 +354,7 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 	case unix.ESRCH:
 		return fmt.Errorf("open perf event for %s: %w", target, ErrNoSuchProcess)
 	case unix.ENOSYS:
-		return fmt.Errorf("open perf event for %s: %w (perf_event_open is blocked, probably by seccomp: %w)", target, ErrPermission, errno)
+		return fmt.Errorf("open perf event for %s: %w: perf_event_open is blocked, probably by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
 	case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
 		if s.event == "cycles" {
 			return fmt.Errorf("the cycles event is not available on this machine (no hardware PMU, e.g. in a VM: %w); use --event cpu-clock", errno)
@@ -428,6 +462,19 @@ func (s *perfSession) attach(b *batch) error {
 			return fmt.Errorf("pid %d exited while attaching: %w", pid, ErrNoSuchProcess)
 		}
 	}
+	// A thread alone: without inherit, so the threads it creates are not
+	// sampled, as with perf record -t.
+	s.attr.Bits &^= unix.PerfBitInherit
+	for _, tid := range s.opts.Tids {
+		if err := s.openTask(tid); err != nil {
+			s.attr.Bits |= unix.PerfBitInherit
+			if err == unix.ESRCH {
+				return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+			}
+			return s.openError(err, tid, "thread")
+		}
+	}
+	s.attr.Bits |= unix.PerfBitInherit
 	// Threads created while we were opening: those created by a thread
 	// that already had events inherited them (and produced a FORK record);
 	// the others need their own events. Repeat until nothing is new.
@@ -462,11 +509,21 @@ func (s *perfSession) attach(b *batch) error {
 			}
 		}
 	}
-	// Synthesize names and mappings, dated before any sample.
+	// Synthesize names and mappings, dated before any sample. A thread
+	// alone gets its process's mappings too, so its frames are named, and
+	// its process's command line, to name the process.
 	var synth []Event
+	procTids := map[int][]int{}
 	for _, pid := range s.opts.Pids {
+		procTids[pid], _ = listTasks(pid)
+	}
+	for _, tid := range s.opts.Tids {
+		if pid, _, _, ok := taskInfo(tid); ok {
+			procTids[pid] = append(procTids[pid], tid)
+		}
+	}
+	for pid, tids := range procTids {
 		argv := readCmdline(pid)
-		tids, _ := listTasks(pid)
 		for _, tid := range tids {
 			name := readTaskComm(pid, tid)
 			if name == "" {
@@ -481,9 +538,38 @@ func (s *perfSession) attach(b *batch) error {
 		for _, m := range maps {
 			synth = append(synth, m)
 		}
+		if !slices.Contains(s.opts.Pids, pid) {
+			if s.threadMaps == nil {
+				s.threadMaps = map[int]map[ptMapKey]bool{}
+			}
+			seen := map[ptMapKey]bool{}
+			for _, m := range maps {
+				seen[mapKey(m)] = true
+			}
+			s.threadMaps[pid] = seen
+		}
 	}
 	b.events = append(synth, b.events...)
 	return nil
+}
+
+func mapKey(m *Map) ptMapKey {
+	return ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
+}
+
+// rescanMaps adds to b the mappings of processes sampled by thread alone
+// that were not reported yet.
+func (s *perfSession) rescanMaps(b *batch) {
+	now := MonotonicNow()
+	for pid, seen := range s.threadMaps {
+		maps, _ := readMaps(pid, now)
+		for _, m := range maps {
+			if k := mapKey(m); !seen[k] {
+				seen[k] = true
+				b.events = append(b.events, m)
+			}
+		}
+	}
 }
 
 // drain decodes everything in every ring into b.
@@ -572,6 +658,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 		}
 		why := stopCancelled
 		lastCheck := time.Now()
+		lastMaps := lastCheck
 		for {
 			all := pfds
 			if wake >= 0 {
@@ -600,7 +687,13 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 			}
 			// Belt and braces for kernels that do not report POLLHUP
 			// once an inherited event's tasks are all gone.
-			if len(s.opts.Pids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+			if len(s.threadMaps) > 0 && time.Since(lastMaps) >= mapsRescanPeriod {
+				lastMaps = time.Now()
+				b := getBatch()
+				s.rescanMaps(b)
+				flush(b)
+			}
+			if len(s.opts.Pids)+len(s.opts.Tids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
 				lastCheck = time.Now()
 				if !s.anyPidAlive() {
 					flush(getBatch())
@@ -640,7 +733,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 // anyPidAlive reports whether an attached pid still runs. Children that
 // inherited events are not checked; POLLHUP covers them.
 func (s *perfSession) anyPidAlive() bool {
-	for _, pid := range s.opts.Pids {
+	for _, pid := range slices.Concat(s.opts.Pids, s.opts.Tids) {
 		if st := processState(pid); st != 0 && st != 'Z' && st != 'X' {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -549,7 +550,7 @@ func TestAttachMissingPid(t *testing.T) {
 
 func TestLaunchMissingCommand(t *testing.T) {
 	_, err := Record(context.Background(), Options{Command: []string{"gprof-no-such-command"}}, func(Event) {})
-	if err == nil || !strings.Contains(err.Error(), `exec: "gprof-no-such-command": executable file not found in $PATH`) {
+	if err == nil || err.Error() != "cannot run gprof-no-such-command: command not found in $PATH" {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -746,6 +747,10 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	saved := perfEventOpen
 	defer func() { perfEventOpen = saved }()
 	perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, unix.ENOSYS }
+	// Not under a seccomp filter until said otherwise (gprof may be).
+	savedFiltered := seccompFiltered
+	defer func() { seccompFiltered = savedFiltered }()
+	seccompFiltered = func() bool { return false }
 
 	var notices []string
 	opts := Options{Command: []string{"true"}, Backend: "", Notice: func(s string) { notices = append(notices, s) }}
@@ -772,6 +777,27 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_paranoid", err)
 	}
 	t.Logf("perf only: %v", err)
+
+	// Forced perf under seccomp: the advice is about seccomp, not
+	// perf_event_paranoid. ENOSYS is what a seccomp filter commonly
+	// returns; Docker's default profile returns EPERM, recognized by the
+	// filter in /proc/self/status when paranoid would allow perf events.
+	for _, c := range []struct {
+		errno    unix.Errno
+		filtered bool
+	}{{unix.ENOSYS, false}, {unix.EPERM, true}} {
+		perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, c.errno }
+		seccompFiltered = func() bool { return c.filtered }
+		_, err = Record(context.Background(), opts, func(Event) {})
+		msg := fmt.Sprint(err)
+		t.Logf("perf only, %v: %s", c.errno, msg)
+		if p, _ := readSysctlInt("perf_event_paranoid"); c.errno == unix.EPERM && p > 2 {
+			continue // then paranoid may be the cause too
+		}
+		if !errors.Is(err, ErrPermission) || !strings.Contains(msg, "seccomp") || !strings.Contains(msg, "--backend ptrace") || strings.Contains(msg, "paranoid") {
+			t.Errorf("%v: err = %s, want seccomp advice naming --backend ptrace, not perf_event_paranoid", c.errno, msg)
+		}
+	}
 }
 
 // TestKernelDeniedFallsBack simulates paranoid 2 without privileges: kernel
@@ -927,5 +953,71 @@ func TestDecodeSideband(t *testing.T) {
 	}
 	if e := b.events[5].(*Exit); e.Pid != 7 || e.Tid != 9 {
 		t.Errorf("exit %+v", e)
+	}
+}
+
+// TestLaunchOutlivesForkingThread: the kernel sends a parent-death signal
+// when the thread that forked the child exits, not the process, and Go
+// ends a thread whose goroutine exits locked to it (as the ptrace sampler
+// may). A command launched from such a thread must live on.
+func TestLaunchOutlivesForkingThread(t *testing.T) {
+	type started struct {
+		l   *launched
+		err error
+	}
+	ch := make(chan started)
+	var launchLocked func()
+	launchLocked = func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if unix.Gettid() == os.Getpid() {
+			// Go never ends the main thread; keep it busy so that the
+			// launch happens on another one.
+			done := make(chan struct{})
+			go func() { launchLocked(); close(done) }()
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
+		l, err := launch(Options{Command: []string{"sleep", "30"}})
+		ch <- started{l, err}
+	}
+	go launchLocked()
+	st := <-ch
+	if st.err != nil {
+		t.Fatal(st.err)
+	}
+	l := st.l
+	defer l.abort()
+	time.Sleep(300 * time.Millisecond) // the forking thread is gone by now
+	if s := processState(l.Pid); s == 0 || s == 'Z' {
+		t.Fatalf("the launch helper died (state %q) when the thread that started it exited", s)
+	}
+	if err := l.release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.started(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if s := processState(l.Pid); s == 0 || s == 'Z' {
+		t.Fatalf("the launched command died (state %q)", s)
+	}
+	syscall.Kill(l.Pid, syscall.SIGKILL)
+	l.wait()
+}
+
+// TestLaunchStopKillsStubborn: a command that ignores SIGTERM when its
+// recording ends is killed, not left running: it would die anyway when
+// gprof exits (its parent-death signal), and the notice says so.
+func TestLaunchStopKillsStubborn(t *testing.T) {
+	skipIfNoPerf(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rec, res := record1(t, ctx, Options{Command: []string{"sh", "-c", `trap "" TERM; while :; do :; done`}})
+	if want := 128 + int(syscall.SIGKILL); res.ExitCode != want {
+		t.Errorf("exit code %d, want %d (killed)", res.ExitCode, want)
+	}
+	if n := len(rec.notices); n == 0 || !strings.Contains(rec.notices[n-1], "ignored SIGTERM") || !strings.Contains(rec.notices[n-1], "killed it") {
+		t.Errorf("notices %q", rec.notices)
 	}
 }

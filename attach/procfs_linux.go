@@ -176,3 +176,41 @@ func parseMapsLine(line string, pid int, t int64) *Map {
 	}
 	return m
 }
+
+// pfKthread is PF_KTHREAD in a task's flags (field 9 of /proc/PID/stat).
+const pfKthread = 0x00200000
+
+// taskInfo returns the thread group (process) of task tid, its name, and
+// whether it is a kernel thread. ok is false when there is no such task.
+func taskInfo(tid int) (tgid int, comm string, kthread, ok bool) {
+	if tid <= 0 {
+		return 0, "", false, false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return 0, "", false, false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, found := strings.CutPrefix(line, "Tgid:"); found {
+			tgid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		if v, found := strings.CutPrefix(line, "Name:"); found {
+			comm = strings.TrimSpace(v)
+		}
+	}
+	if tgid <= 0 {
+		return 0, "", false, false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return 0, "", false, false
+	}
+	// Fields after the name: state ppid pgrp session tty tpgid flags.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
+		if f := strings.Fields(string(stat[i+1:])); len(f) > 6 {
+			flags, _ := strconv.ParseUint(f[6], 10, 64)
+			kthread = flags&pfKthread != 0
+		}
+	}
+	return tgid, comm, kthread, true
+}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -198,7 +199,10 @@ type ptSampler struct {
 }
 
 type ptProc struct {
-	pid     int
+	pid int
+	// only, when set, holds the threads sampled alone (-t); the process's
+	// other threads and its children are not sampled.
+	only    map[int]bool
 	threads map[int]*ptThread
 	tids    []int
 	exec    []ptRange // executable mappings, sorted
@@ -297,10 +301,32 @@ func (s *ptSampler) run() (err error) {
 				return err
 			}
 		}
+		// Threads alone, grouped by process.
+		only := map[int]map[int]bool{}
+		var onlyOrder []int
+		for _, tid := range s.opts.Tids {
+			pid, _, _, ok := taskInfo(tid)
+			if !ok {
+				return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+			}
+			if only[pid] == nil {
+				only[pid] = map[int]bool{}
+				onlyOrder = append(onlyOrder, pid)
+			}
+			only[pid][tid] = true
+		}
+		for _, pid := range onlyOrder {
+			if err := s.probeTasks(pid, slices.Sorted(maps.Keys(only[pid]))); err != nil {
+				return err
+			}
+		}
 		for _, pid := range s.opts.Pids {
 			if s.procs[pid] == nil {
 				s.addProcess(pid, 0, false)
 			}
+		}
+		for _, pid := range onlyOrder {
+			s.addProcessThreads(pid, only[pid])
 		}
 	}
 
@@ -371,6 +397,10 @@ func (s *ptSampler) startLaunched() (int, error) {
 	if err := l.release(); err != nil {
 		return 0, err
 	}
+	if err := l.started(); err != nil {
+		s.launchGone, s.aborted = true, true
+		return 0, err
+	}
 	deadline := time.Now().Add(ptExecLimit)
 	for {
 		// The kernel switches the executable before it lays out the new
@@ -423,6 +453,11 @@ func (s *ptSampler) probe(pid int) error {
 	if err != nil {
 		return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
 	}
+	return s.probeTasks(pid, tids)
+}
+
+// probeTasks is probe with the threads of pid to try.
+func (s *ptSampler) probeTasks(pid int, tids []int) error {
 	var denied error
 	for _, tid := range tids {
 		// A thread in uninterruptible sleep would stop only when it wakes.
@@ -565,8 +600,17 @@ func (s *ptSampler) checkRate() {
 // addProcess starts tracking pid (a child of ppid when ppid is nonzero) and
 // reports what it has: its threads, names and mappings.
 func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
+	s.addProc(pid, ppid, launched, nil)
+}
+
+// addProcessThreads starts tracking the threads only of pid, alone.
+func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
+	s.addProc(pid, 0, false, only)
+}
+
+func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	now := MonotonicNow()
-	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	pr := &ptProc{pid: pid, only: only, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
 	pr.exe, _ = exeID(pid)
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
@@ -578,17 +622,39 @@ func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
 	if err != nil {
 		return
 	}
+	tids = pr.filter(tids)
 	argv := readCmdline(pid)
+	// A forked child is named as perf names it: a copy of its parent (the
+	// Fork above), then by its own name, which it may have changed, not
+	// by the command line it shares with its parent. Only a child that
+	// runs another program already is reported as an exec, with its new
+	// command line (and without the parent's mappings).
+	execd := launched
+	if parent := s.procs[ppid]; ppid != 0 && parent != nil {
+		if pr.exe == parent.exe {
+			argv = nil
+		} else {
+			execd = true
+		}
+	}
 	for _, tid := range tids {
 		th := s.newThread(pid, tid)
 		pr.threads[tid] = th
 		c := &Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
-		if tid == pid {
-			c.Argv, c.Exec = argv, launched
+		if tid == pid || only != nil {
+			c.Argv, c.Exec = argv, execd
 		}
 		s.emit(c)
 	}
 	pr.tids = tids
+}
+
+// filter drops from tids the threads that are not sampled, in place.
+func (pr *ptProc) filter(tids []int) []int {
+	if pr.only == nil {
+		return tids
+	}
+	return slices.DeleteFunc(tids, func(tid int) bool { return !pr.only[tid] })
 }
 
 func (s *ptSampler) newThread(pid, tid int) *ptThread {
@@ -617,6 +683,17 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	if err != nil || len(tids) == 0 || s.zombie(pr.pid, tids) {
 		s.processGone(pr)
 		return false
+	}
+	if pr.only != nil {
+		if tids = pr.filter(tids); len(tids) == 0 {
+			// The threads sampled alone are gone; the process may not be.
+			now := MonotonicNow()
+			for _, tid := range pr.tids {
+				s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			}
+			delete(s.procs, pr.pid)
+			return false
+		}
 	}
 	now := MonotonicNow()
 	for _, tid := range pr.tids {
@@ -710,7 +787,7 @@ func (s *ptSampler) scanChildren() {
 	for added := true; added; {
 		added = false
 		for i, c := range cands {
-			if c.pid != 0 && s.procs[c.ppid] != nil {
+			if c.pid != 0 && s.procs[c.ppid] != nil && s.procs[c.ppid].only == nil {
 				s.addProcess(c.pid, c.ppid, false)
 				cands[i].pid = 0
 				added = true

@@ -5,11 +5,16 @@ package attach
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 )
 
 func record(ctx context.Context, opts Options, h Handler) (Result, error) {
-	if (len(opts.Pids) == 0) == (len(opts.Command) == 0) {
-		return Result{ExitCode: -1}, fmt.Errorf("record: exactly one of Pids and Command must be set")
+	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
+		return Result{ExitCode: -1}, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
+	}
+	if err := resolveTargets(&opts); err != nil {
+		return Result{ExitCode: -1}, err
 	}
 	switch opts.Backend {
 	case "ptrace":
@@ -19,4 +24,60 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 		return Result{ExitCode: -1}, fmt.Errorf("unknown backend %q (want perf or ptrace)", opts.Backend)
 	}
 	return recordPerf(ctx, opts, h)
+}
+
+// resolveTargets checks the pids and tids to attach to, the same way for
+// both backends: gprof itself and kernel threads are refused (there is
+// nothing of theirs to sample), a pid that is really a thread of another
+// process stands for that process (with a notice, as -t is the way to
+// sample one thread), and a tid whose process is attached whole is
+// dropped. Tasks that do not exist are left for the backends to report.
+func resolveTargets(opts *Options) error {
+	notify := opts.Notice
+	if notify == nil {
+		notify = func(string) {}
+	}
+	self := os.Getpid()
+	check := func(flag string, id, tgid int, comm string, kthread bool) error {
+		if tgid == self {
+			return fmt.Errorf("%s %d is gprof itself, which cannot profile itself", flag, id)
+		}
+		if kthread {
+			return fmt.Errorf("%s %d is a kernel thread (%s): it has no user space to sample; use --kernel with a process that makes system calls", flag, id, comm)
+		}
+		return nil
+	}
+	var pids []int
+	for _, pid := range opts.Pids {
+		tgid, comm, kthread, ok := taskInfo(pid)
+		if !ok {
+			pids = append(pids, pid)
+			continue
+		}
+		if err := check("pid", pid, tgid, comm, kthread); err != nil {
+			return err
+		}
+		if tgid != pid {
+			notify(fmt.Sprintf("%d is a thread of process %d (%s); recording all of process %d (-t %d records that thread alone)", pid, tgid, readTaskComm(tgid, tgid), tgid, pid))
+			pid = tgid
+		}
+		if !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	var tids []int
+	for _, tid := range opts.Tids {
+		tgid, comm, kthread, ok := taskInfo(tid)
+		if !ok {
+			return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+		}
+		if err := check("thread", tid, tgid, comm, kthread); err != nil {
+			return err
+		}
+		if !slices.Contains(pids, tgid) && !slices.Contains(tids, tid) {
+			tids = append(tids, tid)
+		}
+	}
+	opts.Pids, opts.Tids = pids, tids
+	return nil
 }

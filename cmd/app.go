@@ -21,6 +21,9 @@ const (
 	ExitOK    = 0 // success
 	ExitError = 1 // gprof failed; no output was written (or the old one kept)
 	ExitUsage = 2 // bad command line
+	// ExitCommandFailed: the profile was written, but the launched command
+	// failed on its own; its status is the --json summary's exit_code.
+	ExitCommandFailed = 4
 	// ExitSignal plus the signal's number (130 for SIGINT, 131 SIGQUIT,
 	// 143 SIGTERM, 129 SIGHUP): gprof was aborted by that signal, cleaning
 	// up first. It is the status shells report for a process the signal

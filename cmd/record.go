@@ -29,13 +29,24 @@ bottom row, below the command's own output). Open it at
 https://profiler.firefox.com ("Load a profile from file").
 
 A launched command is followed through fork, clone and exec; sampling is
-armed before its first instruction. gprof exits with the command's exit
-status, so it can stand in for the command in scripts. If recording stops
+armed before its first instruction. If the command fails on its own (a
+non-zero status, or killed by a signal), the profile is still written and
+gprof exits 4; the command's status is in the summary (--json: exit_code).
+A command that cannot be run (not found, not executable, a missing #!
+interpreter) is an error: exit 1, nothing written. If recording stops
 before the command ends (Ctrl-C, SIGTERM or --duration), the command is sent
-SIGTERM and gprof exits 0 once the profile is written. Processes attached with -p keep running, untouched, when gprof exits.
+SIGTERM (SIGKILL if it is still there 3 s later) and gprof exits 0 once the
+profile is written; if gprof itself is killed, the kernel kills the command
+(SIGKILL). Processes attached with -p keep running, untouched, when gprof
+exits. Kernel threads (no user space to sample) and gprof itself cannot be
+attached.
 A second Ctrl-C (or SIGTERM, SIGHUP) while the profile is being finished
 aborts at once, writing nothing (exit 130 for SIGINT: 128 + the signal's
-number); SIGQUIT (Ctrl-\) ends the recording and aborts the same way.
+number); SIGQUIT (Ctrl-\\) ends the recording and aborts the same way.
+
+Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;
+4 the profile was written but the launched command failed; 128+N aborted by
+signal N.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
@@ -50,10 +61,14 @@ Examples:
    # attach to two running processes for 10 seconds at 4 kHz
    ./bin/gprof record -p 1234 -p 5678 -d 10 -r 4000 -o server.json.gz
 
+   # one thread (TID 1240) of a process, alone, for 10 seconds
+   ./bin/gprof record -t 1240 -d 10
+
    # CI: no terminal output, a JSON summary on stdout
    ./bin/gprof record -q --json -o perf.json.gz -- make test`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
+			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
@@ -181,10 +196,12 @@ func runRecord(c *cli.Context) error {
 			return err
 		}
 	}
-	// A command that failed on its own makes gprof fail the same way; one
-	// that gprof stopped (duration, Ctrl-C, SIGTERM) did not fail.
+	// A command that failed on its own gets a code of its own, so that a
+	// script can tell it from gprof's failure (the command's status could
+	// be any number, 1 and 2 included); one that gprof stopped (duration,
+	// Ctrl-C, SIGTERM) did not fail.
 	if res.ExitCode > 0 && ctx.Err() == nil {
-		return exitCodeError{res.ExitCode}
+		return exitCodeError{ExitCommandFailed}
 	}
 	return nil
 }
@@ -218,25 +235,20 @@ func plural(n int, noun string) string {
 // recordOptions validates the command line into pipeline options.
 func recordOptions(c *cli.Context) (record.Options, error) {
 	var o record.Options
-	for _, s := range c.StringSlice("pid") {
-		for _, f := range strings.Split(s, ",") {
-			f = strings.TrimSpace(f)
-			if f == "" {
-				continue
-			}
-			pid, err := strconv.Atoi(f)
-			if err != nil || pid <= 0 {
-				return o, usagef("invalid PID %q: give a positive process ID, e.g. -p 1234", f)
-			}
-			o.Attach.Pids = append(o.Attach.Pids, pid)
-		}
+	var err error
+	if o.Attach.Pids, err = parseIDs(c.StringSlice("pid"), "PID", "process", "-p"); err != nil {
+		return o, err
+	}
+	if o.Attach.Tids, err = parseIDs(c.StringSlice("tid"), "TID", "thread", "-t"); err != nil {
+		return o, err
 	}
 	o.Attach.Command = c.Args().Slice()
+	attaching := len(o.Attach.Pids)+len(o.Attach.Tids) > 0
 	switch {
-	case len(o.Attach.Pids) == 0 && len(o.Attach.Command) == 0:
+	case !attaching && len(o.Attach.Command) == 0:
 		return o, usagef("nothing to profile: give a command after '--' or a process with -p PID")
-	case len(o.Attach.Pids) > 0 && len(o.Attach.Command) > 0:
-		return o, usagef("give either a command or -p PID, not both")
+	case attaching && len(o.Attach.Command) > 0:
+		return o, usagef("give either a command or -p PID / -t TID, not both")
 	}
 
 	interval, err := samplingInterval(c)
@@ -300,6 +312,30 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, usagef("--output needs a file name")
 	}
 	return o, nil
+}
+
+// parseIDs reads repeated, comma-separated process or thread ids. gprof's
+// own is refused here, as a mistake on the command line: a profiler cannot
+// usefully sample itself (ptrace cannot trace itself at all).
+func parseIDs(vals []string, what, noun, flag string) ([]int, error) {
+	var ids []int
+	for _, s := range vals {
+		for _, f := range strings.Split(s, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			id, err := strconv.Atoi(f)
+			if err != nil || id <= 0 {
+				return nil, usagef("invalid %s %q: give a positive %s ID, e.g. %s 1234", what, f, noun, flag)
+			}
+			if id == os.Getpid() {
+				return nil, usagef("%s %d is gprof itself, which cannot profile itself", flag, id)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // samplingInterval reconciles --rate (and its perf-style alias -F) with

@@ -156,15 +156,15 @@ func (b *builder) comm(e *attach.Comm) {
 	}
 	th := b.thread(pr, e.Tid, e.Time)
 	th.Name = e.Name
-	if e.Tid == e.Pid {
-		switch {
-		case len(e.Argv) > 0 && e.Argv[0] != "":
-			pr.p.Name = filepath.Base(e.Argv[0])
-			pr.named = true
-		case !pr.named || e.Exec:
-			pr.p.Name = e.Name
-			pr.named = e.Exec
-		}
+	switch {
+	case len(e.Argv) > 0 && e.Argv[0] != "" && (e.Tid == e.Pid || !pr.named):
+		// Any thread's command line names its process: a thread recorded
+		// alone (-t) is the only thread its process has in the profile.
+		pr.p.Name = filepath.Base(e.Argv[0])
+		pr.named = true
+	case e.Tid == e.Pid && (!pr.named || e.Exec):
+		pr.p.Name = e.Name
+		pr.named = e.Exec
 	}
 }
 

@@ -21,6 +21,8 @@ const (
 	ExitOK    = 0 // success
 	ExitError = 1 // gprof failed; no output was written (or the old one kept)
 	ExitUsage = 2 // bad command line
+	// ExitRegression: gprof diff ran, and a --fail-if rule was broken.
+	ExitRegression = 3
 	// ExitSignal plus the signal's number (130 for SIGINT, 131 SIGQUIT,
 	// 143 SIGTERM, 129 SIGHUP): gprof was aborted by that signal, cleaning
 	// up first. It is the status shells report for a process the signal
@@ -67,6 +69,7 @@ gprof convert PROFILE -o OUTPUT`,
 			convertCommand(),
 			symbolicateCommand(),
 			reportCommand(),
+			diffCommand(),
 			genManCommand(),
 		},
 		HideHelpCommand:      true,

@@ -12,6 +12,7 @@ import (
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/format/report"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
@@ -27,7 +28,7 @@ var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: 
 func convertCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "convert",
-		Usage:     "convert a profile to the Firefox Profiler's processed format",
+		Usage:     "convert a profile to the Firefox Profiler's processed format, or to pprof",
 		ArgsUsage: "PROFILE",
 		Description: `Reads a Gecko profile (gprof's own or one Firefox wrote; gzipped or not) or a
 processed profile, and writes the Firefox Profiler's processed format, fully
@@ -41,11 +42,21 @@ directory, .gnu_debuglink, --symbol-dir).
 A PROFILE of - reads standard input (gzipped or not), and -o - writes to
 standard output (uncompressed).
 
+With --to pprof it writes a gzipped profile.proto for 'go tool pprof' and
+the tools that read pprof (samples and CPU time as values, thread and
+process as labels, mappings with build IDs, names with inline frames).
+
+It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
+that writes the format), so they open in the Firefox Profiler.
+
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz
-   ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz`,
+   ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz
+   ./bin/gprof convert profile.json.gz --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
+   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile`,
 		Flags: []cli.Flag{
 			outputFlag,
+			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -56,6 +67,10 @@ Examples:
 			in, err := oneInput(c)
 			if err != nil {
 				return err
+			}
+			to := load.Kind(c.String("to"))
+			if to != load.Processed && to != load.Gecko && to != load.PProf {
+				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
 			ph, sigs := startFinishing(c, out)
 			defer sigs.release()
@@ -71,7 +86,7 @@ Examples:
 			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
 			ph.set("writing " + outName(out))
-			return writeProfile(out, p, load.Processed)
+			return writeProfile(out, p, to)
 		},
 	}
 }
@@ -307,10 +322,14 @@ func writeProfile(path string, p *format.Profile, kind load.Kind) error {
 	switch {
 	case path == "-" && kind == load.Processed:
 		err = processed.Write(os.Stdout, p)
+	case path == "-" && kind == load.PProf:
+		err = pprof.Write(os.Stdout, p)
 	case path == "-":
 		err = gecko.Write(os.Stdout, p)
 	case kind == load.Processed:
 		err = processed.WriteFile(path, p)
+	case kind == load.PProf:
+		err = pprof.WriteFile(path, p)
 	default:
 		err = gecko.WriteFile(path, p)
 	}

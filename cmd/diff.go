@@ -2,12 +2,11 @@ package cmd
 
 import (
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/gprof-dev/gprof/analysis/diff"
+	"github.com/gprof-dev/gprof/format/report"
 )
 
 func diffCommand() *cli.Command {
@@ -99,7 +98,7 @@ func runDiff(c *cli.Context) error {
 	if c.Bool("json") {
 		err = diff.WriteJSON(os.Stdout, res)
 	} else {
-		err = diff.WriteText(os.Stdout, res, c.Int("top"), printable)
+		err = diff.WriteText(os.Stdout, res, c.Int("top"), report.Printable)
 	}
 	if err != nil {
 		return err
@@ -108,14 +107,4 @@ func runDiff(c *cli.Context) error {
 		return exitCodeError{ExitRegression}
 	}
 	return nil
-}
-
-// printable escapes control characters (terminal escapes, newlines) in a
-// name from a profile, so a file cannot drive the terminal.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
 }

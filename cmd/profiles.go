@@ -14,7 +14,6 @@ import (
 	"github.com/gprof-dev/gprof/format/load"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
-	"github.com/gprof-dev/gprof/format/report"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -144,57 +143,6 @@ Examples:
 			keepUnresolved(p, old)
 			ph.set("writing " + outName(out))
 			return writeProfile(out, p, kind)
-		},
-	}
-}
-
-func reportCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "report",
-		Usage:     "print a summary of a profile: threads and top functions",
-		ArgsUsage: "PROFILE",
-		Description: `Prints, per thread, the samples and CPU time, and the functions with the
-most self time (the function was running) and total time (it was on the
-stack), in percent of the thread's samples. Reads Gecko and processed
-profiles (a PROFILE of - reads standard input); names come from the
-profile, else from the binaries on disk.
-
-Examples:
-   ./bin/gprof report profile.json.gz
-   ./bin/gprof report --top 5 --json profile.json.gz | jq '.all.self[0]'`,
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema version in the \"version\" field)"},
-			symbolDirFlag,
-		},
-		Action: func(c *cli.Context) error {
-			in, err := oneInput(c)
-			if err != nil {
-				return err
-			}
-			if c.Int("top") == 0 || c.Int("top") < -1 {
-				return usagef("--top must be a positive number, or -1 for all")
-			}
-			ph, sigs := startFinishing(c, "")
-			defer sigs.release()
-			ph.set("reading " + inName(in))
-			p, _, err := readProfile(in)
-			if err != nil {
-				ph.done()
-				return err
-			}
-			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
-			ph.set("summarizing")
-			r := report.Build(p, report.Options{Top: c.Int("top")})
-			ph.done()
-			if c.Bool("json") {
-				return report.WriteJSON(os.Stdout, r)
-			}
-			if useColor(os.Stdout) {
-				return report.WriteTextColor(os.Stdout, r)
-			}
-			return report.WriteText(os.Stdout, r)
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/report"
 )
 
 // sampled returns a profile of n samples drawn at random with the given
@@ -172,7 +173,7 @@ func TestMatch(t *testing.T) {
 		{"*or*", "work_b", true}, {"w*k*b", "work_b", true}, {"a*a", "a", false},
 		{"operator[]", "operator[]", true}, {"std::*::at", "std::vector<int>::at", true},
 	} {
-		if got := Match(c.p, c.s); got != c.ok {
+		if got := report.Match(c.p, c.s); got != c.ok {
 			t.Errorf("Match(%q, %q) = %v", c.p, c.s, got)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gprof-dev/gprof/format/report"
 )
 
 // Rule is one --fail-if gate:
@@ -98,7 +100,7 @@ func (r Rule) check(res *Result) RuleResult {
 		return out
 	}
 	for _, f := range res.Functions {
-		if !Match(r.pattern, f.Name) {
+		if !report.Match(r.pattern, f.Name) {
 			continue
 		}
 		var c Change
@@ -115,27 +117,4 @@ func (r Rule) check(res *Result) RuleResult {
 		judge(f.Name, c)
 	}
 	return out
-}
-
-// Match reports whether name matches pattern, where * matches any run of
-// characters and every other character only itself (function names hold
-// [, ], ? and / that a path glob would read as syntax).
-func Match(pattern, name string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	name = name[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(name, p)
-		if i < 0 {
-			return false
-		}
-		name = name[i+len(p):]
-	}
-	return strings.HasSuffix(name, last)
 }

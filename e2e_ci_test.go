@@ -4,8 +4,11 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -71,3 +74,72 @@ func TestDiffGate(t *testing.T) {
 		t.Errorf("text output: exit %d\n%s", text.code, text.stdout)
 	}
 }
+
+// TestReportViews: collapsed stacks sum to the report's sample count, and
+// filters, the call tree and -o work on a real recording.
+func TestReportViews(t *testing.T) {
+	bin := buildC(t, "split")
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "p.json.gz")
+	r := gprof(t, "record", "-q", "-o", rec, "--", bin, "2", "0.5")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	rep := runReport(t, rec)
+	folded := filepath.Join(dir, "p.folded")
+	if r := gprof(t, "report", "--format", "collapsed", "-o", folded, rec); r.code != 0 {
+		t.Fatalf("collapsed: exit %d: %s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(folded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`^(\S[^\n]*) (\d+)$`)
+	var sum int64
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("not a folded line: %q", l)
+		}
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		sum += n
+	}
+	if sum != rep.Samples {
+		t.Errorf("folded stacks sum to %d, report says %d samples", sum, rep.Samples)
+	}
+	if !strings.Contains(string(data), ";run;work_a ") {
+		t.Errorf("no run;work_a path in:\n%s", data)
+	}
+	// One worker thread by tid: its samples only.
+	var tid string
+	var all struct {
+		Threads []struct {
+			Tid     int   `json:"tid"`
+			Main    bool  `json:"main"`
+			Samples int64 `json:"samples"`
+		} `json:"threads"`
+	}
+	json.Unmarshal([]byte(gprof(t, "report", "--json", rec).stdout), &all)
+	for _, th := range all.Threads {
+		if th.Samples > 0 && !th.Main {
+			tid = strconv.Itoa(th.Tid)
+			break
+		}
+	}
+	one := gprof(t, "report", "--json", "--tid", tid, rec)
+	var oneRep struct {
+		Threads []struct {
+			Tid int `json:"tid"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(one.stdout), &oneRep); err != nil || len(oneRep.Threads) != 1 || oneRep.Threads[0].Tid != atoi(tid) {
+		t.Errorf("--tid %s: %v %+v", tid, err, oneRep.Threads)
+	}
+	tree := gprof(t, "report", "--tree", "--depth", "3", "--thread", "split", rec)
+	if tree.code != 0 || !strings.Contains(tree.stdout, "start_thread") || strings.Contains(tree.stdout, "work_a") {
+		t.Errorf("--tree --depth 3: exit %d\n%s%s", tree.code, tree.stdout, tree.stderr)
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

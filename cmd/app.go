@@ -21,6 +21,8 @@ const (
 	ExitOK    = 0 // success
 	ExitError = 1 // gprof failed; no output was written (or the old one kept)
 	ExitUsage = 2 // bad command line
+	// ExitRegression: gprof diff ran, and a --fail-if rule was broken.
+	ExitRegression = 3
 	// ExitCommandFailed: the profile was written, but the launched command
 	// failed on its own; its status is the --json summary's exit_code.
 	ExitCommandFailed = 4
@@ -70,6 +72,7 @@ gprof convert PROFILE -o OUTPUT`,
 			convertCommand(),
 			symbolicateCommand(),
 			reportCommand(),
+			diffCommand(),
 			genManCommand(),
 		},
 		HideHelpCommand:      true,

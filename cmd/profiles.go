@@ -12,8 +12,8 @@ import (
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
-	"github.com/gprof-dev/gprof/format/report"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -27,7 +27,7 @@ var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: 
 func convertCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "convert",
-		Usage:     "convert a profile to the Firefox Profiler's processed format",
+		Usage:     "convert a profile to the Firefox Profiler's processed format, or to pprof",
 		ArgsUsage: "PROFILE",
 		Description: `Reads a Gecko profile (gprof's own or one Firefox wrote; gzipped or not) or a
 processed profile, and writes the Firefox Profiler's processed format, fully
@@ -41,11 +41,21 @@ directory, .gnu_debuglink, --symbol-dir).
 A PROFILE of - reads standard input (gzipped or not), and -o - writes to
 standard output (uncompressed).
 
+With --to pprof it writes a gzipped profile.proto for 'go tool pprof' and
+the tools that read pprof (samples and CPU time as values, thread and
+process as labels, mappings with build IDs, names with inline frames).
+
+It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
+that writes the format), so they open in the Firefox Profiler.
+
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz
-   ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz`,
+   ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz
+   ./bin/gprof convert profile.json.gz --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
+   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile`,
 		Flags: []cli.Flag{
 			outputFlag,
+			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
 			symbolDirFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -56,6 +66,10 @@ Examples:
 			in, err := oneInput(c)
 			if err != nil {
 				return err
+			}
+			to := load.Kind(c.String("to"))
+			if to != load.Processed && to != load.Gecko && to != load.PProf {
+				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
 			ph, sigs := startFinishing(c, out)
 			defer sigs.release()
@@ -71,7 +85,7 @@ Examples:
 			ph.set("resolving names")
 			fillSymbols(p, c.StringSlice("symbol-dir"))
 			ph.set("writing " + outName(out))
-			return writeProfile(out, p, load.Processed)
+			return writeProfile(out, p, to)
 		},
 	}
 }
@@ -129,57 +143,6 @@ Examples:
 			keepUnresolved(p, old)
 			ph.set("writing " + outName(out))
 			return writeProfile(out, p, kind)
-		},
-	}
-}
-
-func reportCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "report",
-		Usage:     "print a summary of a profile: threads and top functions",
-		ArgsUsage: "PROFILE",
-		Description: `Prints, per thread, the samples and CPU time, and the functions with the
-most self time (the function was running) and total time (it was on the
-stack), in percent of the thread's samples. Reads Gecko and processed
-profiles (a PROFILE of - reads standard input); names come from the
-profile, else from the binaries on disk.
-
-Examples:
-   ./bin/gprof report profile.json.gz
-   ./bin/gprof report --top 5 --json profile.json.gz | jq '.all.self[0]'`,
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema version in the \"version\" field)"},
-			symbolDirFlag,
-		},
-		Action: func(c *cli.Context) error {
-			in, err := oneInput(c)
-			if err != nil {
-				return err
-			}
-			if c.Int("top") == 0 || c.Int("top") < -1 {
-				return usagef("--top must be a positive number, or -1 for all")
-			}
-			ph, sigs := startFinishing(c, "")
-			defer sigs.release()
-			ph.set("reading " + inName(in))
-			p, _, err := readProfile(in)
-			if err != nil {
-				ph.done()
-				return err
-			}
-			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
-			ph.set("summarizing")
-			r := report.Build(p, report.Options{Top: c.Int("top")})
-			ph.done()
-			if c.Bool("json") {
-				return report.WriteJSON(os.Stdout, r)
-			}
-			if useColor(os.Stdout) {
-				return report.WriteTextColor(os.Stdout, r)
-			}
-			return report.WriteText(os.Stdout, r)
 		},
 	}
 }
@@ -307,10 +270,14 @@ func writeProfile(path string, p *format.Profile, kind load.Kind) error {
 	switch {
 	case path == "-" && kind == load.Processed:
 		err = processed.Write(os.Stdout, p)
+	case path == "-" && kind == load.PProf:
+		err = pprof.Write(os.Stdout, p)
 	case path == "-":
 		err = gecko.Write(os.Stdout, p)
 	case kind == load.Processed:
 		err = processed.WriteFile(path, p)
+	case kind == load.PProf:
+		err = pprof.WriteFile(path, p)
 	default:
 		err = gecko.WriteFile(path, p)
 	}

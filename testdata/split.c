@@ -33,6 +33,11 @@ static long long thread_cpu_ns(void) {
 		sink = x;                                                   \
 	} while (0)
 
+/* B_UNITS lets a test build a version where work_b does more work. */
+#ifndef B_UNITS
+#define B_UNITS 3
+#endif
+
 __attribute__((noinline)) void work_a(int n) { UNITS(n); }
 __attribute__((noinline)) void work_b(int n) { UNITS(n); }
 __attribute__((noinline)) void work_c(int n) { UNITS(n); }
@@ -53,7 +58,7 @@ static void *run(void *arg) {
 	 * toward the code that follows it (see README, "ptrace"). */
 	for (unsigned r = 0; r % 16 || thread_cpu_ns() < limit; r++) {
 		work_a(5);
-		work_b(3);
+		work_b(B_UNITS);
 		work_c(2);
 	}
 	w->cpu_ns = thread_cpu_ns();

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/klauspost/compress/gzip"
 )
@@ -21,6 +22,7 @@ type Kind string
 const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
+	PProf     Kind = "pprof"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -64,6 +66,10 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	}
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", errors.New("empty file, not a profile")
+	}
+	if pprof.Sniff(head) {
+		p, err := pprof.Read(sr)
+		return p, PProf, err
 	}
 	if bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) {
 		p, err := processed.Read(sr)

@@ -54,8 +54,13 @@ type Report struct {
 	// process count once (format.Profile.ProcessCount), as in record's
 	// summary.
 	Processes int `json:"processes"`
-	// Threads lists threads in profile order (process by process).
+	// Threads lists threads, most samples first (profile order among
+	// equals).
 	Threads []Thread `json:"threads"`
+	// ProcessTotals sums the threads of each process (by pid: the
+	// programs one process ran through exec count as one), most samples
+	// first.
+	ProcessTotals []ProcessTotal `json:"process_totals"`
 	// All aggregates every thread; its percentages are of all samples.
 	All Summary `json:"all"`
 }
@@ -70,6 +75,17 @@ type Thread struct {
 	// PctOfAll is this thread's share of all samples, in percent.
 	PctOfAll float64 `json:"pct_of_all"`
 	Summary
+}
+
+// ProcessTotal is one process's share of the profile.
+type ProcessTotal struct {
+	Pid int `json:"pid"`
+	// Name is the name of the process's last program.
+	Name     string  `json:"process_name"`
+	Threads  int     `json:"threads"`
+	Samples  int64   `json:"samples"`
+	CPU      int64   `json:"cpu_ns"`
+	PctOfAll float64 `json:"pct_of_all"`
 }
 
 // Summary holds the counts and top functions of a thread or of the whole
@@ -153,6 +169,7 @@ func Build(p *format.Profile, opts Options) Report {
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
+		ProcessTotals: []ProcessTotal{},
 	}
 	type pending struct {
 		t Thread
@@ -178,11 +195,32 @@ func Build(p *format.Profile, opts Options) Report {
 	}
 	all := b.all.samples
 	r.Samples, r.CPU, r.CPUEstimated = all, b.all.cpu, b.all.estimated
+	slices.SortStableFunc(threads, func(x, y pending) int { return cmp.Compare(y.c.samples, x.c.samples) })
+	procIdx := map[int]int{}
 	for _, t := range threads {
 		t.t.PctOfAll = pct(t.c.samples, all)
 		t.t.Summary = b.summary(t.c, all, top)
 		r.Threads = append(r.Threads, t.t)
+		i, ok := procIdx[t.t.Pid]
+		if !ok {
+			i = len(r.ProcessTotals)
+			procIdx[t.t.Pid] = i
+			r.ProcessTotals = append(r.ProcessTotals, ProcessTotal{Pid: t.t.Pid})
+		}
+		pt := &r.ProcessTotals[i]
+		pt.Threads++
+		pt.Samples += t.c.samples
+		pt.CPU += t.c.cpu
 	}
+	for _, pr := range p.Processes {
+		if i, ok := procIdx[pr.Pid]; ok && pr != nil {
+			r.ProcessTotals[i].Name = pr.Name // the last program of the pid
+		}
+	}
+	for i := range r.ProcessTotals {
+		r.ProcessTotals[i].PctOfAll = pct(r.ProcessTotals[i].Samples, all)
+	}
+	slices.SortStableFunc(r.ProcessTotals, func(x, y ProcessTotal) int { return cmp.Compare(y.Samples, x.Samples) })
 	r.All = b.summary(b.all, all, top)
 	return r
 }

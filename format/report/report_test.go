@@ -76,7 +76,7 @@ func TestBuild(t *testing.T) {
 	if r.Samples != 20 || len(r.Threads) != 2 || r.Version != Version {
 		t.Fatalf("report %+v", r)
 	}
-	a := r.Threads[0]
+	a := byTid(t, r, 10)
 	if a.Samples != 10 || a.CPU != 10e6 || a.CPUEstimated || a.PctOfAll != 50 {
 		t.Errorf("thread a: %+v", a)
 	}
@@ -113,7 +113,7 @@ func TestBuild(t *testing.T) {
 		}
 	}
 
-	b := r.Threads[1]
+	b := byTid(t, r, 11)
 	if b.CPU != 20e6 || !b.CPUEstimated {
 		t.Errorf("thread b cpu %d estimated %v", b.CPU, b.CPUEstimated)
 	}
@@ -132,7 +132,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("all %+v cpu %d", r.All.TopSelf[0], r.CPU)
 	}
 
-	if r := Build(testProfile(), Options{Top: 2}); len(r.Threads[0].TopSelf) != 2 || len(r.All.TopTotal) != 2 {
+	if r := Build(testProfile(), Options{Top: 2}); len(byTid(t, r, 10).TopSelf) != 2 || len(r.All.TopTotal) != 2 {
 		t.Errorf("Top not applied")
 	}
 }
@@ -149,7 +149,7 @@ func TestBuildKernel(t *testing.T) {
 	th.Samples.Add(th.InternStack([]format.Frame{kf(k1), kf(k2), kf(0xffffffff81000300)}), 11e6, -1)
 	r := Build(p, Options{Top: -1})
 	got := map[string]string{}
-	for _, f := range r.Threads[1].TopTotal {
+	for _, f := range byTid(t, r, 11).TopTotal {
 		got[f.Name] = f.Lib
 	}
 	if got["clear_page"] != "kernel" || got["do_fault"] != "kernel" || got["0xffffffff81000300"] != "kernel" {
@@ -170,8 +170,8 @@ func TestBuildEmpty(t *testing.T) {
 	p.Symbols = nil
 	p.Processes[0].Threads[0].Samples = format.SampleTable{}
 	r = Build(p, Options{})
-	if r.Threads[0].Samples != 0 || len(r.Threads[0].TopSelf) != 0 {
-		t.Errorf("%+v", r.Threads[0])
+	if a := byTid(t, r, 10); a.Samples != 0 || len(a.TopSelf) != 0 {
+		t.Errorf("%+v", a)
 	}
 }
 
@@ -191,7 +191,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		}
 		return strings.Join(sortStrings(k), ",")
 	}
-	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,processes,product,samples,threads,version" {
+	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,process_totals,processes,product,samples,threads,version" {
 		t.Errorf("top-level keys %s", got)
 	}
 	th := m["threads"].([]any)[0].(map[string]any)
@@ -274,4 +274,15 @@ func TestWriteText(t *testing.T) {
 	if !strings.Contains(buf.String(), "\x1b[1m") {
 		t.Error("no color codes when asked")
 	}
+}
+
+func byTid(t *testing.T, r Report, tid int) Thread {
+	t.Helper()
+	for _, th := range r.Threads {
+		if th.Tid == tid {
+			return th
+		}
+	}
+	t.Fatalf("no thread %d in the report", tid)
+	return Thread{}
 }

@@ -22,17 +22,30 @@ func WriteJSON(w io.Writer, r Report) error {
 }
 
 // WriteText writes r as plain, aligned text.
-func WriteText(w io.Writer, r Report) error { return writeText(w, r, false) }
+func WriteText(w io.Writer, r Report) error { return writeText(w, r, TextOptions{}) }
 
 // WriteTextColor is WriteText with ANSI bold headings, for terminals.
-func WriteTextColor(w io.Writer, r Report) error { return writeText(w, r, true) }
+func WriteTextColor(w io.Writer, r Report) error { return writeText(w, r, TextOptions{Color: true}) }
+
+// TextOptions controls WriteTextOptions.
+type TextOptions struct {
+	Color bool // ANSI bold headings
+	// Width truncates each line to this many columns, ending it in "…"
+	// (a terminal's width); 0 keeps whole lines.
+	Width int
+}
+
+// WriteTextOptions writes r as text, as WriteText, with options.
+func WriteTextOptions(w io.Writer, r Report, o TextOptions) error { return writeText(w, r, o) }
 
 type textWriter struct {
 	w     *bufio.Writer
 	color bool
+	width int
 }
 
 func (t *textWriter) heading(s string) {
+	s = Truncate(s, t.width)
 	if t.color {
 		s = "\x1b[1m" + s + "\x1b[0m"
 	}
@@ -40,8 +53,8 @@ func (t *textWriter) heading(s string) {
 	t.w.WriteByte('\n')
 }
 
-func writeText(w io.Writer, r Report, color bool) error {
-	t := &textWriter{w: bufio.NewWriter(w), color: color}
+func writeText(w io.Writer, r Report, o TextOptions) error {
+	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width}
 	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
 		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
 		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
@@ -59,6 +72,15 @@ func writeText(w io.Writer, r Report, color bool) error {
 		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
 			formatDuration(th.CPU), estimated(th.CPUEstimated))
 		t.lists(th.Summary, true)
+	}
+	if len(r.ProcessTotals) > 1 {
+		t.w.WriteByte('\n')
+		t.heading("Processes")
+		t.row([]string{pad("samples", 9, true), pad("all", 8, true), pad("CPU", 10, true), pad("threads", 7, true), pad("pid", 7, true), "process"})
+		for _, pt := range r.ProcessTotals {
+			t.row([]string{pad(strconv.FormatInt(pt.Samples, 10), 9, true), pad(pctString(pt.PctOfAll), 8, true),
+				pad(formatDuration(pt.CPU), 10, true), pad(strconv.Itoa(pt.Threads), 7, true), pad(strconv.Itoa(pt.Pid), 7, true), orUnknown(pt.Name)})
+		}
 	}
 	if len(r.Threads) > 1 {
 		t.w.WriteByte('\n')
@@ -115,7 +137,7 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 
 func (t *textWriter) row(cols []string) {
 	line := "    " + strings.Join(cols, "  ")
-	t.w.WriteString(strings.TrimRight(line, " "))
+	t.w.WriteString(Truncate(strings.TrimRight(line, " "), t.width))
 	t.w.WriteByte('\n')
 }
 

@@ -1,0 +1,180 @@
+package diff
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/report"
+)
+
+// sampled returns a profile of n samples drawn at random with the given
+// weights for leaf functions called from main, one ms of CPU each.
+func sampled(rng *rand.Rand, n int, weights map[string]float64) *format.Profile {
+	th := &format.Thread{Tid: 1, Name: "worker", Main: true}
+	var names []string
+	var total float64
+	for _, k := range []string{"work_a", "work_b", "work_c", "work_d"} {
+		if w, ok := weights[k]; ok {
+			names = append(names, k)
+			total += w
+		}
+	}
+	for i := 0; i < n; i++ {
+		x := rng.Float64() * total
+		leaf := names[len(names)-1]
+		for _, k := range names {
+			if x < weights[k] {
+				leaf = k
+				break
+			}
+			x -= weights[k]
+		}
+		s := th.InternStack([]format.Frame{{Label: leaf}, {Label: "main"}})
+		th.Samples.Add(s, int64(i)*int64(time.Millisecond), int64(time.Millisecond))
+	}
+	return &format.Profile{
+		Meta:      format.Meta{Interval: time.Millisecond},
+		Processes: []*format.Process{{Pid: 1, Name: "fixture", Threads: []*format.Thread{th}}},
+	}
+}
+
+func inputs(rng *rand.Rand, runs, n int, w map[string]float64) []Input {
+	var out []Input
+	for i := 0; i < runs; i++ {
+		out = append(out, Input{File: "run", Profile: sampled(rng, n, w)})
+	}
+	return out
+}
+
+func mustRules(t *testing.T, s ...string) []Rule {
+	t.Helper()
+	var out []Rule
+	for _, x := range s {
+		r, err := ParseRule(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+var split = map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20}
+
+func TestSameProgramPasses(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for _, runs := range []int{1, 3} {
+			res := Compare(inputs(rng, runs, 5000, split), inputs(rng, runs, 5000, split),
+				mustRules(t, "self:*>+5pp", "total:*>+5pp", "self:*>+10%"))
+			if res.Failed {
+				t.Fatalf("seed %d, %d runs: same program flagged: %+v", seed, runs, res.Rules)
+			}
+			for _, f := range res.Functions {
+				if f.SelfShare.Significant {
+					t.Errorf("seed %d, %d runs: %s %+v counted as real", seed, runs, f.Name, f.SelfShare)
+				}
+			}
+		}
+	}
+}
+
+func TestDoubledWorkFlagged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	doubled := map[string]float64{"work_a": 50, "work_b": 60, "work_c": 20}
+	for _, runs := range []int{1, 3} {
+		res := Compare(inputs(rng, runs, 5000, split), inputs(rng, runs, 6500, doubled),
+			mustRules(t, "self:work_b>+5pp", "self:work_a>+5pp", "self:work_*>+50%", "cpu>+10%"))
+		if !res.Failed {
+			t.Fatalf("%d runs: doubled work_b not flagged", runs)
+		}
+		want := []struct {
+			passed bool
+			broken string
+		}{{false, "work_b"}, {true, ""}, {false, "work_b"}, {false, "cpu"}}
+		for i, w := range want {
+			r := res.Rules[i]
+			if r.Passed != w.passed || (!w.passed && strings.Join(r.Broken, ",") != w.broken) {
+				t.Errorf("%d runs: rule %s: passed %v broken %v, want %v %q", runs, r.Rule, r.Passed, r.Broken, w.passed, w.broken)
+			}
+		}
+		var buf bytes.Buffer
+		if err := WriteText(&buf, res, 10, func(s string) string { return s }); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if !strings.Contains(out, "FAIL self:work_b>+5pp: work_b") || !strings.Contains(out, "Regressions") {
+			t.Errorf("text output lacks the failing rule:\n%s", out)
+		}
+		reg := out[strings.Index(out, "Regressions"):strings.Index(out, "Improvements")]
+		if !strings.Contains(reg, "work_b") || strings.Contains(reg, "work_a") {
+			t.Errorf("regressions should list work_b only:\n%s", reg)
+		}
+	}
+}
+
+// With several runs whose totals vary run to run, a CPU change inside that
+// spread is noise.
+func TestCPUWithinSpreadNotFlagged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var base, next []Input
+	for _, n := range []int{4000, 5000, 6000} {
+		base = append(base, Input{Profile: sampled(rng, n, split)})
+	}
+	for _, n := range []int{4500, 5600, 6100} {
+		next = append(next, Input{Profile: sampled(rng, n, split)})
+	}
+	res := Compare(base, next, mustRules(t, "cpu>+5%"))
+	if res.Failed || res.CPU.Significant {
+		t.Fatalf("CPU +%.1f%% within a 4000..6000-sample spread flagged: %+v", res.CPU.Pct, res.CPU)
+	}
+	if res.Rules[0].Noisy[0] != "cpu" {
+		t.Errorf("rule should say the change was within noise: %+v", res.Rules[0])
+	}
+}
+
+func TestParseRule(t *testing.T) {
+	good := map[string]Rule{
+		"self:main.hot>+5pp":               {kind: "self", pattern: "main.hot", limit: 5, points: true},
+		"total:std::vector<int>::at>+2.5%": {kind: "total", pattern: "std::vector<int>::at", limit: 2.5},
+		"cpu>+10%":                         {kind: "cpu", limit: 10},
+		"self:operator>>+1pp":              {kind: "self", pattern: "operator>", limit: 1, points: true},
+		"self:*>+0pp":                      {kind: "self", pattern: "*", limit: 0, points: true},
+	}
+	for s, want := range good {
+		r, err := ParseRule(s)
+		if err != nil {
+			t.Errorf("%s: %v", s, err)
+			continue
+		}
+		want.Text = s
+		if r != want {
+			t.Errorf("%s: got %+v, want %+v", s, r, want)
+		}
+	}
+	for _, s := range []string{"", "self:f", "self:>+5pp", "cpu>+5pp", "wall:f>+5pp", "self:f>+5", "self:f>+-5pp", "self:f>+NaN%", "self:f>+inf%", "self:f>5pp"} {
+		if _, err := ParseRule(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, c := range []struct {
+		p, s string
+		ok   bool
+	}{
+		{"main.hot", "main.hot", true}, {"main.hot", "main.hotter", false},
+		{"*", "anything", true}, {"work_*", "work_b", true}, {"*_b", "work_b", true},
+		{"*or*", "work_b", true}, {"w*k*b", "work_b", true}, {"a*a", "a", false},
+		{"operator[]", "operator[]", true}, {"std::*::at", "std::vector<int>::at", true},
+	} {
+		if got := report.Match(c.p, c.s); got != c.ok {
+			t.Errorf("Match(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package diff
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gprof-dev/gprof/format/report"
+)
+
+// Rule is one --fail-if gate:
+//
+//	self:FUNC>+Npp   FUNC's share of samples (self) grew by more than N percentage points
+//	total:FUNC>+Npp  the same for total (on the stack) share
+//	self:FUNC>+N%    FUNC's self time grew by more than N percent
+//	total:FUNC>+N%   the same for total time
+//	cpu>+N%          the whole profile's CPU time grew by more than N percent
+//
+// FUNC is a function name, matched exactly, or a glob where * matches any
+// run of characters. A change within the noise never fails a rule.
+type Rule struct {
+	Text    string
+	kind    string // "self", "total" or "cpu"
+	pattern string
+	limit   float64
+	points  bool // pp (share) rather than % (time)
+}
+
+// RuleResult is a rule's outcome, with the functions that broke it.
+type RuleResult struct {
+	Rule   string   `json:"rule"`
+	Passed bool     `json:"passed"`
+	Broken []string `json:"broken"`
+	// Noisy lists the matches whose change passed the limit but was
+	// within the noise, so did not fail the rule.
+	Noisy []string `json:"within_noise"`
+}
+
+// ParseRule parses a --fail-if rule.
+func ParseRule(s string) (Rule, error) {
+	r := Rule{Text: s}
+	bad := func(why string) (Rule, error) {
+		return Rule{}, fmt.Errorf("invalid rule %q: %s (use self:FUNC>+Npp, total:FUNC>+N%%, cpu>+N%%...)", s, why)
+	}
+	body, ok := "", false
+	if rest, found := strings.CutPrefix(s, "cpu>+"); found {
+		r.kind, body = "cpu", rest
+		if !strings.HasSuffix(body, "%") {
+			return bad("cpu takes a percent limit")
+		}
+	} else {
+		var kind string
+		kind, body, ok = strings.Cut(s, ":")
+		if !ok || (kind != "self" && kind != "total") {
+			return bad("it must start with self:, total: or cpu>")
+		}
+		r.kind = kind
+		i := strings.LastIndex(body, ">+")
+		if i <= 0 {
+			return bad("missing the function name or >+LIMIT")
+		}
+		r.pattern, body = body[:i], body[i+2:]
+	}
+	switch {
+	case strings.HasSuffix(body, "pp"):
+		r.points, body = true, strings.TrimSuffix(body, "pp")
+	case strings.HasSuffix(body, "%"):
+		body = strings.TrimSuffix(body, "%")
+	default:
+		return bad("the limit must end in pp (percentage points of samples) or % (of time)")
+	}
+	v, err := strconv.ParseFloat(body, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return bad("the limit must be a non-negative number")
+	}
+	r.limit = v
+	return r, nil
+}
+
+func (r Rule) check(res *Result) RuleResult {
+	out := RuleResult{Rule: r.Text, Passed: true, Broken: []string{}, Noisy: []string{}}
+	judge := func(name string, c Change) {
+		grew := c.Delta > r.limit
+		if !r.points {
+			grew = c.Delta > 0 && (c.Appeared || c.Pct > r.limit)
+		}
+		if !grew {
+			return
+		}
+		if !c.Significant {
+			out.Noisy = append(out.Noisy, name)
+			return
+		}
+		out.Passed = false
+		out.Broken = append(out.Broken, name)
+	}
+	if r.kind == "cpu" {
+		judge("cpu", res.CPU)
+		return out
+	}
+	for _, f := range res.Functions {
+		if !report.Match(r.pattern, f.Name) {
+			continue
+		}
+		var c Change
+		switch {
+		case r.kind == "self" && r.points:
+			c = f.SelfShare
+		case r.kind == "self":
+			c = f.SelfTime
+		case r.points:
+			c = f.TotalShare
+		default:
+			c = f.TotalTime
+		}
+		judge(f.Name, c)
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "print a summary of a profile: threads, processes, top functions, call tree",
+		ArgsUsage: "PROFILE",
+		Description: `Prints, per thread (most samples first), the samples and CPU time, and the
+functions with the most self time (the function was running) and total time
+(it was on the stack), in percent of the thread's samples; then per-process
+totals and all threads together. Reads Gecko, processed and pprof profiles;
+names come from the profile, else from the binaries on disk.
+
+--tree prints the call tree instead (roots are thread names), --format
+collapsed prints folded stacks ("thread;outer;...;leaf COUNT", for
+flamegraph.pl, inferno and speedscope). --pid, --tid, --thread and
+--process narrow any of them to some threads. On a terminal, long lines are
+cut to its width (--wide keeps them).
+
+A PROFILE of - reads standard input (gzipped or not).
+
+Examples:
+   ./bin/gprof report profile.json.gz
+   ./bin/gprof report --thread 'worker*' --tree --depth 6 profile.json.gz
+   ./bin/gprof report --format collapsed profile.json.gz | flamegraph.pl > flame.svg
+   ./bin/gprof report --top 5 --json profile.json.gz | jq '.all.top_self[0]'`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON, the same as --format json (schema version in the \"version\" field)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
+			&cli.BoolFlag{Name: "tree", Usage: "print the call tree (text format)"},
+			&cli.IntFlag{Name: "depth", Usage: "with --tree, print at most `N` levels below the thread roots (0: all)"},
+			&cli.Float64Flag{Name: "min-pct", Value: 0.5, Usage: "with --tree, hide calls under `PCT` percent of all samples"},
+			&cli.StringSliceFlag{Name: "pid", Usage: "only threads of process `PID` (repeatable, or comma-separated)"},
+			&cli.StringSliceFlag{Name: "tid", Usage: "only thread `TID` (repeatable, or comma-separated)"},
+			&cli.StringSliceFlag{Name: "thread", Usage: "only threads named `NAME` (a * glob; repeatable)"},
+			&cli.StringSliceFlag{Name: "process", Usage: "only processes named `NAME` (a * glob; repeatable)"},
+			&cli.BoolFlag{Name: "wide", Usage: "do not cut long lines to the terminal's width"},
+			symbolDirFlag,
+		},
+		Action: runReport,
+	}
+}
+
+func runReport(c *cli.Context) error {
+	in, err := oneInput(c)
+	if err != nil {
+		return err
+	}
+	if c.Int("top") == 0 || c.Int("top") < -1 {
+		return usagef("--top must be a positive number, or -1 for all")
+	}
+	form := c.String("format")
+	if c.Bool("json") {
+		if c.IsSet("format") && form != "json" {
+			return usagef("--json and --format %s disagree", form)
+		}
+		form = "json"
+	}
+	switch form {
+	case "text", "json", "collapsed":
+	default:
+		return usagef("unknown --format %q: use text, json or collapsed", form)
+	}
+	if c.Bool("tree") && form != "text" {
+		return usagef("--tree prints text; it cannot be combined with --format %s", form)
+	}
+	if c.Int("depth") < 0 || c.Float64("min-pct") < 0 || c.Float64("min-pct") > 100 {
+		return usagef("--depth must be 0 or more and --min-pct from 0 to 100")
+	}
+	var f report.Filter
+	if f.Pids, err = intList(c, "pid"); err != nil {
+		return err
+	}
+	if f.Tids, err = intList(c, "tid"); err != nil {
+		return err
+	}
+	f.Threads, f.Processes = c.StringSlice("thread"), c.StringSlice("process")
+	out := c.String("output")
+	if out != "" && out != "-" {
+		if err := checkWritable(out); err != nil {
+			return err
+		}
+	}
+
+	ph, sigs := startFinishing(c, out)
+	defer sigs.release()
+	ph.set("reading " + inName(in))
+	p, _, err := readProfile(in)
+	if err != nil {
+		ph.done()
+		return err
+	}
+	p = f.Apply(p)
+	if len(p.Processes) == 0 {
+		ph.done()
+		return usagef("no thread matches the --pid, --tid, --thread and --process filters")
+	}
+	ph.set("resolving names")
+	fillSymbols(p, c.StringSlice("symbol-dir"))
+	ph.set("summarizing")
+	width := 0
+	if (out == "" || out == "-") && !c.Bool("wide") && isTerminal(os.Stdout) {
+		width = terminalColumns(os.Stdout)
+	}
+	var write func(io.Writer) error
+	switch {
+	case form == "collapsed":
+		t := report.BuildTree(p)
+		write = func(w io.Writer) error { return report.WriteCollapsed(w, t) }
+	case c.Bool("tree"):
+		t := report.BuildTree(p)
+		o := report.TreeOptions{Depth: c.Int("depth"), MinPct: c.Float64("min-pct"), Width: width}
+		write = func(w io.Writer) error { return report.WriteTree(w, t, o) }
+	default:
+		r := report.Build(p, report.Options{Top: c.Int("top")})
+		if form == "json" {
+			write = func(w io.Writer) error { return report.WriteJSON(w, r) }
+		} else {
+			o := report.TextOptions{Color: (out == "" || out == "-") && useColor(os.Stdout), Width: width}
+			write = func(w io.Writer) error { return report.WriteTextOptions(w, r, o) }
+		}
+	}
+	ph.done()
+	if out == "" || out == "-" {
+		return write(os.Stdout)
+	}
+	if err := atomicfile.Write(out, write); err != nil {
+		return fmt.Errorf("cannot write %s: %w", out, err)
+	}
+	return nil
+}
+
+// intList reads a repeatable, comma-separated flag of positive integers.
+func intList(c *cli.Context, name string) ([]int, error) {
+	var out []int
+	for _, s := range c.StringSlice(name) {
+		for _, f := range strings.Split(s, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			n, err := strconv.Atoi(f)
+			if err != nil || n <= 0 {
+				return nil, usagef("invalid --%s %q: give a positive number", name, f)
+			}
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// terminalColumns returns the width of terminal w, or 0 if unknown.
+func terminalColumns(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
+}

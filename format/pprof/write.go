@@ -1,0 +1,217 @@
+// Package pprof converts between gprof's profile model and pprof's
+// profile.proto, the format of `go tool pprof`, Go's runtime/pprof, and
+// the continuous profilers that ingest it (Pyroscope, Parca...).
+//
+// Written profiles have two sample values, samples/count and cpu/nanoseconds
+// (the default, as in Go's CPU profiles); each sample carries its thread and
+// process as labels (string labels "thread" and "process", numeric labels
+// "tid" and "pid"), and locations carry their addresses, mappings with build
+// IDs, and the names, files and lines stored in the profile, inline frames
+// included (pprof lists a location's lines innermost first).
+package pprof
+
+import (
+	"io"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/internal/atomicfile"
+)
+
+// Write writes p to w as a gzipped profile.proto.
+func Write(w io.Writer, p *format.Profile) error {
+	return Convert(p).Write(w)
+}
+
+// Convert builds the pprof form of p.
+func Convert(p *format.Profile) *profile.Profile {
+	c := &converter{
+		src: p,
+		out: &profile.Profile{
+			SampleType: []*profile.ValueType{
+				{Type: "samples", Unit: "count"},
+				{Type: "cpu", Unit: "nanoseconds"},
+			},
+			DefaultSampleType: "cpu",
+			PeriodType:        &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+			Period:            int64(p.Meta.Interval),
+			TimeNanos:         p.Meta.StartTime.UnixNano(),
+			DurationNanos:     p.Meta.Duration,
+		},
+		mappings:  map[mappingKey]*profile.Mapping{},
+		locations: map[locationKey]*profile.Location{},
+		functions: map[functionKey]*profile.Function{},
+	}
+	if p.Meta.StartTime.IsZero() {
+		c.out.TimeNanos = 0
+	}
+	if p.Meta.Product != "" {
+		c.out.Comments = append(c.out.Comments, "product: "+p.Meta.Product)
+	}
+	for _, pr := range p.Processes {
+		if pr == nil {
+			continue
+		}
+		for _, th := range pr.Threads {
+			if th != nil {
+				c.thread(pr, th)
+			}
+		}
+	}
+	return c.out
+}
+
+type mappingKey struct {
+	start, limit, offset uint64
+	file, buildID        string
+}
+
+type locationKey struct {
+	mapping uint64
+	address uint64
+	label   string
+	caller  bool
+}
+
+type functionKey struct{ name, file string }
+
+type converter struct {
+	src       *format.Profile
+	out       *profile.Profile
+	mappings  map[mappingKey]*profile.Mapping
+	locations map[locationKey]*profile.Location
+	functions map[functionKey]*profile.Function
+}
+
+func (c *converter) thread(pr *format.Process, th *format.Thread) {
+	name := th.Name
+	if name == "" && th.Main {
+		name = pr.Name
+	}
+	labels := map[string][]string{"thread": {name}, "process": {pr.Name}}
+	numLabels := map[string][]int64{"pid": {int64(pr.Pid)}, "tid": {int64(th.Tid)}}
+
+	// Samples with the same stack are merged into one pprof sample; pprof
+	// has no time axis for CPU profiles.
+	type acc struct{ n, cpu int64 }
+	byStack := map[int32]*acc{}
+	var order []int32
+	interval := int64(c.src.Meta.Interval)
+	sm := &th.Samples
+	for i, s := range sm.Stack {
+		w := int64(1)
+		if sm.Weight != nil && i < len(sm.Weight) {
+			w = int64(sm.Weight[i])
+		}
+		cpu := w * interval
+		if i < len(sm.CPUDelta) && sm.CPUDelta[i] >= 0 {
+			cpu = sm.CPUDelta[i]
+		}
+		a := byStack[s]
+		if a == nil {
+			a = &acc{}
+			byStack[s] = a
+			order = append(order, s)
+		}
+		a.n += w
+		a.cpu += cpu
+	}
+	st := &th.Stacks
+	for _, s := range order {
+		a := byStack[s]
+		var locs []*profile.Location
+		caller := false
+		for t, steps := s, 0; t >= 0 && int(t) < st.Len() && steps <= st.Len(); t, steps = st.Prefix[t], steps+1 {
+			f := st.Frame[t]
+			if f >= 0 && int(f) < th.Frames.Len() {
+				locs = append(locs, c.location(pr, th.Frames.Frames[f], caller))
+			}
+			caller = true
+		}
+		c.out.Sample = append(c.out.Sample, &profile.Sample{
+			Location: locs, Value: []int64{a.n, a.cpu}, Label: labels, NumLabel: numLabels,
+		})
+	}
+}
+
+func (c *converter) location(pr *format.Process, f format.Frame, caller bool) *profile.Location {
+	var (
+		m    *profile.Mapping
+		syms []format.SymbolFrame
+	)
+	if f.Label == "" {
+		if lib := format.FindLib(pr.Libs, f.Address); lib != nil {
+			m = c.mapping(lib)
+			syms = c.src.Symbols.LookupFrame(lib.Key(), lib.Rel(f.Address), caller)
+		} else if key, rel, ok := pr.Locate(f); ok {
+			syms = c.src.Symbols.LookupFrame(key, rel, caller)
+		}
+	}
+	k := locationKey{address: f.Address, label: f.Label, caller: caller}
+	if m != nil {
+		k.mapping = m.ID
+	}
+	if l := c.locations[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(c.out.Location) + 1), Mapping: m}
+	if f.Label == "" {
+		l.Address = f.Address
+	}
+	switch {
+	case f.Label != "":
+		l.Line = []profile.Line{{Function: c.function(f.Label, "")}}
+	case len(syms) > 0:
+		// Symbols list the outer function first; pprof the innermost.
+		for i := len(syms) - 1; i >= 0; i-- {
+			s := syms[i]
+			l.Line = append(l.Line, profile.Line{Function: c.function(s.Function, s.File), Line: int64(s.Line)})
+		}
+	}
+	if m != nil && len(l.Line) > 0 {
+		m.HasFunctions, m.HasFilenames, m.HasLineNumbers = true, true, true
+		if len(l.Line) > 1 {
+			m.HasInlineFrames = true
+		}
+	}
+	c.locations[k] = l
+	c.out.Location = append(c.out.Location, l)
+	return l
+}
+
+func (c *converter) mapping(lib *format.Lib) *profile.Mapping {
+	file := lib.Path
+	if file == "" {
+		file = lib.Name
+	}
+	k := mappingKey{lib.Start, lib.End, lib.Offset, file, lib.CodeID}
+	if m := c.mappings[k]; m != nil {
+		return m
+	}
+	// pprof's Offset is the file offset of Start; gprof keeps the
+	// relative address of Start, which is the same for the usual text
+	// segment of an ELF file (whose first load segment maps file offset 0
+	// at its base).
+	m := &profile.Mapping{ID: uint64(len(c.out.Mapping) + 1), Start: lib.Start, Limit: lib.End,
+		Offset: lib.Offset, File: file, BuildID: lib.CodeID}
+	c.mappings[k] = m
+	c.out.Mapping = append(c.out.Mapping, m)
+	return m
+}
+
+func (c *converter) function(name, file string) *profile.Function {
+	k := functionKey{name, file}
+	if f := c.functions[k]; f != nil {
+		return f
+	}
+	f := &profile.Function{ID: uint64(len(c.out.Function) + 1), Name: name, SystemName: name, Filename: file}
+	c.functions[k] = f
+	c.out.Function = append(c.out.Function, f)
+	return f
+}
+
+// WriteFile writes p to path as a gzipped profile.proto, atomically.
+func WriteFile(path string, p *format.Profile) error {
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, p) })
+}

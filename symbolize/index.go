@@ -24,8 +24,9 @@ type index struct {
 	base      uint64
 	syms      []symbol // sorted by addr
 	dw        *dwarfIndex
-	gotab     *gosym.Table
-	debugFile io.Closer // separate debug file, if one was found
+	gopcln    *goPCLN      // Go 1.20+ line table, with inlining
+	gotab     *gosym.Table // older Go line tables
+	debugFile io.Closer    // separate debug file, if one was found
 	debugPath string
 
 	mu        sync.Mutex
@@ -103,7 +104,9 @@ func (b *Binary) buildIndex() (*index, error) {
 			ix.dw = newDWARFIndex(d)
 		}
 	}
-	ix.gotab = goTable(b.elf, ix.syms)
+	if ix.gopcln = newGoPCLN(b.elf, ix.syms); ix.gopcln == nil {
+		ix.gotab = goTable(b.elf, ix.syms)
+	}
 	return ix, nil
 }
 
@@ -242,7 +245,8 @@ func (ix *index) symbolAt(addr uint64) *symbol {
 	return nil
 }
 
-// goTable reads .gopclntab, which Go binaries keep even when stripped.
+// goTable reads a .gopclntab older than Go 1.20 with debug/gosym, which
+// knows nothing of inlining.
 func goTable(f *elf.File, syms []symbol) *gosym.Table {
 	s := f.Section(".gopclntab")
 	if s == nil {
@@ -275,6 +279,12 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 	var frames []Frame
 	if ix.dw != nil {
 		frames = ix.dw.lookup(pc)
+	}
+	if frames == nil && ix.gopcln != nil {
+		if fr, entry, end := ix.gopcln.lookup(pc); fr != nil {
+			fr[0].FuncAddr, fr[0].FuncSize = entry-ix.base, end-entry
+			return fr
+		}
 	}
 	if frames == nil && ix.gotab != nil {
 		if file, line, fn := ix.gotab.PCToLine(pc); fn != nil {

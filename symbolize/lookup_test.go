@@ -221,12 +221,66 @@ func TestLookupGo(t *testing.T) {
 					sawInline = true
 				}
 			}
-			// Only DWARF records inlining; pclntab's inline tree is not
-			// exposed by debug/gosym.
-			if bin == full && !sawInline {
+			// DWARF and pclntab's inline tree both record inlining.
+			if !sawInline {
 				t.Error("no address in main.work shows main.inner inlined at line 12")
 			}
 		})
+	}
+}
+
+// TestLookupGoStrippedInline: a Go binary built without symbols and DWARF
+// (-ldflags=-s -w, as Go's own toolchain ships) gives, from its pclntab's
+// inline tree, the frames its DWARF twin gives: at every address of every
+// main.* function, the same functions, files and lines at the same inline
+// depth.
+func TestLookupGoStrippedInline(t *testing.T) {
+	full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+	stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+	fb, err := Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	sb, err := Open(stripped, NoSeparateDebug())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if hasDWARF(sb.ELF()) || sb.ELF().Section(".symtab") != nil {
+		t.Fatal("the stripped build still has DWARF or symbols")
+	}
+	syms, err := fb.ELF().Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fb.Identity().Base
+	if sb.Identity().Base != base {
+		t.Fatalf("bases differ: %#x and %#x", base, sb.Identity().Base)
+	}
+	addrs, deepest := 0, 0
+	for _, s := range syms {
+		if !strings.HasPrefix(s.Name, "main.") || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			continue
+		}
+		for a := s.Value; a < s.Value+s.Size; a++ {
+			want, got := fb.Lookup(a-base), sb.Lookup(a-base)
+			addrs++
+			deepest = max(deepest, len(want))
+			if len(got) != len(want) || len(want) == 0 || got[0].FuncAddr != want[0].FuncAddr {
+				t.Fatalf("%s+%#x: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, got, want)
+			}
+			for i := range want {
+				w, g := want[i], got[i]
+				if g.Function != w.Function || g.File != w.File || g.Line != w.Line {
+					t.Fatalf("%s+%#x frame %d: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, i, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d addresses agree; deepest inline chain %d frames", addrs, deepest)
+	if deepest < 3 {
+		t.Errorf("deepest chain has %d frames, want main.deep → main.mid → main.leaf", deepest)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,63 @@ console.log(n);`
 	}
 	if f, ok := findFunc(rep.All.TopSelf, "Builtins_ArrayPrototypeJoin"); !ok || f.SelfPct < 10 {
 		t.Errorf("Builtins_ArrayPrototypeJoin has %.1f%% self time, want at least 10%%; top: %v", f.SelfPct, rep.All.TopSelf[:min(8, len(rep.All.TopSelf))])
+	}
+}
+
+// TestSymbolDirMistakes: a --symbol-dir that is not there is a command
+// line mistake, refused before anything runs; a debug file that is
+// another build's is skipped, and said so once at the end.
+func TestSymbolDirMistakes(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	notDir := filepath.Join(dir, "file")
+	os.WriteFile(notDir, nil, 0o644)
+	missing := filepath.Join(dir, "no-such-dir")
+	prof := filepath.Join(dir, "p.json") // never read: the flag is checked first
+	for _, args := range [][]string{
+		{"record", "-o", filepath.Join(dir, "r.json"), "--symbol-dir", missing, "--", "touch", marker},
+		{"record", "-o", filepath.Join(dir, "r.json"), "--symbol-dir", notDir, "--", "touch", marker},
+		{"convert", "--symbol-dir", missing, "-o", filepath.Join(dir, "c.json"), prof},
+		{"symbolicate", "--symbol-dir", missing, "-o", filepath.Join(dir, "s.json"), prof},
+		{"report", "--symbol-dir", missing, prof},
+	} {
+		r := gprof(t, args...)
+		bad := args[slices.Index(args, "--symbol-dir")+1]
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--symbol-dir "+bad) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line about --symbol-dir %s", args, r.code, r.stderr, bad)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("record ran the command despite a bad --symbol-dir")
+	}
+
+	// The binary keeps its build-id but no symbols; the symbol directory
+	// has a debug file of the same name from another build.
+	src := buildC(t, "split")
+	bin := filepath.Join(dir, "split")
+	if b, err := exec.Command("objcopy", "--strip-all", src, bin).CombinedOutput(); err != nil {
+		t.Skipf("objcopy: %v %s", err, b)
+	}
+	other := buildCAs(t, "split", "split-O1", "-O1", "-pthread")
+	sd := t.TempDir()
+	stale := filepath.Join(sd, "split.debug")
+	if b, err := exec.Command("objcopy", "--only-keep-debug", other, stale).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v %s", err, b)
+	}
+	raw := filepath.Join(dir, "raw.json")
+	r := gprof(t, "record", "--symbol-dir", sd, "-o", raw, "--", bin, "1", "0.2")
+	skipIfNoPerf(t, r)
+	want := "gprof: ignored debug file " + stale + ": its build-id "
+	if r.code != 0 || strings.Count(r.stderr, want) != 1 {
+		t.Errorf("record: exit %d, stderr %q; want one notice %q", r.code, r.stderr, want)
+	}
+	r = gprof(t, "record", "--no-symbols", "-q", "-o", raw, "--", bin, "1", "0.2")
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	r = gprof(t, "convert", "--symbol-dir", sd, "-o", filepath.Join(dir, "c.json"), raw)
+	if r.code != 0 || strings.Count(r.stderr, want) != 1 {
+		t.Errorf("convert: exit %d, stderr %q; want one notice %q", r.code, r.stderr, want)
 	}
 }
 

@@ -42,6 +42,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if err := checkSymbolDirs(c); err != nil {
+				return err
+			}
 			if err := checkWritable(c.String("output")); err != nil {
 				return err
 			}
@@ -53,9 +56,12 @@ Examples:
 				return err
 			}
 			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 			ph.set("writing " + c.String("output"))
-			return writeProfile(c.String("output"), p, load.Processed)
+			err = writeProfile(c.String("output"), p, load.Processed)
+			ph.done()
+			printNotices(notes)
+			return err
 		},
 	}
 }
@@ -87,6 +93,9 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
+			if err := checkSymbolDirs(c); err != nil {
+				return err
+			}
 			if err := checkWritable(c.String("output")); err != nil {
 				return err
 			}
@@ -103,10 +112,13 @@ Examples:
 			old := p.Symbols
 			p.Symbols = nil
 			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 			keepUnresolved(p, old)
 			ph.set("writing " + c.String("output"))
-			return writeProfile(c.String("output"), p, kind)
+			err = writeProfile(c.String("output"), p, kind)
+			ph.done()
+			printNotices(notes)
+			return err
 		},
 	}
 }
@@ -137,6 +149,9 @@ Examples:
 			if c.Int("top") == 0 || c.Int("top") < -1 {
 				return usagef("--top must be a positive number, or -1 for all")
 			}
+			if err := checkSymbolDirs(c); err != nil {
+				return err
+			}
 			ph := newPhases(os.Stderr, false)
 			ph.set("reading " + in)
 			p, _, err := readProfile(in)
@@ -145,10 +160,11 @@ Examples:
 				return err
 			}
 			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 			ph.set("summarizing")
 			r := report.Build(p, report.Options{Top: c.Int("top")})
 			ph.done()
+			printNotices(notes)
 			if c.Bool("json") {
 				return report.WriteJSON(os.Stdout, r)
 			}
@@ -183,9 +199,36 @@ func readProfile(path string) (*format.Profile, load.Kind, error) {
 
 // fillSymbols resolves addresses the profile has no names for from files on
 // disk. Failing to find a binary is normal (another machine's profile) and
-// not an error: those frames stay addresses.
-func fillSymbols(p *format.Profile, dirs []string) {
-	symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+// not an error: those frames stay addresses. It returns notices for the
+// end of the command: debug files skipped as another build's.
+func fillSymbols(p *format.Profile, dirs []string) []string {
+	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+	return st.RejectedDebugFiles()
+}
+
+// printNotices prints a command's end-of-run notices, one line each.
+func printNotices(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "gprof: "+n)
+	}
+}
+
+// checkSymbolDirs refuses a --symbol-dir that is not a directory: given
+// explicitly, a missing one is a mistake on the command line that would
+// otherwise only show, much later, as names missing.
+func checkSymbolDirs(c *cli.Context) error {
+	for _, d := range c.StringSlice("symbol-dir") {
+		st, err := os.Stat(d)
+		switch {
+		case os.IsNotExist(err):
+			return usagef("--symbol-dir %s does not exist", d)
+		case err != nil:
+			return fmt.Errorf("cannot read --symbol-dir %s: %v", d, err)
+		case !st.IsDir():
+			return usagef("--symbol-dir %s is not a directory", d)
+		}
+	}
+	return nil
 }
 
 // keepUnresolved copies entries of old that the fresh symbol table lacks.

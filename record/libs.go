@@ -123,9 +123,8 @@ func (r *libResolver) refreshPerfMap(pid int) {
 }
 
 // symbolize resolves every native address of p and stores the names in p.
-// It returns how many distinct addresses were resolved.
-func (r *libResolver) symbolize(p *format.Profile) (int, error) {
-	st, err := symbolize.Profile(p, symbolize.Options{
+func (r *libResolver) symbolize(p *format.Profile) (symbolize.Stats, error) {
+	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
 		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
@@ -140,7 +139,6 @@ func (r *libResolver) symbolize(p *format.Profile) (int, error) {
 			return symbolize.LoadPerfMap(pid)
 		},
 	})
-	return st.Resolved, err
 }
 
 func keyOf(m *attach.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }

@@ -28,6 +28,7 @@ type index struct {
 	gotab     *gosym.Table // older Go line tables
 	debugFile io.Closer    // separate debug file, if one was found
 	debugPath string
+	rejected  []string // debug files of other builds that were skipped
 
 	mu        sync.Mutex
 	demangled map[string]string
@@ -73,6 +74,18 @@ func (b *Binary) DebugFile() string {
 	return ix.debugPath
 }
 
+// RejectedDebugFiles says, one line each, which debug files were found for
+// the binary but skipped as another build's (their build-id or CRC does
+// not match). Users want to hear of these: a stale debug file is
+// otherwise a silent loss of names.
+func (b *Binary) RejectedDebugFiles() []string {
+	ix, err := b.index()
+	if err != nil {
+		return nil
+	}
+	return ix.rejected
+}
+
 func (b *Binary) index() (*index, error) {
 	b.idxOnce.Do(func() { b.idx, b.idxErr = b.buildIndex() })
 	return b.idx, b.idxErr
@@ -83,7 +96,9 @@ func (b *Binary) buildIndex() (*index, error) {
 	files := []*elf.File{b.elf}
 	dwarfFile := b.elf
 	if !hasDWARF(b.elf) && !b.cfg.noDebug {
-		if df, path := b.findDebugFile(); df != nil {
+		df, path, rejected := b.findDebugFile()
+		ix.rejected = rejected
+		if df != nil {
 			ix.debugFile, ix.debugPath = df, path
 			files = append(files, df.elf)
 			if hasDWARF(df.elf) {

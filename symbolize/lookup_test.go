@@ -351,7 +351,36 @@ func TestLookupSplitDebug(t *testing.T) {
 		if b3.DebugFile() != "" {
 			t.Errorf("accepted %s despite its CRC", b3.DebugFile())
 		}
+		wantRejected(t, b3, filepath.Join(d, "prog.debug"), "CRC")
 	})
+
+	// A debug file of another build, found by name in a symbol directory,
+	// is refused, and said so.
+	t.Run("other build", func(t *testing.T) {
+		other := build(t, "prog-other", "gcc", "-gdwarf-5", "-O1", "-o", "OUT", "TESTDATA/prog.c")
+		sd := t.TempDir()
+		run(t, "objcopy", "--only-keep-debug", other, filepath.Join(sd, "prog.debug"))
+		lone := filepath.Join(t.TempDir(), "prog")
+		run(t, "objcopy", "--strip-all", full, lone) // no debuglink: found by name only
+		b4, err := Open(lone, DebugRoot(""), SymbolDirs(sd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b4.Close()
+		if b4.DebugFile() != "" {
+			t.Errorf("accepted %s, a debug file of another build", b4.DebugFile())
+		}
+		wantRejected(t, b4, filepath.Join(sd, "prog.debug"), "build-id")
+	})
+}
+
+// wantRejected checks that b reports path as refused for reason.
+func wantRejected(t *testing.T, b *Binary, path, reason string) {
+	t.Helper()
+	rej := b.RejectedDebugFiles()
+	if len(rej) != 1 || !strings.Contains(rej[0], path) || !strings.Contains(rej[0], reason) || strings.Contains(rej[0], "\n") {
+		t.Errorf("RejectedDebugFiles = %q, want one line about %s and its %s", rej, path, reason)
+	}
 }
 
 func TestLookupSystemBinaries(t *testing.T) {

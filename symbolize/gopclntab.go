@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"slices"
 	"sort"
 )
 
@@ -292,16 +293,23 @@ func (t *goPCLN) lookup(pc uint64) (frames []Frame, entry, end uint64) {
 	}
 	inlIndex := t.pcdata(fn, pcdataInlTreeIndex)
 	at := pc
-	for depth := 0; ; depth++ {
+	var seen []int32
+	for {
 		idx := int32(-1)
-		if hasTree && depth < maxInlineDepth {
+		if hasTree {
 			idx = t.pcvalue(fn, inlIndex, at)
 		}
 		file, line := t.fileLine(fn, at)
 		fr := Frame{File: file, Line: line}
 		if idx >= 0 {
-			nameOff, parentPC, ok := t.inlinedCall(tree, idx)
-			if ok && parentPC >= 0 {
+			if slices.Contains(seen, idx) || len(seen) == maxInlineDepth {
+				// The call site leads back into the chain: it happens
+				// when a function has no instruction of its own to
+				// mark it with (a package's init made of inlined calls
+				// only). Where in the outer function is unknown.
+				fr = Frame{}
+			} else if nameOff, parentPC, ok := t.inlinedCall(tree, idx); ok && parentPC >= 0 {
+				seen = append(seen, idx)
 				fr.Function = cstring(t.funcnames, uint64(nameOff))
 				frames = append(frames, fr)
 				at = fn.entry + uint64(parentPC)

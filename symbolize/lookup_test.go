@@ -233,10 +233,22 @@ func TestLookupGo(t *testing.T) {
 // (-ldflags=-s -w, as Go's own toolchain ships) gives, from its pclntab's
 // inline tree, the frames its DWARF twin gives: at every address of every
 // main.* function, the same functions, files and lines at the same inline
-// depth.
+// depth. Linked externally (as cgo programs are), Go's code does not start
+// where .text does, which the stripped binary must find out by itself.
 func TestLookupGoStrippedInline(t *testing.T) {
-	full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
-	stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+	t.Run("internal", func(t *testing.T) {
+		full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+		stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+	t.Run("external", func(t *testing.T) {
+		full := buildOrSkip(t, "goprog-ext", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-linkmode=external", "-o", "OUT", ".")
+		stripped := buildOrSkip(t, "goprog-ext-stripped", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w -linkmode=external", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+}
+
+func compareGoBuilds(t *testing.T, full, stripped string) {
 	fb, err := Open(full)
 	if err != nil {
 		t.Fatal(err)

@@ -241,9 +241,19 @@ func TestLookupGoStrippedInline(t *testing.T) {
 		stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
 		compareGoBuilds(t, full, stripped)
 	})
+	t.Run("pie", func(t *testing.T) {
+		full := build(t, "goprog-pie", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-o", "OUT", ".")
+		stripped := build(t, "goprog-pie-stripped", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-s -w", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
 	t.Run("external", func(t *testing.T) {
 		full := buildOrSkip(t, "goprog-ext", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-linkmode=external", "-o", "OUT", ".")
 		stripped := buildOrSkip(t, "goprog-ext-stripped", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w -linkmode=external", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+	t.Run("external-pie", func(t *testing.T) {
+		full := buildOrSkip(t, "goprog-ext-pie", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-linkmode=external", "-o", "OUT", ".")
+		stripped := buildOrSkip(t, "goprog-ext-pie-stripped", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-s -w -linkmode=external", "-o", "OUT", ".")
 		compareGoBuilds(t, full, stripped)
 	})
 }

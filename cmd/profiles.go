@@ -71,6 +71,9 @@ Examples:
 			if to != load.Processed && to != load.Gecko && to != load.PProf {
 				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
+			if err := checkSymbolDirs(c); err != nil {
+				return err
+			}
 			ph, sigs := startFinishing(c, out)
 			defer sigs.release()
 			if err := checkWritable(out); err != nil {
@@ -83,9 +86,12 @@ Examples:
 				return err
 			}
 			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 			ph.set("writing " + outName(out))
-			return writeProfile(out, p, to)
+			err = writeProfile(out, p, to)
+			ph.done()
+			printNotices(notes)
+			return err
 		},
 	}
 }
@@ -122,6 +128,9 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
+			if err := checkSymbolDirs(c); err != nil {
+				return err
+			}
 			ph, sigs := startFinishing(c, out)
 			defer sigs.release()
 			if err := checkWritable(out); err != nil {
@@ -139,10 +148,13 @@ Examples:
 			old := p.Symbols
 			p.Symbols = nil
 			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 			keepUnresolved(p, old)
 			ph.set("writing " + outName(out))
-			return writeProfile(out, p, kind)
+			err = writeProfile(out, p, kind)
+			ph.done()
+			printNotices(notes)
+			return err
 		},
 	}
 }
@@ -222,9 +234,36 @@ func readProfile(path string) (*format.Profile, load.Kind, error) {
 
 // fillSymbols resolves addresses the profile has no names for from files on
 // disk. Failing to find a binary is normal (another machine's profile) and
-// not an error: those frames stay addresses.
-func fillSymbols(p *format.Profile, dirs []string) {
-	symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+// not an error: those frames stay addresses. It returns notices for the
+// end of the command: debug files skipped as another build's.
+func fillSymbols(p *format.Profile, dirs []string) []string {
+	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+	return st.RejectedDebugFiles()
+}
+
+// printNotices prints a command's end-of-run notices, one line each.
+func printNotices(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "gprof: "+n)
+	}
+}
+
+// checkSymbolDirs refuses a --symbol-dir that is not a directory: given
+// explicitly, a missing one is a mistake on the command line that would
+// otherwise only show, much later, as names missing.
+func checkSymbolDirs(c *cli.Context) error {
+	for _, d := range c.StringSlice("symbol-dir") {
+		st, err := os.Stat(d)
+		switch {
+		case os.IsNotExist(err):
+			return usagef("--symbol-dir %s does not exist", d)
+		case err != nil:
+			return fmt.Errorf("cannot read --symbol-dir %s: %v", d, err)
+		case !st.IsDir():
+			return usagef("--symbol-dir %s is not a directory", d)
+		}
+	}
+	return nil
 }
 
 // keepUnresolved copies entries of old that the fresh symbol table lacks.

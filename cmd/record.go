@@ -176,6 +176,9 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range res.RejectedDebugFiles {
+		opts.Attach.Notice(n)
+	}
 
 	sum := recordSummary{
 		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
@@ -307,6 +310,9 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	}
 	o.Attach.Kernel = c.Bool("kernel")
 	o.Symbolize = !c.Bool("no-symbols")
+	if err := checkSymbolDirs(c); err != nil {
+		return o, err
+	}
 	o.SymbolDirs = c.StringSlice("symbol-dir")
 	if s := c.String("output"); s == "" {
 		return o, usagef("--output needs a file name")

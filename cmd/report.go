@@ -91,6 +91,9 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 	f.Threads, f.Processes = c.StringSlice("thread"), c.StringSlice("process")
+	if err := checkSymbolDirs(c); err != nil {
+		return err
+	}
 	out := c.String("output")
 	if out != "" && out != "-" {
 		if err := checkWritable(out); err != nil {
@@ -112,7 +115,7 @@ func runReport(c *cli.Context) error {
 		return usagef("no thread matches the --pid, --tid, --thread and --process filters")
 	}
 	ph.set("resolving names")
-	fillSymbols(p, c.StringSlice("symbol-dir"))
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 	ph.set("summarizing")
 	width := 0
 	if (out == "" || out == "-") && !c.Bool("wide") && isTerminal(os.Stdout) {
@@ -137,6 +140,7 @@ func runReport(c *cli.Context) error {
 		}
 	}
 	ph.done()
+	printNotices(notes)
 	if out == "" || out == "-" {
 		return write(os.Stdout)
 	}

@@ -54,6 +54,9 @@ type Result struct {
 	Discarded             uint64
 	Backend, Event        string
 	SymbolicatedAddresses int
+	// RejectedDebugFiles says which debug files were skipped as another
+	// build's, one line each, for the user to hear of.
+	RejectedDebugFiles []string
 }
 
 // Run records until ctx is done or the targets exit, then builds the
@@ -158,11 +161,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if opts.Phase != nil {
 			opts.Phase("resolving names")
 		}
-		n, err := libs.symbolize(prof)
+		st, err := libs.symbolize(prof)
 		if err != nil && opts.Attach.Notice != nil {
 			opts.Attach.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
 		}
-		out.SymbolicatedAddresses = n
+		out.SymbolicatedAddresses = st.Resolved
+		out.RejectedDebugFiles = st.RejectedDebugFiles()
 	}
 	return out, nil
 }

@@ -124,9 +124,11 @@ type Result struct {
 	// ExitCode is the launched command's exit status (128+signal when it
 	// was killed), or -1 when not known or nothing was launched.
 	ExitCode int
-	Lost     uint64
-	Backend  string // the backend that actually ran
-	Event    string // the event that actually sampled
+	// Lost totals the records the backend dropped: the same ones it
+	// reported as Lost events, not more.
+	Lost    uint64
+	Backend string // the backend that actually ran
+	Event   string // the event that actually sampled
 }
 
 // Handler receives events. A backend calls it from one goroutine at a time,

@@ -80,7 +80,7 @@ Examples:
 type recordSummary struct {
 	Output      string  `json:"output"`
 	DurationSec float64 `json:"duration_s"`
-	Samples     uint64  `json:"samples"`
+	Samples     uint64  `json:"samples"` // in the file; discarded ones apart
 	Processes   int     `json:"processes"`
 	Threads     int     `json:"threads"`
 	Lost        uint64  `json:"lost"`
@@ -180,13 +180,13 @@ func runRecord(c *cli.Context) error {
 }
 
 func printRecordSummary(w io.Writer, s recordSummary) {
-	fmt.Fprintf(w, "gprof: wrote %s: %s from %s in %s over %.2fs",
-		s.Output, plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
+	fmt.Fprintf(w, "gprof: wrote %s: %s", s.Output, plural(int(s.Samples), "sample"))
+	if s.Discarded > 0 {
+		fmt.Fprintf(w, " (%d older ones discarded to stay within --max-memory/--keep)", s.Discarded)
+	}
+	fmt.Fprintf(w, " from %s in %s over %.2fs", plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
-	}
-	if s.Discarded > 0 {
-		fmt.Fprintf(w, " (%d older samples discarded to stay within --max-memory/--keep)", s.Discarded)
 	}
 	fmt.Fprintln(w)
 	if s.ExitCode != nil && *s.ExitCode != 0 {

@@ -42,8 +42,9 @@ type Progress struct {
 
 // Result is a finished recording.
 type Result struct {
-	Profile   *format.Profile
-	Duration  time.Duration
+	Profile  *format.Profile
+	Duration time.Duration
+	// Samples counts the samples the profile holds, not those discarded.
 	Samples   uint64
 	Processes int
 	Threads   int
@@ -112,7 +113,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}()
 	}
-	res, err := attach.Record(ctx, opts.Attach, handler)
+	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
 	end := attach.MonotonicNow()
 	if err != nil {
@@ -121,11 +122,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	procs := b.finish(end)
 	prof.Meta.Duration = end - t0
-	prof.Meta.LostEvents = b.lost + res.Lost
+	// The backend's total counts the same records it reported as Lost
+	// events; it is the larger only for a backend that does not send them.
+	prof.Meta.LostEvents = max(b.lost, res.Lost)
 	prof.Meta.Extra["backend"] = res.Backend
 	prof.Meta.Extra["event"] = res.Event
 	out := &Result{
-		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples,
+		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
 	}
 	for _, pr := range procs {
@@ -191,3 +194,6 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 	}
 	return m
 }
+
+// backendRecord is attach.Record; tests replace it with a scripted backend.
+var backendRecord = attach.Record

@@ -89,6 +89,10 @@ type recordSummary struct {
 	Event       string  `json:"event"`
 	Symbols     int     `json:"symbolicated_addresses"`
 	Discarded   uint64  `json:"discarded_samples"`
+	// NoStackSec is CPU time counted in the profile that no stack shows
+	// (kernel mode the kernel would not sample); NoStackWhy says why.
+	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
+	NoStackWhy string  `json:"no_stack_reason,omitempty"`
 }
 
 func runRecord(c *cli.Context) error {
@@ -156,7 +160,7 @@ func runRecord(c *cli.Context) error {
 		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
-		Discarded: res.Discarded,
+		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -189,6 +193,9 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
 	}
 	fmt.Fprintln(w)
+	if s.NoStackSec > 0 {
+		fmt.Fprintf(w, "gprof: %.2f s of CPU time had no stack (%s); it is counted in the CPU time of the samples that follow it\n", s.NoStackSec, s.NoStackWhy)
+	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
 		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
 	}

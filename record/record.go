@@ -52,7 +52,11 @@ type Result struct {
 	// ExitCode is the launched command's exit status, or -1.
 	ExitCode int
 	// Discarded counts samples dropped to stay within MaxBytes or Keep.
-	Discarded             uint64
+	Discarded uint64
+	// NoStackCPU is CPU time the profile counts (in its samples' CPU
+	// deltas) that no sample's stack shows; NoStackReason says why.
+	NoStackCPU            time.Duration
+	NoStackReason         string
 	Backend, Event        string
 	SymbolicatedAddresses int
 }
@@ -130,6 +134,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	out := &Result{
 		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
+		NoStackCPU: res.NoStackCPU, NoStackReason: res.NoStackReason,
+	}
+	if res.NoStackCPU > 0 {
+		prof.Meta.Extra["no_stack_cpu_ms"] = fmt.Sprintf("%.1f", res.NoStackCPU.Seconds()*1000)
+		prof.Meta.Extra["no_stack_reason"] = res.NoStackReason
 	}
 	for _, pr := range procs {
 		pr.p.Libs = libs.libsFor(pr)

@@ -60,7 +60,7 @@ Examples:
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz)"},
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
-			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
+			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
 			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},

@@ -175,3 +175,36 @@ func TestKernelModeDeniedCountsCPU(t *testing.T) {
 		t.Errorf("reason %q", res.NoStackReason)
 	}
 }
+
+// Simulates paranoid 2 on a kernel before 6.12, which refuses
+// PERF_SAMPLE_READ on inherited events: recording goes on, user mode only,
+// and a notice says that system time is missing.
+func TestKernelModeDeniedOldKernel(t *testing.T) {
+	skipIfNoPerf(t)
+	saved := perfEventOpen
+	defer func() { perfEventOpen = saved }()
+	perfEventOpen = func(a *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
+		if a.Bits&unix.PerfBitExcludeKernel == 0 {
+			return -1, unix.EACCES
+		}
+		if a.Sample_type&unix.PERF_SAMPLE_READ != 0 && a.Bits&unix.PerfBitInherit != 0 {
+			return -1, unix.EINVAL
+		}
+		return saved(a, pid, cpu, group, flags)
+	}
+	rec, res := record1(t, context.Background(), Options{Command: ddCommand})
+	if len(rec.samples) < 20 {
+		t.Fatalf("%d samples", len(rec.samples))
+	}
+	for _, s := range rec.samples {
+		if s.InKernel || s.CPUDelta != int64(defaultInterval) {
+			t.Fatalf("sample %+v; want user mode, one interval of CPU", s)
+		}
+	}
+	if res.NoStackCPU != 0 {
+		t.Errorf("%v with no stack, though the kernel could not count it", res.NoStackCPU)
+	}
+	if len(rec.notices) == 0 || !strings.Contains(strings.Join(rec.notices, "\n"), "time in system calls is missing") {
+		t.Errorf("notices %q", rec.notices)
+	}
+}

@@ -102,8 +102,8 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err e
 	defer s.close()
 	defer func() {
 		// The reader goroutine is done with the decoder by now.
-		if s.kernelDenied && s.dec.readCPU {
-			res.NoStackCPU = time.Duration(max(0, s.dec.noStack))
+		if s.kernelDenied && s.dec.readCPU && s.dec.noStack > 0 {
+			res.NoStackCPU = time.Duration(s.dec.noStack)
 			res.NoStackReason = fmt.Sprintf("kernel mode, not sampled at kernel.perf_event_paranoid=%d", s.paranoid)
 		}
 	}()

@@ -74,7 +74,7 @@ Examples:
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz; - for standard output, uncompressed)"},
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
-			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
+			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
 			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},
@@ -94,7 +94,7 @@ Examples:
 type recordSummary struct {
 	Output      string  `json:"output"`
 	DurationSec float64 `json:"duration_s"`
-	Samples     uint64  `json:"samples"`
+	Samples     uint64  `json:"samples"` // in the file; discarded ones apart
 	Processes   int     `json:"processes"`
 	Threads     int     `json:"threads"`
 	Lost        uint64  `json:"lost"`
@@ -103,6 +103,10 @@ type recordSummary struct {
 	Event       string  `json:"event"`
 	Symbols     int     `json:"symbolicated_addresses"`
 	Discarded   uint64  `json:"discarded_samples"`
+	// NoStackSec is CPU time counted in the profile that no stack shows
+	// (kernel mode the kernel would not sample); NoStackWhy says why.
+	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
+	NoStackWhy string  `json:"no_stack_reason,omitempty"`
 }
 
 func runRecord(c *cli.Context) error {
@@ -184,7 +188,7 @@ func runRecord(c *cli.Context) error {
 		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
-		Discarded: res.Discarded,
+		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -210,15 +214,18 @@ func runRecord(c *cli.Context) error {
 }
 
 func printRecordSummary(w io.Writer, s recordSummary) {
-	fmt.Fprintf(w, "gprof: wrote %s: %s from %s in %s over %.2fs",
-		outName(s.Output), plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
+	fmt.Fprintf(w, "gprof: wrote %s: %s", outName(s.Output), plural(int(s.Samples), "sample"))
+	if s.Discarded > 0 {
+		fmt.Fprintf(w, " (%d older ones discarded to stay within --max-memory/--keep)", s.Discarded)
+	}
+	fmt.Fprintf(w, " from %s in %s over %.2fs", plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
 	}
-	if s.Discarded > 0 {
-		fmt.Fprintf(w, " (%d older samples discarded to stay within --max-memory/--keep)", s.Discarded)
-	}
 	fmt.Fprintln(w)
+	if s.NoStackSec > 0 {
+		fmt.Fprintf(w, "gprof: %.2f s of CPU time had no stack (%s); it is counted in the CPU time of the samples that follow it\n", s.NoStackSec, s.NoStackWhy)
+	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
 		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
 	}

@@ -42,8 +42,9 @@ type Progress struct {
 
 // Result is a finished recording.
 type Result struct {
-	Profile   *format.Profile
-	Duration  time.Duration
+	Profile  *format.Profile
+	Duration time.Duration
+	// Samples counts the samples the profile holds, not those discarded.
 	Samples   uint64
 	Processes int
 	Threads   int
@@ -51,7 +52,11 @@ type Result struct {
 	// ExitCode is the launched command's exit status, or -1.
 	ExitCode int
 	// Discarded counts samples dropped to stay within MaxBytes or Keep.
-	Discarded             uint64
+	Discarded uint64
+	// NoStackCPU is CPU time the profile counts (in its samples' CPU
+	// deltas) that no sample's stack shows; NoStackReason says why.
+	NoStackCPU            time.Duration
+	NoStackReason         string
 	Backend, Event        string
 	SymbolicatedAddresses int
 	// RejectedDebugFiles says which debug files were skipped as another
@@ -115,7 +120,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}()
 	}
-	res, err := attach.Record(ctx, opts.Attach, handler)
+	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
 	end := attach.MonotonicNow()
 	if err != nil {
@@ -124,12 +129,19 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	procs := b.finish(end)
 	prof.Meta.Duration = end - t0
-	prof.Meta.LostEvents = b.lost + res.Lost
+	// The backend's total counts the same records it reported as Lost
+	// events; it is the larger only for a backend that does not send them.
+	prof.Meta.LostEvents = max(b.lost, res.Lost)
 	prof.Meta.Extra["backend"] = res.Backend
 	prof.Meta.Extra["event"] = res.Event
 	out := &Result{
-		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples,
+		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
+		NoStackCPU: res.NoStackCPU, NoStackReason: res.NoStackReason,
+	}
+	if res.NoStackCPU > 0 {
+		prof.Meta.Extra["no_stack_cpu_ms"] = fmt.Sprintf("%.1f", res.NoStackCPU.Seconds()*1000)
+		prof.Meta.Extra["no_stack_reason"] = res.NoStackReason
 	}
 	for _, pr := range procs {
 		pr.p.Libs = libs.libsFor(pr)
@@ -196,3 +208,6 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 	}
 	return m
 }
+
+// backendRecord is attach.Record; tests replace it with a scripted backend.
+var backendRecord = attach.Record

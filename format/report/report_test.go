@@ -286,3 +286,21 @@ func byTid(t *testing.T, r Report, tid int) Thread {
 	t.Fatalf("no thread %d in the report", tid)
 	return Thread{}
 }
+
+// A recording that could not sample kernel mode says how much CPU time
+// had no stack; the report repeats it.
+func TestNoStackCPU(t *testing.T) {
+	p := testProfile()
+	p.Meta.Extra = map[string]string{"no_stack_cpu_ms": "417.2", "no_stack_reason": "kernel mode, not sampled at kernel.perf_event_paranoid=2"}
+	r := Build(p, Options{Top: 1})
+	if r.NoStackCPU != 417200000 {
+		t.Errorf("no-stack CPU %d ns, want 417.2 ms", r.NoStackCPU)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "note: 417.20 ms of the CPU time had no stack (kernel mode, not sampled at kernel.perf_event_paranoid=2)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, buf.String())
+	}
+}

@@ -62,6 +62,10 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if r.LostEvents > 0 {
 		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)
 	}
+	if r.NoStackCPU > 0 {
+		fmt.Fprintf(t.w, "note: %s of the CPU time had no stack (%s); it is counted in the samples that follow it\n",
+			formatDuration(r.NoStackCPU), r.NoStackReason)
+	}
 	for _, th := range r.Threads {
 		t.w.WriteByte('\n')
 		main := ""

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests: they build ./bin/gprof's code into a test binary, build

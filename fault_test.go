@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Fault tests (issue 5): gprof killed or interrupted mid-recording, targets

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Issue 4's acceptance checks: complete stacks without frame pointers, by

@@ -3,14 +3,17 @@ module github.com/gprof-dev/gprof
 go 1.26.8
 
 require (
+	github.com/go-delve/delve v1.27.2
+	github.com/goccy/go-json v0.12.0
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
+	github.com/klauspost/compress v1.20.3
+	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
+)
+
+require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/go-delve/delve v1.27.2 // indirect
-	github.com/goccy/go-json v0.12.0 // indirect
-	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
 )

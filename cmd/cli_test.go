@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -10,12 +11,22 @@ import (
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	// Commands that print results write to os.Stdout itself.
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := os.Stdout
+	os.Stdout = f
+	defer func() { os.Stdout = saved }()
 	app := App()
 	app.Writer = &out
 	app.ErrWriter = &errb
-	err := app.Run(interspersed(app, append([]string{"gprof"}, args...)))
+	err = app.Run(interspersed(app, append([]string{"gprof"}, args...)))
 	code = printError(&errb, err)
-	return out.String(), errb.String(), code
+	direct, _ := os.ReadFile(f.Name())
+	return out.String() + string(direct), errb.String(), code
 }
 
 func TestHelpCommand(t *testing.T) {

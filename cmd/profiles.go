@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -123,12 +124,12 @@ profiles; names come from the profile, else from the binaries on disk.
 
 Examples:
    ./bin/gprof report profile.json.gz
-   ./bin/gprof report --top 5 --json profile.json.gz | jq '.all.self[0]'`,
-		Flags: []cli.Flag{
+   ./bin/gprof report --top 5 --json-output report.json profile.json.gz
+   jq -r '.all.top_self[0].name' report.json`,
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema version in the \"version\" field)"},
 			symbolDirFlag,
-		},
+		}, jsonFlags("the report (schema in README.md, \"JSON output\")")...),
 		Action: func(c *cli.Context) error {
 			in, err := oneInput(c)
 			if err != nil {
@@ -136,6 +137,10 @@ Examples:
 			}
 			if c.Int("top") == 0 || c.Int("top") < -1 {
 				return usagef("--top must be a positive number, or -1 for all")
+			}
+			jsonOut, err := jsonTarget(c)
+			if err != nil {
+				return err
 			}
 			ph := newPhases(os.Stderr, false)
 			ph.set("reading " + in)
@@ -149,8 +154,15 @@ Examples:
 			ph.set("summarizing")
 			r := report.Build(p, report.Options{Top: c.Int("top")})
 			ph.done()
-			if c.Bool("json") {
-				return report.WriteJSON(os.Stdout, r)
+			if jsonOut != "" {
+				// A file leaves stdout to the text report.
+				err := writeJSONOutput(jsonOut, func(w io.Writer) error { return report.WriteJSON(w, r) })
+				if err != nil {
+					err = fmt.Errorf("write %s: %v", jsonOut, err)
+				}
+				if err != nil || jsonOut == "-" {
+					return err
+				}
 			}
 			if useColor(os.Stdout) {
 				return report.WriteTextColor(os.Stdout, r)

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,9 +50,10 @@ Examples:
    # attach to two running processes for 10 seconds at 4 kHz
    ./bin/gprof record -p 1234 -p 5678 -d 10 -r 4000 -o server.json.gz
 
-   # CI: no terminal output, a JSON summary on stdout
-   ./bin/gprof record -q --json -o perf.json.gz -- make test`,
-		Flags: []cli.Flag{
+   # CI: no terminal output, a JSON summary in summary.json
+   ./bin/gprof record -q --json-output summary.json -o perf.json.gz -- make test
+   jq '.samples' summary.json`,
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
@@ -70,14 +70,15 @@ Examples:
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
-			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
-		},
+		}, jsonFlags("a summary of the recording (schema in README.md, \"JSON output\"); it never mixes with the command's output")...),
 		Action: runRecord,
 	}
 }
 
-// recordSummary is what --json prints; field names are a stable interface.
+// recordSummary is what --json-output writes; field names are a stable
+// interface, documented in README.md ("JSON output").
 type recordSummary struct {
+	Version     int     `json:"version"`
 	Output      string  `json:"output"`
 	DurationSec float64 `json:"duration_s"`
 	Samples     uint64  `json:"samples"`
@@ -105,6 +106,10 @@ func runRecord(c *cli.Context) error {
 	}
 	out := c.String("output")
 	if err := checkWritable(out); err != nil {
+		return err
+	}
+	jsonOut, err := jsonTarget(c)
+	if err != nil {
 		return err
 	}
 	quiet := c.Bool("quiet")
@@ -153,7 +158,7 @@ func runRecord(c *cli.Context) error {
 	}
 
 	sum := recordSummary{
-		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
+		Version: recordSummaryVersion, Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
 		Discarded: res.Discarded,
@@ -164,11 +169,9 @@ func runRecord(c *cli.Context) error {
 	if !quiet {
 		printRecordSummary(os.Stderr, sum)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
-			return err
+	if jsonOut != "" {
+		if err := writeJSONOutput(jsonOut, encodeJSON(sum)); err != nil {
+			return fmt.Errorf("write %s: %v", jsonOut, err)
 		}
 	}
 	// A command that failed on its own makes gprof fail the same way; one

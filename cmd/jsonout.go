@@ -18,9 +18,9 @@ const recordSummaryVersion = 1
 // jsonFlags are --json-output and its older stdout-only spelling --json,
 // shared by record and report. The schemas are documented in README.md,
 // "JSON output", and a test keeps the two in step.
-func jsonFlags(what string) []cli.Flag {
+func jsonFlags(what, note string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout), in one piece when done"},
+		&cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout) in one piece when done" + note + "; schema in README.md, \"JSON output\""},
 		&cli.BoolFlag{Name: "json", Usage: "the same as --json-output - (on stdout)"},
 	}
 }

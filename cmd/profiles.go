@@ -129,7 +129,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			symbolDirFlag,
-		}, jsonFlags("the report (schema in README.md, \"JSON output\")")...),
+		}, jsonFlags("the report", "")...),
 		Action: func(c *cli.Context) error {
 			in, err := oneInput(c)
 			if err != nil {

@@ -70,7 +70,7 @@ Examples:
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
-		}, jsonFlags("a summary of the recording (schema in README.md, \"JSON output\"); it never mixes with the command's output")...),
+		}, jsonFlags("a summary of the recording", ", apart from the command's output")...),
 		Action: runRecord,
 	}
 }

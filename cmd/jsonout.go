@@ -15,15 +15,15 @@ import (
 // removed or changes meaning, not when one is added.
 const recordSummaryVersion = 1
 
-// jsonFlags are --json-output and its older stdout-only spelling --json,
-// shared by record and report. The schemas are documented in README.md,
-// "JSON output", and a test keeps the two in step.
-func jsonFlags(what, note string) []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout) in one piece when done" + note + "; schema in README.md, \"JSON output\""},
-		&cli.BoolFlag{Name: "json", Usage: "the same as --json-output - (on stdout)"},
-	}
+// jsonOutputFlag is --json-output, shared by record and report. The
+// schemas are documented in README.md, "JSON output", and a test keeps the
+// two in step.
+func jsonOutputFlag(what, note string) cli.Flag {
+	return &cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout) in one piece when done" + note + "; schema in README.md, \"JSON output\""}
 }
+
+// jsonFlag is --json-output's older, stdout-only spelling.
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "the same as --json-output - (on stdout)"}
 
 // jsonTarget returns where --json-output and --json send the JSON: "" for
 // nowhere, "-" for stdout, or a file name, whose directory is checked now

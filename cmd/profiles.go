@@ -126,10 +126,12 @@ Examples:
    ./bin/gprof report profile.json.gz
    ./bin/gprof report --top 5 --json-output report.json profile.json.gz
    jq -r '.all.top_self[0].name' report.json`,
-		Flags: append([]cli.Flag{
+		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
+			jsonOutputFlag("the report", ""),
+			jsonFlag,
 			symbolDirFlag,
-		}, jsonFlags("the report", "")...),
+		},
 		Action: func(c *cli.Context) error {
 			in, err := oneInput(c)
 			if err != nil {

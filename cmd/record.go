@@ -53,7 +53,7 @@ Examples:
    # CI: no terminal output, a JSON summary in summary.json
    ./bin/gprof record -q --json-output summary.json -o perf.json.gz -- make test
    jq '.samples' summary.json`,
-		Flags: append([]cli.Flag{
+		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
@@ -70,7 +70,9 @@ Examples:
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
-		}, jsonFlags("a summary of the recording", ", apart from the command's output")...),
+			jsonOutputFlag("a summary of the recording", ", apart from the command's output"),
+			jsonFlag,
+		},
 		Action: runRecord,
 	}
 }

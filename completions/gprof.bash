@@ -62,10 +62,10 @@ _gprof() {
     report)
         case $prev in
             --top|-n) return ;;
-            --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --symbol-dir --json-output --json --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --json-output --json --symbol-dir --help -h"; else __gprof_files; fi
         ;;
     completion)
         if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi

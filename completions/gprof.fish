@@ -73,9 +73,9 @@ complete -c gprof -n '__gprof_using symbolicate' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using symbolicate' -F
 
 complete -c gprof -n '__gprof_using report' -s n -l top -x -d 'list the top N functions'
-complete -c gprof -n '__gprof_using report' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using report' -l json-output -r -F -d 'write the report as JSON to FILE'
 complete -c gprof -n '__gprof_using report' -l json -d 'the same as --json-output -'
+complete -c gprof -n '__gprof_using report' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using report' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using report' -F
 

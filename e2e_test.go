@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests: they build ./bin/gprof's code into a test binary, build
@@ -59,7 +61,7 @@ func TestMain(m *testing.M) {
 func buildC(t *testing.T, name string, flags ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc is not installed (.ci/run installs it)")
+		t.Skip("gcc is not installed (./test.sh installs it)")
 	}
 	out := filepath.Join(fixtures, name)
 	if _, err := os.Stat(out); err == nil {

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -64,8 +63,10 @@ Examples:
    # one thread (TID 1240) of a process, alone, for 10 seconds
    ./bin/gprof record -t 1240 -d 10
 
-   # CI: no terminal output, a JSON summary on stdout
-   ./bin/gprof record -q --json -o perf.json.gz -- make test`,
+   # CI: no terminal output, a JSON summary in summary.json
+   ./bin/gprof record -q --json-output summary.json -o perf.json.gz -- make test
+   jq '.samples' summary.json`,
+
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
@@ -77,21 +78,24 @@ Examples:
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
-			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},
+			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528)"},
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace (default perf, falling back to ptrace when perf_event_open is denied)"},
 			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
 			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
-			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
+			jsonOutputFlag("a summary of the recording", ", apart from the command's output"),
+			jsonFlag,
 		},
 		Action: runRecord,
 	}
 }
 
-// recordSummary is what --json prints; field names are a stable interface.
+// recordSummary is what --json-output writes; field names are a stable
+// interface, documented in README.md ("JSON output").
 type recordSummary struct {
+	Version     int     `json:"version"`
 	Output      string  `json:"output"`
 	DurationSec float64 `json:"duration_s"`
 	Samples     uint64  `json:"samples"` // in the file; discarded ones apart
@@ -131,6 +135,10 @@ func runRecord(c *cli.Context) error {
 	defer sigs.release()
 	sigs.writing(out)
 	if err := checkWritable(out); err != nil {
+		return err
+	}
+	jsonOut, err := jsonTarget(c)
+	if err != nil {
 		return err
 	}
 	quiet := c.Bool("quiet")
@@ -185,7 +193,7 @@ func runRecord(c *cli.Context) error {
 	}
 
 	sum := recordSummary{
-		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
+		Version: recordSummaryVersion, Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
 		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
@@ -196,11 +204,9 @@ func runRecord(c *cli.Context) error {
 	if !quiet {
 		printRecordSummary(os.Stderr, sum)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
-			return err
+	if jsonOut != "" {
+		if err := writeJSONOutput(jsonOut, encodeJSON(sum)); err != nil {
+			return fmt.Errorf("write %s: %v", jsonOut, err)
 		}
 	}
 	// A command that failed on its own gets a code of its own, so that a
@@ -287,11 +293,11 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	if o.Attach.CallGraph == "" {
 		o.Attach.CallGraph = "dwarf"
 	}
-	ss := c.Int("stack-size")
-	if ss < 512 || ss > 65528 {
-		return o, usagef("--stack-size %d is out of range: use 512 to 65528 bytes", ss)
+	ss, err := parseSize(c.String("stack-size"))
+	if err != nil || ss < 512 || ss > 65528 {
+		return o, usagef("--stack-size %s is out of range: use 512 to 65528 bytes (e.g. 8K; the kernel's limit is 64K-8)", c.String("stack-size"))
 	}
-	o.Attach.StackSize = ss &^ 7
+	o.Attach.StackSize = int(ss) &^ 7
 	switch be := c.String("backend"); be {
 	case "", "perf", "ptrace":
 		o.Attach.Backend = be
@@ -301,7 +307,7 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	if s := c.String("max-memory"); s != "" {
 		n, err := parseSize(s)
 		if err != nil {
-			return o, err
+			return o, usagef("invalid --max-memory %q: use a number of bytes with K, M or G, e.g. 256M", s)
 		}
 		if n < 1<<20 {
 			return o, usagef("--max-memory %s is too small: give at least 1M", s)
@@ -309,9 +315,9 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		o.MaxBytes = n
 	}
 	if s := c.String("keep"); s != "" {
-		d, err := parseSeconds(s)
+		d, err := parseSecondsFlag("--keep", s)
 		if err != nil {
-			return o, usagef("invalid --keep %q: use seconds (60) or a duration (5m)", s)
+			return o, err
 		}
 		o.Keep = d
 	}
@@ -368,34 +374,52 @@ func samplingInterval(c *cli.Context) (time.Duration, error) {
 		return d, nil
 	}
 	hz := c.Float64("rate")
-	if hz < 0.1 || hz > 100000 {
+	if !(hz >= 0.1 && hz <= 100000) { // also refuses NaN
 		return 0, usagef("--rate %g is out of range: use 0.1 to 100000 Hz", hz)
 	}
 	return time.Duration(float64(time.Second) / hz), nil
 }
 
-// parseSeconds accepts "10", "2.5" (seconds) or a Go duration ("1m30s").
-func parseSeconds(s string) (time.Duration, error) {
+// parseSeconds accepts "10", "2.5" (seconds) or a Go duration ("1m30s")
+// for --duration.
+func parseSeconds(s string) (time.Duration, error) { return parseSecondsFlag("--duration", s) }
+
+// Bounds of a time span on the command line: shorter is not measurable at
+// sampling rates, longer is a typo (and past 292 years a Duration overflows).
+const (
+	minSeconds = time.Millisecond
+	maxSeconds = 366 * 24 * time.Hour
+)
+
+// parseSecondsFlag is parseSeconds for the flag named flag. NaN, infinities
+// and spans outside [minSeconds, maxSeconds] are refused.
+func parseSecondsFlag(flag, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f <= 0 {
-			return 0, usagef("--duration must be positive, got %q", s)
+	d, err := time.ParseDuration(s)
+	if f, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+		// Compare as floats: converting a huge or NaN value to a Duration
+		// would wrap around.
+		if !(f*float64(time.Second) >= float64(minSeconds) && f*float64(time.Second) <= float64(maxSeconds)) {
+			return 0, usagef("%s %s is out of range: use 1ms to 366 days (e.g. 10, 2.5, 1m30s)", flag, s)
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, usagef("invalid --duration %q: use seconds (10, 2.5) or a duration (1m30s)", s)
+	if err != nil {
+		return 0, usagef("invalid %s %q: use seconds (10, 2.5) or a duration (1m30s)", flag, s)
+	}
+	if d < minSeconds || d > maxSeconds {
+		return 0, usagef("%s %s is out of range: use 1ms to 366 days (e.g. 10, 2.5, 1m30s)", flag, s)
 	}
 	return d, nil
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix (powers
-// of 1024, as memory is counted).
+// of 1024, as memory is counted), also written KB, KiB and so on; the
+// result is between 1 byte and 1 TiB.
 func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i"))
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
 	mult := int64(1)
 	switch {
 	case strings.HasSuffix(t, "K"):
@@ -406,7 +430,7 @@ func parseSize(s string) (int64, error) {
 		mult, t = 1<<30, strings.TrimSuffix(t, "G")
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 {
+	if err != nil || !(f*float64(mult) >= 1 && f*float64(mult) <= 1<<40) { // !(...) also catches NaN
 		return 0, usagef("invalid size %q: use a number of bytes with K, M or G, e.g. 256M", s)
 	}
 	return int64(f * float64(mult)), nil

@@ -2,8 +2,8 @@
 
 package main
 
-// End-to-end tests: they build ./bin/gprof's code into a test binary, build
-// small C and Go programs with gcc and go, and profile them for real with
+// End-to-end tests: the test binary runs as gprof itself (TestMain), builds
+// small C and Go programs with gcc and go, and profiles them for real with
 // perf events. They need what CI has: root (or a permissive
 // perf_event_paranoid), gcc and readelf.
 
@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/cmd"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/load"
@@ -38,7 +40,16 @@ var (
 	fixtures string // directory of built test programs
 )
 
+// runAsGprof, set in the environment, makes the test binary act as gprof
+// itself (the cmd/nm pattern): the tests run the very code they were built
+// from, with no second build.
+const runAsGprof = "GPROF_TEST_RUN_AS_GPROF"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runAsGprof) == "1" {
+		attach.ExecHelperMain()
+		os.Exit(cmd.Main(os.Args))
+	}
 	dir, err := os.MkdirTemp("", "gprof-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -46,15 +57,30 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		gprofBin = filepath.Join(dir, "gprof")
 		fixtures = dir
-		if out, err := exec.Command("go", "build", "-o", gprofBin, ".").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building gprof: %v\n%s", err, out)
+		// A copy in the fixtures directory, which tests open to other
+		// users; go test's own build directory is private.
+		gprofBin = filepath.Join(dir, "gprof")
+		self, err := os.Executable()
+		if err == nil {
+			err = copyExecutable(self, gprofBin)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "copying the test binary to run as gprof: %v\n", err)
 			return 1
 		}
+		os.Setenv(runAsGprof, "1")
 		return m.Run()
 	}()
 	os.Exit(code)
+}
+
+func copyExecutable(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
 }
 
 // buildC compiles testdata/NAME.c once per test binary run.

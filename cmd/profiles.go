@@ -71,27 +71,7 @@ Examples:
 			if to != load.Processed && to != load.Gecko && to != load.PProf {
 				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
-			if err := checkSymbolDirs(c); err != nil {
-				return err
-			}
-			ph, sigs := startFinishing(c, out)
-			defer sigs.release()
-			if err := checkWritable(out); err != nil {
-				return err
-			}
-			defer ph.done()
-			ph.set("reading " + inName(in))
-			p, _, err := readProfile(in)
-			if err != nil {
-				return err
-			}
-			ph.set("resolving names")
-			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
-			ph.set("writing " + outName(out))
-			err = writeProfile(out, p, to)
-			ph.done()
-			printNotices(notes)
-			return err
+			return rewriteProfile(c, in, out, false, func(load.Kind) load.Kind { return to })
 		},
 	}
 }
@@ -128,35 +108,49 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
-			if err := checkSymbolDirs(c); err != nil {
-				return err
-			}
-			ph, sigs := startFinishing(c, out)
-			defer sigs.release()
-			if err := checkWritable(out); err != nil {
-				return err
-			}
-			defer ph.done()
-			ph.set("reading " + inName(in))
-			p, inKind, err := readProfile(in)
-			if err != nil {
-				return err
-			}
-			if kind == "" {
-				kind = inKind
-			}
-			old := p.Symbols
-			p.Symbols = nil
-			ph.set("resolving names")
-			notes := fillSymbols(p, c.StringSlice("symbol-dir"))
-			keepUnresolved(p, old)
-			ph.set("writing " + outName(out))
-			err = writeProfile(out, p, kind)
-			ph.done()
-			printNotices(notes)
-			return err
+			return rewriteProfile(c, in, out, true, func(in load.Kind) load.Kind {
+				if kind == "" {
+					return in
+				}
+				return kind
+			})
 		},
 	}
+}
+
+// rewriteProfile is convert and symbolicate: it reads profile in, resolves
+// its names, and writes it to out in the format kind picks from the
+// input's. fresh resolves every name again, keeping the old ones that no
+// longer resolve; otherwise only names the profile lacks are looked up.
+func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.Kind) load.Kind) error {
+	if err := checkSymbolDirs(c); err != nil {
+		return err
+	}
+	ph, sigs := startFinishing(c, out)
+	defer sigs.release()
+	if err := checkWritable(out); err != nil {
+		return err
+	}
+	defer ph.done()
+	ph.set("reading " + inName(in))
+	p, inKind, err := readProfile(in)
+	if err != nil {
+		return err
+	}
+	old := p.Symbols
+	if fresh {
+		p.Symbols = nil
+	}
+	ph.set("resolving names")
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
+	if fresh {
+		keepUnresolved(p, old)
+	}
+	ph.set("writing " + outName(out))
+	err = writeProfile(out, p, kind(inKind))
+	ph.done()
+	printNotices(notes)
+	return err
 }
 
 func oneInput(c *cli.Context) (string, error) {

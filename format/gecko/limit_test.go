@@ -37,7 +37,7 @@ var bombs = []bomb{
 	{"samples", metaHead + `"product":"x"},"threads":[{"samples":{"schema":{"stack":0},"data":[[null]`, `,[null]`, half, `]}}]}`, true, "memory"},
 	{"marker data", metaHead + `"product":"x"},"threads":[{"stringTable":["m"],"markers":{"schema":{"name":0,"data":1},"data":[[0,[{}`, `,{}`, half, `]]]}}]}`, true, "memory"},
 	{"symbols", metaHead + `"product":"x"},"threads":[],"gprofSymbols":{"libs":[{"strings":[""],"funcs":[[0,0,0]],"addrs":[[0,0,0,0]`, `,[1,0,0,0]`, half, `]}]}}`, true, "memory"},
-	{"whitespace", metaHead + `"product":"x"`, " ", half, `},"threads":[]}`, true, "gzip data expands"},
+	{"whitespace", metaHead + `"product":"x"`, " ", half, `},"threads":[]}`, true, "gzip data expands to over"},
 	{"zeros", "", "\x00", half, "", true, "invalid character"},
 }
 
@@ -108,4 +108,14 @@ func readAlloc(in []byte) (error, uint64) {
 	_, err := Read(bytes.NewReader(in))
 	runtime.ReadMemStats(&after)
 	return err, after.TotalAlloc - before.TotalAlloc
+}
+
+// TestReadErrorNamesShort checks that an error naming a thread keeps to a
+// line of reasonable length however long the name.
+func TestReadErrorNamesShort(t *testing.T) {
+	in := metaHead + `"product":"x"},"threads":[{"name":"` + strings.Repeat("n", 1<<20) + `","samples":{"schema":{"stack":0},"data":[[5]]}}]}`
+	_, err := Read(strings.NewReader(in))
+	if err == nil || len(err.Error()) > 300 {
+		t.Fatalf("error of %d bytes: %.300v", len(err.Error()), err)
+	}
 }

@@ -833,7 +833,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 		}
 		th, err := b.thread(rt, shift)
 		if err != nil {
-			return fmt.Errorf("thread %d (%s): %w", rt.tid, rt.name, err)
+			return fmt.Errorf("thread %d (%s): %w", rt.tid, short(rt.name), err)
 		}
 		proc.Threads = append(proc.Threads, th)
 	}
@@ -987,6 +987,14 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		th.Markers = append(th.Markers, m)
 	}
 	return th, nil
+}
+
+// short cuts a name from the input to a length fit for an error message.
+func short(s string) string {
+	if len(s) > 100 {
+		return strings.ToValidUTF8(s[:100], "") + "…"
+	}
+	return s
 }
 
 func parseAddress(s string) (uint64, bool) {

@@ -288,7 +288,7 @@ func (s *scanner) stringBytes() []byte {
 		}
 		i++
 		if i-start > limit.String {
-			s.failAt(start-1, "string longer than %s; no profile needs one so long", limit.MB(limit.String))
+			s.failAt(start-1, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
 		}
 	}
 }
@@ -313,7 +313,7 @@ func (s *scanner) slowString() []byte {
 	}
 	for {
 		if len(out) > limit.String {
-			s.failOff(at, "string longer than %s; no profile needs one so long", limit.MB(limit.String))
+			s.failOff(at, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
 		}
 		need(1)
 		c := s.buf[i]
@@ -439,7 +439,7 @@ func (s *scanner) number() num {
 		}
 		i++
 		if i-start > limit.Number {
-			s.failAt(start, "number longer than %d characters; no profile needs one so long", limit.Number)
+			s.failAt(start, "number longer than %d characters (more than a profile needs)", limit.Number)
 		}
 	}
 	s.pos = i

@@ -75,7 +75,7 @@ func (z *inflated) Read(p []byte) (int, error) {
 	if z.n > z.max {
 		z.max = Budget(z.f.N())
 		if z.n > z.max {
-			return n, &Error{fmt.Sprintf("gzip data expands past %s from %s of file, more than a profile ever does (%s)", MB(z.max), MB(z.f.N()), rule)}
+			return n, &Error{fmt.Sprintf("its gzip data expands to over %s in the first %s of the file, more than a profile ever does (%s)", MB(z.max), MB(z.f.N()), rule)}
 		}
 	}
 	return n, err
@@ -103,11 +103,18 @@ func (m *Meter) Hold(n int64) error {
 }
 
 func (m *Meter) over() error {
-	m.max = Budget(m.f.N())
-	if m.held <= m.max {
-		return nil
+	n := m.f.N()
+	m.max = Budget(n)
+	return Check(m.held, n)
+}
+
+// Check returns an error if holding held bytes is more than a file of n
+// bytes pays for.
+func Check(held, n int64) error {
+	if max := Budget(n); held > max {
+		return &Error{fmt.Sprintf("reading it takes over %s of memory in the first %s of the file, more than a profile ever needs (%s)", MB(max), MB(n), rule)}
 	}
-	return &Error{fmt.Sprintf("reading it takes over %s of memory for %s of file, more than a profile ever needs (%s)", MB(m.max), MB(m.f.N()), rule)}
+	return nil
 }
 
 // Error is a file going past a limit; it says so in one line, of the

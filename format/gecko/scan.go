@@ -265,6 +265,9 @@ func (s *scanner) stringBytes() []byte {
 	i := start
 	for {
 		if i >= s.end {
+			// The string goes on past what is buffered, which is where
+			// one too long would grow the buffer.
+			s.stringLength(start, i)
 			shift, ok := s.fill(s.pos)
 			start -= shift
 			i -= shift
@@ -276,6 +279,7 @@ func (s *scanner) stringBytes() []byte {
 		}
 		c := s.buf[i]
 		if c == '"' {
+			s.stringLength(start, i)
 			s.pos = i + 1
 			return s.buf[start:i]
 		}
@@ -287,9 +291,13 @@ func (s *scanner) stringBytes() []byte {
 			s.failAt(i, "invalid character %s in string literal", quoteChar(c))
 		}
 		i++
-		if i-start > limit.String {
-			s.failAt(start-1, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
-		}
+	}
+}
+
+// stringLength fails if the string from start to end is too long.
+func (s *scanner) stringLength(start, end int) {
+	if end-start > limit.String {
+		s.failAt(start-1, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
 	}
 }
 

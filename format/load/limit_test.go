@@ -26,6 +26,26 @@ func gzBomb(head, unit string, n int, tail string) []byte {
 	return append(out, member(tail)...)
 }
 
+type bomb struct {
+	name string
+	in   []byte
+	want string // in the error
+}
+
+// bombs are crafted inputs that Reader must refuse, fast, with one line
+// and in bounded memory. They are fuzzing seeds too.
+func bombs() []bomb {
+	const gecko = `{"meta":{"version":29,"startTime":0,"interval":1,"product":"x"},`
+	const processed = `{"meta":{"preprocessedProfileVersion":50,"startTime":0,"interval":1,"product":"x"},`
+	return []bomb{
+		{"gecko threads", gzBomb(gecko+`"threads":[{}`, `,{}`, 1<<30, `]}`), "memory"},
+		{"gecko whitespace", gzBomb(gecko+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
+		{"processed threads", gzBomb(processed+`"threads":[{}`, `,{}`, 1<<30, `]}`), "gzip data expands to over"},
+		{"processed whitespace", gzBomb(processed+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
+		{"processed string", gzBomb(processed+`"threads":[],"libs":[{"name":"`, `a`, limit.String+(1<<20), `"}]}`), "string longer than"},
+	}
+}
+
 // TestReaderBombs checks that the sniffing reader leaves the format
 // readers bounded by the file's size, not by what it decompressed for
 // them: both formats, bombs of memory and of mere bytes.
@@ -33,19 +53,7 @@ func TestReaderBombs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads gigabyte-sized inputs")
 	}
-	const gecko = `{"meta":{"version":29,"startTime":0,"interval":1,"product":"x"},`
-	const processed = `{"meta":{"preprocessedProfileVersion":50,"startTime":0,"interval":1,"product":"x"},`
-	for _, c := range []struct {
-		name string
-		in   []byte
-		want string
-	}{
-		{"gecko threads", gzBomb(gecko+`"threads":[{}`, `,{}`, 1<<30, `]}`), "memory"},
-		{"gecko whitespace", gzBomb(gecko+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
-		{"processed threads", gzBomb(processed+`"threads":[{}`, `,{}`, 1<<30, `]}`), "gzip data expands to over"},
-		{"processed whitespace", gzBomb(processed+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
-		{"processed string", gzBomb(processed+`"threads":[],"libs":[{"name":"`, `a`, limit.String+(1<<20), `"}]}`), "string longer than"},
-	} {
+	for _, c := range bombs() {
 		t.Run(c.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()

@@ -28,18 +28,17 @@ func gzBomb(head, unit string, n int, tail string) []byte {
 
 const bombHead = `{"meta":{"preprocessedProfileVersion":50,"startTime":0,"interval":1,"product":"x"},"libs":[],`
 
-// TestReadBombs checks that crafted inputs fail with one line while
-// allocating no more than the limits allow, however much they ask for.
-func TestReadBombs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads gigabyte-sized inputs")
-	}
+type bomb struct {
+	name string
+	in   []byte
+	want string // in the error
+}
+
+// bombs are crafted inputs that Read must refuse, fast, with one line and
+// in bounded memory, however much they ask for. They are fuzzing seeds too.
+func bombs() []bomb {
 	const big = 1 << 30
-	for _, c := range []struct {
-		name string
-		in   []byte
-		want string
-	}{
+	return []bomb{
 		{"long string", gzBomb(bombHead+`"threads":[{"name":"`, "a", limit.String+1, `"}]}`), "string longer than"},
 		{"long escaped string", gzBomb(bombHead+`"threads":[{"name":"`, `\"`, 2*limit.String+2, `"}]}`), "string longer than"},
 		{"whitespace", gzBomb(bombHead+`"threads":[]`, " ", big, `}`), "gzip data expands to over"},
@@ -50,7 +49,16 @@ func TestReadBombs(t *testing.T) {
 		// Objects cost far more to hold than the bytes of "{}", so JSON
 		// that is nothing else is refused before it is decoded.
 		{"objects", gzBomb(bombHead+`"threads":[{}`, `,{}`+strings.Repeat(" ", 8), 40<<20, `]}`), "memory"},
-	} {
+	}
+}
+
+// TestReadBombs checks that crafted inputs fail with one line while
+// allocating no more than the limits allow.
+func TestReadBombs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads gigabyte-sized inputs")
+	}
+	for _, c := range bombs() {
 		t.Run(c.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()

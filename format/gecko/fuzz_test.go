@@ -11,12 +11,6 @@ import (
 // Seeds live in testdata/fuzz/FuzzRead.
 func FuzzRead(f *testing.F) {
 	f.Add(encode(f, testProfile()))
-	if !testing.Short() {
-		// Crafted inputs too big to keep as files.
-		for _, b := range bombs {
-			f.Add(b.bytes(f))
-		}
-	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := Read(bytes.NewReader(in))
 		if err != nil {

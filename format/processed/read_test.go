@@ -282,11 +282,6 @@ func FuzzRead(f *testing.F) {
 	Write(&buf, testProfile())
 	f.Add(buf.Bytes())
 	f.Add([]byte(v56))
-	if !testing.Short() {
-		for _, b := range bombs() {
-			f.Add(b.in)
-		}
-	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Read(bytes.NewReader(b))
 		if err != nil {

@@ -177,6 +177,10 @@ type rawMarkers struct {
 // non-overlapping mapping per lib, and symbol information goes into
 // p.Symbols, so the result can be written again or symbolicated further.
 // Every failure is reported as a single-line error.
+//
+// Input is untrusted: Read stops decompressing, and refuses to decode,
+// past what the file's size pays for, and refuses strings longer than a
+// profile needs (see format/internal/limit).
 func Read(r io.Reader) (p *format.Profile, err error) {
 	defer func() {
 		// The decoder and the conversion check what they index, but a

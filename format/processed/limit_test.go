@@ -99,3 +99,13 @@ func TestReadLengthClaims(t *testing.T) {
 	}
 	_ = p
 }
+
+// TestReadErrorNamesShort checks that an error naming a thread keeps to a
+// line of reasonable length however long the name.
+func TestReadErrorNamesShort(t *testing.T) {
+	in := bombHead + `"threads":[{"name":"` + strings.Repeat("n", 1<<20) + `"}]}`
+	_, err := Read(strings.NewReader(in))
+	if err == nil || len(err.Error()) > 300 {
+		t.Fatalf("error of %d bytes: %.300v", len(err.Error()), err)
+	}
+}

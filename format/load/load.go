@@ -46,21 +46,34 @@ func File(path string) (*format.Profile, Kind, error) {
 }
 
 // Reader reads a profile from r.
+//
+// A gzipped file is decompressed here only as far as sniffing needs; the
+// format reader gets the file's own bytes and decompresses them itself,
+// so that it bounds what it holds by the size of the file, not of what it
+// was handed (see format/internal/limit).
 func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	br := bufio.NewReaderSize(r, sniffSize)
-	var src io.Reader = br
+	var (
+		src  io.Reader = br
+		head []byte
+	)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		// Keep the compressed bytes the sniffing reads, to give them
+		// again to the format reader.
+		var seen bytes.Buffer
+		zr, err := gzip.NewReader(io.TeeReader(br, &seen))
 		if err != nil {
 			return nil, "", fmt.Errorf("not a valid gzip file: %w", err)
 		}
-		defer zr.Close()
-		src = bufio.NewReaderSize(zr, sniffSize)
-	}
-	sr := src.(*bufio.Reader)
-	head, err := sr.Peek(sniffSize)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		if len(head) == 0 {
+		head, err = io.ReadAll(io.LimitReader(zr, sniffSize))
+		if err != nil && len(head) == 0 {
+			return nil, "", fmt.Errorf("cannot read: %w", err)
+		}
+		src = io.MultiReader(&seen, br)
+	} else {
+		var err error
+		head, err = br.Peek(sniffSize)
+		if err != nil && !errors.Is(err, io.EOF) && len(head) == 0 {
 			return nil, "", fmt.Errorf("cannot read: %w", err)
 		}
 	}
@@ -68,13 +81,13 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 		return nil, "", errors.New("empty file, not a profile")
 	}
 	if pprof.Sniff(head) {
-		p, err := pprof.Read(sr)
+		p, err := pprof.Read(src)
 		return p, PProf, err
 	}
 	if bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) {
-		p, err := processed.Read(sr)
+		p, err := processed.Read(src)
 		return p, Processed, err
 	}
-	p, err := gecko.Read(sr)
+	p, err := gecko.Read(src)
 	return p, Gecko, err
 }

@@ -20,8 +20,8 @@ func TestRecordJSONOutputApart(t *testing.T) {
 	prog := `echo out; echo '{"not": "the summary"}'; exit 3`
 	r := gprof(t, "record", "-q", "--json-output", sumPath, "-o", filepath.Join(dir, "p.json.gz"), "--", "sh", "-c", prog)
 	skipIfNoPerf(t, r)
-	if r.code != 3 {
-		t.Fatalf("exit %d, want the command's 3: %s", r.code, r.stderr)
+	if r.code != 4 {
+		t.Fatalf("exit %d, want 4 (the command failed; its 3 is in the summary): %s", r.code, r.stderr)
 	}
 	if want := "out\n{\"not\": \"the summary\"}\n"; r.stdout != want {
 		t.Errorf("stdout %q, want only the command's %q", r.stdout, want)

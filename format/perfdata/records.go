@@ -224,6 +224,8 @@ func (f *File) sample(misc uint16, rec []byte) {
 		if a.IsClock() {
 			s.CPUDelta = int64(period)
 		}
+	} else if a.IsClock() && !a.Freq {
+		s.CPUDelta = int64(a.Period) // -c: every sample is one period
 	}
 	if st&sampleRead != 0 {
 		p += readSize(a.ReadFormat, rec, p, f)

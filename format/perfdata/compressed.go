@@ -33,7 +33,7 @@ func (f *File) decompress() error {
 		joined = append(joined, data...)
 	}
 	f.compressed = nil
-	zr, err := zstd.NewReader(bytes.NewReader(joined), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<32))
+	zr, err := zstd.NewReader(bytes.NewReader(joined), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
 	if err != nil {
 		return ErrCompressed
 	}

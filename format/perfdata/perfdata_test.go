@@ -215,3 +215,31 @@ func TestParseMutations(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAttachSkipsPerfExec: with 'perf record -p PID -- sleep N' the
+// file also names perf's unprofiled timing child, perf-exec, which is no
+// process of the recording (perf report shows none either).
+func TestParseAttachSkipsPerfExec(t *testing.T) {
+	f, err := Parse(readSeed(t, "attach.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Samples != 6 {
+		t.Errorf("%d samples, want 6 as perf script counts", f.Samples)
+	}
+	pids := map[int]bool{}
+	for _, e := range f.Events {
+		switch e := e.(type) {
+		case *attach.Comm:
+			pids[e.Pid] = true
+			if e.Name != "split" {
+				t.Errorf("comm %q of pid %d", e.Name, e.Pid)
+			}
+		case *attach.Sample:
+			pids[e.Pid] = true
+		}
+	}
+	if len(pids) != 1 {
+		t.Errorf("events of %d processes, want split's alone", len(pids))
+	}
+}

@@ -19,13 +19,20 @@ func (f *File) decode(typ uint32, misc uint16, rec []byte) {
 		if len(body) < 8 {
 			return
 		}
-		f.add(&attach.Comm{
+		c := &attach.Comm{
 			Time: f.timeOf(rec),
 			Pid:  int(int32(bo.Uint32(body))),
 			Tid:  int(int32(bo.Uint32(body[4:]))),
 			Name: cString(body[8:]),
 			Exec: misc&miscCommExec != 0,
-		})
+		}
+		if c.Name == "perf-exec" && !c.Exec {
+			// perf's child waiting to exec the workload: it becomes the
+			// workload (whose exec names it), or with -p it is the
+			// unprofiled command that times the recording.
+			return
+		}
+		f.add(c)
 	case recFork, recExit:
 		if len(rec) < 32 {
 			return

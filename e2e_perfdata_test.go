@@ -214,16 +214,12 @@ func TestPerfDataPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("perf", "record", "-q", "-g", "-F", "2000", "-o", "-", bin, "1", "1")
-	cmd.Stdout = f
-	b, err := func() ([]byte, error) {
-		var e strings.Builder
-		cmd.Stderr = &e
-		err := cmd.Run()
-		return []byte(e.String()), err
-	}()
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	err = cmd.Run()
 	f.Close()
 	if err != nil {
-		t.Skipf("perf record -o - failed: %v: %s", err, firstLine(string(b)))
+		t.Skipf("perf record -o - failed: %v: %s", err, firstLine(stderr.String()))
 	}
 	checkAgainstPerf(t, data, 3, "work_a", "work_b", "work_c")
 }

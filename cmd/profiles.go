@@ -46,13 +46,18 @@ the tools that read pprof (samples and CPU time as values, thread and
 process as labels, mappings with build IDs, names with inline frames).
 
 It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
-that writes the format), so they open in the Firefox Profiler.
+that writes the format), so they open in the Firefox Profiler, and perf.data
+files that Linux 'perf record' wrote (-g, or --call-graph dwarf, whose
+stacks gprof unwinds itself; pipe mode and -z too). Their binaries are found
+by path, or in perf's build-id cache (~/.debug) when the path now holds
+another build; only the first sampling event of a recording is converted.
 
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz
    ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz
    ./bin/gprof convert profile.json.gz --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
-   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile`,
+   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile
+   ./bin/gprof convert perf.data -o processed.json.gz   # perf record -g`,
 		Flags: []cli.Flag{
 			outputFlag,
 			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},

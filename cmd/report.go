@@ -22,8 +22,9 @@ func reportCommand() *cli.Command {
 		Description: `Prints, per thread (most samples first), the samples and CPU time, and the
 functions with the most self time (the function was running) and total time
 (it was on the stack), in percent of the thread's samples; then per-process
-totals and all threads together. Reads Gecko, processed and pprof profiles;
-names come from the profile, else from the binaries on disk.
+totals and all threads together. Reads Gecko, processed and pprof profiles,
+and perf.data files; names come from the profile, else from the binaries on
+disk.
 
 --tree prints the call tree instead (roots are thread names), --format
 collapsed prints folded stacks ("thread;outer;...;leaf COUNT", for

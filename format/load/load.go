@@ -11,6 +11,7 @@ import (
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/format/perfdata"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/klauspost/compress/gzip"
@@ -23,6 +24,7 @@ const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
 	PProf     Kind = "pprof"
+	PerfData  Kind = "perf.data"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -79,6 +81,17 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	}
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", errors.New("empty file, not a profile")
+	}
+	if perfdata.Sniff(head) {
+		// Its binaries are found by path: the file's own mtime dates it.
+		var opts perfdata.Options
+		if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+			if fi, err := st.Stat(); err == nil {
+				opts.ModTime = fi.ModTime()
+			}
+		}
+		p, err := perfdata.Read(sr, opts)
+		return p, PerfData, err
 	}
 	if pprof.Sniff(head) {
 		p, err := pprof.Read(src)

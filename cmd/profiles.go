@@ -16,6 +16,9 @@ import (
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/symbolize"
+
+	// Linked in to read perf.data files (load.Register).
+	_ "github.com/gprof-dev/gprof/record/perfdata"
 )
 
 var symbolDirFlag = &cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"}

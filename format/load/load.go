@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
-	"github.com/gprof-dev/gprof/format/perfdata"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/klauspost/compress/gzip"
@@ -24,7 +24,6 @@ const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
 	PProf     Kind = "pprof"
-	PerfData  Kind = "perf.data"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -46,6 +45,29 @@ func File(path string) (*format.Profile, Kind, error) {
 	}
 	return p, k, nil
 }
+
+// An Importer reads a format that needs more than the model to become a
+// profile: a perf.data file is replayed through the recorder, which
+// unwinds and identifies its binaries. Such a package registers itself
+// (as image formats do with package image), so that this package, which
+// the recorder's own output goes through, imports no recorder.
+type Importer struct {
+	Kind  Kind
+	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
+	Read  func(r io.Reader, info FileInfo) (*format.Profile, error)
+}
+
+// FileInfo is what an importer may want to know of the file besides its
+// bytes.
+type FileInfo struct {
+	ModTime time.Time // zero when reading a stream
+}
+
+var importers []Importer
+
+// Register makes Reader and File read an importer's format. Call it from
+// an init function.
+func Register(im Importer) { importers = append(importers, im) }
 
 // Reader reads a profile from r.
 //
@@ -82,16 +104,17 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", errors.New("empty file, not a profile")
 	}
-	if perfdata.Sniff(head) {
-		// Its binaries are found by path: the file's own mtime dates it.
-		var opts perfdata.Options
-		if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
-			if fi, err := st.Stat(); err == nil {
-				opts.ModTime = fi.ModTime()
+	for _, im := range importers {
+		if im.Sniff(head) {
+			var info FileInfo
+			if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+				if fi, err := st.Stat(); err == nil {
+					info.ModTime = fi.ModTime()
+				}
 			}
+			p, err := im.Read(src, info)
+			return p, im.Kind, err
 		}
-		p, err := perfdata.Read(sr, opts)
-		return p, PerfData, err
 	}
 	if pprof.Sniff(head) {
 		p, err := pprof.Read(src)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/load"
 	"github.com/gprof-dev/gprof/record"
 )
 
@@ -158,4 +159,18 @@ func kallsymsText() uint64 {
 		}
 	}
 	return 0
+}
+
+// Kind is how format/load names perf.data files.
+const Kind load.Kind = "perf.data"
+
+// perf.data files are read by format/load once this package is linked in.
+func init() {
+	load.Register(load.Importer{
+		Kind:  Kind,
+		Sniff: Sniff,
+		Read: func(r io.Reader, info load.FileInfo) (*format.Profile, error) {
+			return Read(r, Options{ModTime: info.ModTime})
+		},
+	})
 }

@@ -1,6 +1,8 @@
-package load
+package perfdata_test
 
 import (
+	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/record/perfdata"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,9 +13,9 @@ import (
 // into the model: split's process, its samples with their CPU time, and
 // the file's modification time dating the profile.
 func TestFilePerfData(t *testing.T) {
-	path := filepath.Join("..", "perfdata", "testdata", "fp.data")
-	p, k, err := File(path)
-	if err != nil || k != PerfData {
+	path := filepath.Join("testdata", "fp.data")
+	p, k, err := load.File(path)
+	if err != nil || k != perfdata.Kind {
 		t.Fatalf("kind %q, %v", k, err)
 	}
 	if len(p.Processes) != 1 || p.Processes[0].Name != "split" {

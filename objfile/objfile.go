@@ -290,10 +290,10 @@ func (f *File) finishSections() {
 		if !strings.HasPrefix(s.Name, ".zdebug_") && !strings.HasPrefix(s.Name, "__zdebug_") {
 			continue
 		}
-		raw := s.Data
+		raw := *s // its Data reads the stored bytes
 		name := s.Name
 		s.data = func() ([]byte, error) {
-			b, err := raw()
+			b, err := raw.Data()
 			if err != nil {
 				return nil, err
 			}

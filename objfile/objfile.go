@@ -39,6 +39,10 @@ import (
 	"strings"
 )
 
+// ErrFormat is the error for files that are none of the formats objfile
+// reads.
+var ErrFormat = errors.New("not an ELF, Mach-O or PE file")
+
 // Format names an object-file format.
 type Format int
 
@@ -216,7 +220,7 @@ func NewFile(r io.ReaderAt, path string, opts ...Option) (*File, error) {
 		f.format = PE
 		err = f.openPE()
 	default:
-		return nil, fmt.Errorf("objfile: %s: not an ELF, Mach-O or PE file", path)
+		return nil, fmt.Errorf("objfile: %s: %w", path, ErrFormat)
 	}
 	if err != nil {
 		return nil, err

@@ -17,7 +17,8 @@ func (f *File) openELF() error {
 	f.elf = ef
 	for _, s := range ef.Sections {
 		sec := &Section{Name: s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
-			Exec: s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0}
+			Exec:       s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0,
+			Compressed: s.Flags&elf.SHF_COMPRESSED != 0}
 		if s.Type != elf.SHT_NOBITS {
 			s := s
 			sec.r = s

@@ -95,8 +95,11 @@ type Section struct {
 	Offset uint64 // file offset
 	// Exec reports whether the section holds code.
 	Exec bool
-	r    io.ReaderAt // nil for sections without file contents
-	data func() ([]byte, error)
+	// Compressed reports that the bytes at Offset are compressed
+	// (SHF_COMPRESSED, .zdebug_): use Data, not the file's bytes.
+	Compressed bool
+	r          io.ReaderAt // nil for sections without file contents
+	data       func() ([]byte, error)
 }
 
 // Data returns the section's contents, decompressed where the format
@@ -294,6 +297,7 @@ func (f *File) finishSections() {
 		if !strings.HasPrefix(s.Name, ".zdebug_") && !strings.HasPrefix(s.Name, "__zdebug_") {
 			continue
 		}
+		s.Compressed = true
 		raw := *s // its Data reads the stored bytes
 		name := s.Name
 		s.data = func() ([]byte, error) {
@@ -358,6 +362,51 @@ func (f *File) Segments() []Segment {
 		return segs
 	}
 	return nil
+}
+
+// EHFrameHdr returns the .eh_frame_hdr section, which locates and indexes
+// .eh_frame. In an ELF file whose section headers were stripped it is
+// found through the PT_GNU_EH_FRAME program header instead. It returns nil
+// when there is none.
+func (f *File) EHFrameHdr() *Section {
+	if s := f.Section(".eh_frame_hdr"); s != nil {
+		return s
+	}
+	if f.format != ELF {
+		return nil
+	}
+	for _, p := range f.elf.Progs {
+		if p.Type == elf.PT_GNU_EH_FRAME && p.Filesz > 0 {
+			return &Section{Name: ".eh_frame_hdr", Addr: p.Vaddr, Size: p.Filesz, Offset: p.Off,
+				r: io.NewSectionReader(f.r, int64(p.Off), int64(p.Filesz))}
+		}
+	}
+	return nil
+}
+
+// Is64 reports whether the file is for a 64-bit machine.
+func (f *File) Is64() bool {
+	switch f.format {
+	case ELF:
+		return f.elf.Class == elf.ELFCLASS64
+	case MachO:
+		return f.macho.Magic == macho.Magic64
+	case PE:
+		_, ok := f.pe.OptionalHeader.(*pe.OptionalHeader64)
+		return ok
+	}
+	return false
+}
+
+// LittleEndian reports the file's byte order.
+func (f *File) LittleEndian() bool {
+	switch f.format {
+	case ELF:
+		return f.elf.Data == elf.ELFDATA2LSB
+	case MachO:
+		return f.macho.ByteOrder == binary.LittleEndian
+	}
+	return true // PE
 }
 
 // Relocatable reports whether the file is an unlinked object (ELF

@@ -126,6 +126,9 @@ func TestMachOGoIdentity(t *testing.T) {
 			if df == nil {
 				t.Fatal("no .debug_frame (nor __zdebug_frame)")
 			}
+			if !df.Compressed {
+				t.Errorf("%s not marked compressed", df.Name)
+			}
 			b, err := df.Data()
 			if err != nil {
 				t.Fatal(err)
@@ -386,5 +389,43 @@ func TestNotAnObjectFile(t *testing.T) {
 	os.WriteFile(p, []byte("#!/bin/sh\necho hi\n"), 0o644)
 	if _, err := Open(p); err == nil || !strings.Contains(err.Error(), "not an ELF, Mach-O or PE file") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestEHFrameHdrStripped: the unwinder finds .eh_frame_hdr through
+// PT_GNU_EH_FRAME when a file's section headers are gone.
+func TestEHFrameHdrStripped(t *testing.T) {
+	objcopy := tool("llvm-objcopy")
+	if objcopy == "" {
+		t.Skip("llvm-objcopy not installed (Debian: llvm)")
+	}
+	path := gccELF(t)
+	want := mustOpen(t, path).Section(".eh_frame_hdr")
+	if want == nil {
+		t.Fatal("gcc wrote no .eh_frame_hdr")
+	}
+	stripped := filepath.Join(t.TempDir(), "stripped")
+	if out, err := exec.Command(objcopy, "--strip-sections", path, stripped).CombinedOutput(); err != nil {
+		t.Fatalf("llvm-objcopy: %v\n%s", err, out)
+	}
+	f := mustOpen(t, stripped)
+	if len(f.Sections()) != 0 {
+		t.Fatalf("%d sections left after --strip-sections", len(f.Sections()))
+	}
+	got := f.EHFrameHdr()
+	if got == nil || got.Addr != want.Addr || got.Size != want.Size {
+		t.Fatalf("EHFrameHdr %+v, want at %#x size %d", got, want.Addr, want.Size)
+	}
+	a, err1 := got.Data()
+	b, err2 := want.Data()
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		t.Errorf("contents differ (%v, %v)", err1, err2)
+	}
+	// The identity survives: the build-id is found in PT_NOTE.
+	if f.Identity().BreakpadID != mustOpen(t, path).Identity().BreakpadID {
+		t.Errorf("breakpad ID %s after stripping sections", f.Identity().BreakpadID)
+	}
+	if !f.Is64() || !f.LittleEndian() {
+		t.Error("x86-64 ELF not 64-bit little-endian")
 	}
 }

@@ -259,3 +259,40 @@ func TestInspectErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectELFDebugFile: for a stripped ELF file, inspect names the
+// separate debug file found by build-id in --symbol-dir and resolves lines
+// from it.
+func TestInspectELFDebugFile(t *testing.T) {
+	for _, tool := range []string{"objcopy", "strip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (Debian: binutils)", tool)
+		}
+	}
+	src := buildC(t, "split")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "split")
+	copyFile(t, src, bin)
+	bid := fmt.Sprintf("%x", readelfBuildID(t, src))
+	symDir := t.TempDir()
+	dbg := filepath.Join(symDir, ".build-id", bid[:2], bid[2:]+".debug")
+	os.MkdirAll(filepath.Dir(dbg), 0o755)
+	if out, err := exec.Command("objcopy", "--only-keep-debug", src, dbg).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("strip", "--strip-debug", bin).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v\n%s", err, out)
+	}
+	id := inspectFile(t, bin)
+	if id.DWARF || id.DebugFile != "" {
+		t.Errorf("without --symbol-dir: dwarf %v, debug file %q", id.DWARF, id.DebugFile)
+	}
+	addr := nmAddress(t, "nm", bin, "main") - hexBase(t, id.Base)
+	got := inspectFile(t, "--symbol-dir", symDir, bin, fmt.Sprintf("%x", addr))
+	if !got.DWARF || got.DebugFile != dbg {
+		t.Errorf("with --symbol-dir: dwarf %v, debug file %q, want %s", got.DWARF, got.DebugFile, dbg)
+	}
+	if fr := got.Addresses[0].Frames; len(fr) == 0 || fr[0].Function != "main" || !strings.HasSuffix(fr[0].File, "split.c") || fr[0].Line == 0 {
+		t.Errorf("main at %#x: %+v, want split.c and a line", addr, fr)
+	}
+}

@@ -150,6 +150,9 @@ func (f *File) readCodeView() (PDBInfo, bool) {
 		return PDBInfo{}, false
 	}
 	const entrySize = 28
+	if dir.Size > 64*entrySize {
+		return PDBInfo{}, false // no linker writes that many; a damaged file
+	}
 	raw, ok := f.readRVA(dir.VirtualAddress, dir.Size)
 	if !ok {
 		return PDBInfo{}, false

@@ -296,3 +296,33 @@ func TestInspectELFDebugFile(t *testing.T) {
 		t.Errorf("main at %#x: %+v, want split.c and a line", addr, fr)
 	}
 }
+
+// TestInspectFat: --arch picks a fat file's slice; each slice has its own
+// UUID, as llvm-dwarfdump reads them.
+func TestInspectFat(t *testing.T) {
+	lipo := llvm(t, "llvm-lipo")
+	var thin []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		thin = append(thin, crossBuild(t, "hello-darwin-"+arch, []string{"GOOS=darwin", "GOARCH=" + arch, "CGO_ENABLED=0"},
+			"go", "build", "-o", "OUT", "./objfile/testdata/hello"))
+	}
+	fat := filepath.Join(t.TempDir(), "hello")
+	output(t, lipo, "-create", "-output", fat, thin[0], thin[1])
+	uuids := map[string]string{}
+	for _, m := range regexp.MustCompile(`UUID: ([0-9A-F-]+) \((\w+)\)`).FindAllStringSubmatch(output(t, llvm(t, "llvm-dwarfdump"), "--uuid", fat), -1) {
+		uuids[m[2]] = strings.ReplaceAll(m[1], "-", "")
+	}
+	if len(uuids) != 2 {
+		t.Fatalf("llvm-dwarfdump found %v", uuids)
+	}
+	for _, arch := range []string{"x86_64", "arm64"} {
+		id := inspectFile(t, "--arch", arch, fat)
+		if id.Arch != arch || id.BreakpadID != uuids[arch]+"0" {
+			t.Errorf("--arch %s: %s %s; llvm-dwarfdump says %s", arch, id.Arch, id.BreakpadID, uuids[arch])
+		}
+	}
+	r := gprof(t, "inspect", "--arch", "ppc", fat)
+	if r.code != 1 || !strings.Contains(r.stderr, "no ppc slice (slices: x86_64, arm64)") {
+		t.Errorf("missing slice: exit %d, %q", r.code, r.stderr)
+	}
+}

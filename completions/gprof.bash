@@ -18,7 +18,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report diff completion help --help -h --version -v"
+        __gprof_words "record convert symbolicate report diff completion inspect help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -83,8 +83,15 @@ _gprof() {
     completion)
         if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
         ;;
+    inspect)
+        case $prev in
+            --arch) return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        __gprof_words "--symbol-dir --arch --json --help -h"
+        ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report diff completion help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report diff completion inspect help"; fi
         ;;
     esac
 }

@@ -38,6 +38,7 @@ complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
 complete -c gprof -n 'not __gprof_command' -a diff -d 'compare two profiles, or two sets of repeated runs, and gate on regressions'
 complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell completion script'
+complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
 complete -c gprof -n 'not __gprof_command' -a help -d 'show the help of gprof or of one command'
 
 complete -c gprof -n '__gprof_using record' -s p -l pid -x -a '(__fish_complete_pids)' -d 'attach to process PID'
@@ -103,4 +104,9 @@ complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using completion' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using completion' -a 'bash fish zsh'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report diff completion help'
+complete -c gprof -n '__gprof_using inspect' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat Mach-O file to read, by NAME'
+complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
+complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
+
+complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report diff completion inspect help'

@@ -24,10 +24,10 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // DefaultDebugRoot is where distributions install separate debug files.
@@ -174,77 +174,23 @@ func (b *Binary) Identity() Identity {
 }
 
 func (b *Binary) identity() Identity {
-	id := Identity{
-		DebugName: filepath.Base(b.path),
-		DebugPath: b.path,
-		Arch:      Arch(b.elf.Machine),
-		Base:      RelativeBase(b.elf),
+	// objfile computes the identity; DebugName and DebugPath name the path
+	// the caller gave, not an alternate path that opened.
+	oid := objfile.ELFIdentity(b.elf, b.path)
+	return Identity{
+		BreakpadID: oid.BreakpadID,
+		CodeID:     oid.CodeID,
+		BuildID:    oid.BuildID,
+		DebugName:  oid.DebugName,
+		DebugPath:  oid.DebugPath,
+		Arch:       oid.Arch,
+		Base:       oid.Base,
 	}
-	little := b.elf.ByteOrder.Uint16([]byte{1, 0}) == 1
-	if bid := FileBuildID(b.elf); len(bid) > 0 {
-		id.BuildID = bid
-		id.CodeID = fmt.Sprintf("%x", bid)
-		id.BreakpadID = BreakpadID(bid, little)
-		return id
-	}
-	if h, ok := textHash(b.elf); ok {
-		id.BreakpadID = BreakpadID(h[:], little)
-	}
-	return id
 }
 
 // RelativeBase returns the virtual address of f's first PT_LOAD segment,
 // the address lib-relative addresses count from.
-func RelativeBase(f *elf.File) uint64 {
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			return p.Vaddr
-		}
-	}
-	return 0
-}
+func RelativeBase(f *elf.File) uint64 { return objfile.ELFRelativeBase(f) }
 
 // Arch names a machine the way uname -m does, which is what profiles show.
-func Arch(m elf.Machine) string {
-	switch m {
-	case elf.EM_X86_64:
-		return "x86_64"
-	case elf.EM_386:
-		return "x86"
-	case elf.EM_AARCH64:
-		return "aarch64"
-	case elf.EM_ARM:
-		return "arm"
-	case elf.EM_RISCV:
-		return "riscv64"
-	case elf.EM_PPC64:
-		return "ppc64"
-	case elf.EM_PPC:
-		return "ppc"
-	case elf.EM_S390:
-		return "s390x"
-	case elf.EM_MIPS:
-		return "mips"
-	case elf.EM_LOONGARCH:
-		return "loongarch64"
-	}
-	return fmt.Sprintf("elf-machine-%d", uint16(m))
-}
-
-// textHash is breakpad's identity for files without a build-id: the first
-// page of .text folded into 16 bytes by XOR.
-func textHash(f *elf.File) (h [16]byte, ok bool) {
-	s := f.Section(".text")
-	if s == nil || s.Type == elf.SHT_NOBITS {
-		return h, false
-	}
-	n := min(s.Size, 4096)
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(io.NewSectionReader(s, 0, int64(n)), buf); err != nil {
-		return h, false
-	}
-	for i, c := range buf {
-		h[i%16] ^= c
-	}
-	return h, true
-}
+func Arch(m elf.Machine) string { return objfile.ELFArch(m) }

@@ -334,7 +334,12 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 
 // newDWARFIndex lists the compilation units and the address ranges they
 // cover; their contents are read on demand.
-func newDWARFIndex(d *dwarf.Data) *dwarfIndex {
+func newDWARFIndex(d *dwarf.Data) *dwarfIndex { return newUnitIndex(d, false) }
+
+// newUnitIndex is newDWARFIndex; zeroIsCode keeps units that start at
+// address 0, where a relocatable object's code starts but where a linked
+// file has only units the linker discarded.
+func newUnitIndex(d *dwarf.Data, zeroIsCode bool) *dwarfIndex {
 	dx := &dwarfIndex{d: d, refNames: make(map[dwarf.Offset]string)}
 	r := d.Reader()
 	for {
@@ -356,7 +361,7 @@ func newDWARFIndex(d *dwarf.Data) *dwarfIndex {
 				ranges = append(ranges, u.seqs...)
 			}
 			for _, rg := range ranges {
-				if rg[0] < rg[1] && rg[0] != 0 {
+				if rg[0] < rg[1] && (rg[0] != 0 || zeroIsCode) {
 					dx.cus = append(dx.cus, span{lo: rg[0], hi: rg[1], node: ui})
 				}
 			}

@@ -3,6 +3,7 @@ module github.com/gprof-dev/gprof
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/go-delve/delve v1.27.2
 	github.com/goccy/go-json v0.12.0
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
@@ -15,7 +16,6 @@ require (
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 )

@@ -27,9 +27,6 @@ const libSystem = "/usr/lib/libSystem.B.dylib"
 const (
 	kernSuccess         = 0
 	kernInvalidArgument = 4
-	kernFailure         = 5
-	kernInvalidAddress  = 1
-	kernProtection      = 2
 	kernTerminated      = 37
 	machSendInvalidDest = 0x10000003
 )
@@ -145,7 +142,7 @@ func (t *darwinTask) threads() ([]uint32, error) {
 	kr := mach.taskThreads(t.port, &list, &n)
 	switch kr {
 	case kernSuccess:
-	case machSendInvalidDest, kernInvalidArgument, kernTerminated, kernFailure:
+	case machSendInvalidDest, kernInvalidArgument, kernTerminated:
 		return nil, errTaskGone
 	default:
 		return nil, krErr("task_threads", kr)

@@ -89,11 +89,9 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 		notice(fmt.Sprintf("the mach backend samples at most every %v (asked for every %v)", machMinInterval, interval))
 		interval = machMinInterval
 	}
-	stackSize := opts.StackSize
-	if stackSize <= 0 {
-		stackSize = machDefaultStack
-	}
-	stackSize = min(stackSize, machMaxStack)
+	// --stack-size sizes perf's DWARF copies (64K at most); the
+	// frame-pointer walk here wants the deeper frames too.
+	stackSize := min(max(opts.StackSize, machDefaultStack), machMaxStack)
 	if opts.Kernel {
 		notice("the mach backend records no kernel frames")
 	}

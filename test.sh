@@ -21,6 +21,7 @@ packages=(
   libc6-dbg             # libc's debug symbols name its static functions (start_thread...)
   perl xz-utils sqlite3 # real system programs the tests profile
   nodejs                # node runs its builtins from a second mapping of its executable
+  clang                 # Mach-O objects for Apple targets (the macOS backend's fixtures)
 )
 
 if ! command -v go >/dev/null; then

@@ -281,8 +281,8 @@ func (s *machSampler) sampleThread(th *machThread) {
 
 // capture suspends the thread, reads its registers and a copy of its
 // stack, and resumes it: on every path out, a panic included. The window
-// holds no allocation, no handler call and nothing that can block on
-// gprof's own state.
+// holds a few Mach calls and nothing else (no handler call, no lock but
+// suspendMu); only a GC pause of gprof itself can lengthen it.
 func (s *machSampler) capture(port uint32) (regs Regs, stack []byte, err error) {
 	suspendMu.Lock()
 	defer suspendMu.Unlock()

@@ -5,7 +5,6 @@ package attach
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,8 +21,6 @@ import (
 // their task ports (see mach_sampler.go for what a tick does).
 
 const (
-	machMinInterval  = 100 * time.Microsecond
-	machSlowPeriod   = 100 * time.Millisecond // thread names
 	machDefaultStack = 64 << 10
 	machMaxStack     = 1 << 20
 	machStopGrace    = 250 * time.Millisecond
@@ -38,14 +35,10 @@ const (
 
 // machTarget is one process being recorded.
 type machTarget struct {
-	pid      int
+	*machProc
 	task     *darwinTask // control port: threads, suspension
 	readPort uint32      // task_read_for_pid's port, 0 if none
-	reader   *darwinTask // memory and dyld list: readPort if any, else task
-	sampler  *machSampler
-	images   *machImages
 	launched *machChild
-	warned   map[string]bool
 }
 
 // close gives back every port held for the target.
@@ -81,13 +74,9 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 	if notice == nil {
 		notice = func(string) {}
 	}
-	interval := opts.Interval
-	if interval <= 0 {
-		interval = time.Millisecond
-	}
-	if interval < machMinInterval {
-		notice(fmt.Sprintf("the mach backend samples at most every %v (asked for every %v)", machMinInterval, interval))
-		interval = machMinInterval
+	interval, slowEvery, warning := machSchedule(opts.Interval)
+	if warning != "" {
+		notice(warning)
 	}
 	// --stack-size sizes perf's DWARF copies (64K at most); the
 	// frame-pointer walk here wants the deeper frames too.
@@ -108,7 +97,7 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 			return err
 		}
 		t.launched = child
-		t.sampler.minRun = int64(interval / 20)
+		t.sampler.minRun = machMinRun(interval)
 		t.sampler.argv, t.sampler.execd = argv, child != nil
 		targets = append(targets, t)
 		return nil
@@ -139,7 +128,6 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	slowEvery := max(1, int(machSlowPeriod/interval))
 	for n := 1; len(targets) > 0; n++ {
 		select {
 		case <-ctx.Done():
@@ -172,38 +160,6 @@ func tickAll(targets *[]*machTarget, slow bool, res *Result, notice func(string)
 	}
 	clear((*targets)[len(kept):])
 	*targets = kept
-}
-
-// tick reports false when the target is gone.
-func (t *machTarget) tick(slow bool, notice func(string)) bool {
-	now := MonotonicNow()
-	if t.images == nil {
-		// dyld registers its image list at startup; a process launched
-		// suspended may not have one yet.
-		if addr, err := t.reader.dyldInfoAddr(); err == nil && addr != 0 {
-			t.images = newMachImages(t.reader, t.pid, addr)
-		}
-	}
-	if t.images != nil {
-		if err := t.images.poll(t.sampler.emit, now); err != nil && !errors.Is(err, errListChanging) {
-			t.warn(notice, fmt.Sprintf("pid %d: %v", t.pid, err))
-		}
-	}
-	err := t.sampler.tick(slow)
-	if errors.Is(err, errTaskGone) || (err != nil && !pidExists(t.pid)) {
-		return false
-	}
-	if err != nil {
-		t.warn(notice, fmt.Sprintf("pid %d: %v", t.pid, err))
-	}
-	return true
-}
-
-func (t *machTarget) warn(notice func(string), msg string) {
-	if !t.warned[msg] {
-		t.warned[msg] = true
-		notice(msg)
-	}
 }
 
 func pidExists(pid int) bool {
@@ -247,13 +203,14 @@ func attachMach(pid int, stackSize int, h Handler) (*machTarget, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", attachAdvice(attachFactsFor(pid, kr)), ErrPermission)
 	}
-	t := &machTarget{pid: pid, task: &darwinTask{port: port}, readPort: readPort, warned: map[string]bool{}}
-	t.reader = t.task
+	t := &machTarget{task: &darwinTask{port: port}, readPort: readPort}
+	reader := t.task
 	if readPort != 0 {
-		t.reader = &darwinTask{port: readPort}
+		reader = &darwinTask{port: readPort}
 	}
-	t.sampler = newMachSampler(t.task, arch, pid, stackSize, func(e Event) { h(e) }, MonotonicNow)
-	t.sampler.procName = name
+	sampler := newMachSampler(t.task, arch, pid, stackSize, func(e Event) { h(e) }, MonotonicNow)
+	sampler.procName = name
+	t.machProc = newMachProc(pid, sampler, reader, reader.dyldInfoAddr, func() bool { return pidExists(pid) })
 	return t, nil
 }
 

@@ -221,9 +221,11 @@ func (s *machSampler) identify(th *machThread, initial, main bool) bool {
 	th.name, _ = s.threadName(th.port)
 	if main {
 		th.tid = s.pid
-		if th.name == "" {
-			th.name = s.procName
-		}
+	}
+	if th.name == "" {
+		// Unnamed threads go by the process's name, as on Linux, where
+		// a thread inherits its creator's.
+		th.name = s.procName
 	}
 	if initial {
 		if bi, ok := s.basic(th.port); ok {

@@ -252,10 +252,10 @@ func TestMachSamplerThreadsAndCPU(t *testing.T) {
 		t.Errorf("second tick: %q", got)
 	}
 	worker.cpu += 60_000
-	born := &fakeThread{id: 903, name: "late", cpu: 2e6, running: true, regs: regs}
+	born := &fakeThread{id: 903, cpu: 2e6, running: true, regs: regs}
 	task.live = append(task.live, born)
 	s.tick(false)
-	want = []string{"fork 903", "comm 903 late exec=false",
+	want = []string{"fork 903", "comm 903 app exec=false", // unnamed: the process's name
 		"sample 50 cpu=0 [100000100 100000200]",        // running, though it used no CPU
 		"sample 902 cpu=110000 [100000100 100000200]",  // both bursts
 		"sample 903 cpu=2000000 [100000100 100000200]", // all of a new thread's time counts

@@ -366,11 +366,11 @@ func (c *machChild) stop(notify func(string)) int {
 		return c.code
 	case <-time.After(machTermGrace):
 		notify(fmt.Sprintf("pid %d ignored SIGTERM for %v; killed it", c.pid, machTermGrace))
-		return c.wait2()
+		return c.killAndWait()
 	}
 }
 
-func (c *machChild) wait2() int {
+func (c *machChild) killAndWait() int {
 	syscall.Kill(c.pid, syscall.SIGKILL)
 	return c.wait()
 }

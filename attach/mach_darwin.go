@@ -72,6 +72,8 @@ func loadMach() error {
 			mach.err = fmt.Errorf("mach_task_self_: %v", err)
 			return
 		}
+		// self is the address of the variable mach_task_self_ (a port
+		// name, not a function), in libSystem's data, not Go's heap.
 		mach.self = **(**uint32)(unsafe.Pointer(&self))
 		bind := func(fn any, name string) {
 			if mach.err != nil {

@@ -158,8 +158,10 @@ func TestMachLiveLaunch(t *testing.T) {
 	if !cached {
 		t.Error("no /usr/lib library from the dyld shared cache (no file on disk) was identified from memory")
 	}
-	if after := selfPortNames(t); after > before {
-		t.Errorf("gprof holds %d port names after the recording, %d before", after, before)
+	// A leak of one thread port per tick would be hundreds; the slack is
+	// for OS threads the Go runtime started meanwhile (a port name each).
+	if after := selfPortNames(t); after > before+16 {
+		t.Errorf("gprof holds %d port names after the recording, %d before: ports leak", after, before)
 	}
 }
 

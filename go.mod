@@ -3,6 +3,7 @@ module github.com/gprof-dev/gprof
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/go-delve/delve v1.27.2
 	github.com/goccy/go-json v0.12.0
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50

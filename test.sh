@@ -21,7 +21,7 @@ packages=(
   libc6-dbg             # libc's debug symbols name its static functions (start_thread...)
   perl xz-utils sqlite3 # real system programs the tests profile
   nodejs                # node runs its builtins from a second mapping of its executable
-  clang llvm            # Mach-O objects for objfile/ and gprof inspect; llvm's readers check their identities
+  clang llvm            # Mach-O objects (objfile/, gprof inspect, the macOS backend); llvm's readers check their identities
   gcc-mingw-w64-x86-64  # PE files with a CodeView record, as Windows toolchains write them
 )
 

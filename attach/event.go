@@ -60,6 +60,19 @@ type Map struct {
 	// MapFile is a path that opens the mapped file itself while the process
 	// lives (/proc/PID/map_files/START-END on Linux); empty if unavailable.
 	MapFile string
+	// Image, when set, identifies the mapped binary from the process's
+	// memory rather than from a file: on macOS, system libraries live in
+	// the dyld shared cache with no file of their own on disk, so Path
+	// names a file that may not exist and only Image says which binary
+	// this is. Nil when the file is the identity (ELF on Linux).
+	Image *ImageIdentity
+}
+
+// ImageIdentity is a binary's identity as read from memory.
+type ImageIdentity struct {
+	BreakpadID string // debug ID symbol servers know it by
+	CodeID     string
+	Arch       string // "arm64", "arm64e", "x86_64"
 }
 
 // Comm reports a thread's name, and whether it changed because of exec.

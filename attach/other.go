@@ -1,24 +1,10 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package attach
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // record has no backend on this platform yet.
 func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 	return Result{ExitCode: -1}, ErrUnsupported
 }
-
-// ExecHelperMain must be the first statement of main. It returns at once
-// unless this process is gprof's launch helper, which exists only on Linux.
-func ExecHelperMain() {}
-
-var monoBase = time.Now()
-
-// MonotonicNow returns the current time in nanoseconds on the clock event
-// times use. Without a native backend this is a process-local monotonic
-// clock (nanoseconds since the package was initialized).
-func MonotonicNow() int64 { return int64(time.Since(monoBase)) }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 )
 
@@ -86,6 +87,9 @@ func (s *signals) abort(sig os.Signal) {
 		}
 	}
 	fmt.Fprintln(os.Stderr, msg)
+	// A target thread suspended for a sample (macOS) would stay suspended
+	// after gprof is gone: let the sample finish first.
+	attach.Settle()
 	code := ExitSignal + 1
 	if n, ok := sig.(syscall.Signal); ok {
 		code = ExitSignal + int(n)

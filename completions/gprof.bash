@@ -18,7 +18,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report diff completion inspect help --help -h --version -v"
+        __gprof_words "record convert symbolicate report diff setup completion inspect help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -38,7 +38,7 @@ _gprof() {
             --format) __gprof_words "gecko processed"; return ;;
             --event|-e) __gprof_words "cpu-clock cycles"; return ;;
             --call-graph) __gprof_words "fp dwarf"; return ;;
-            --backend) __gprof_words "perf ptrace"; return ;;
+            --backend) __gprof_words "perf ptrace mach"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
         esac
@@ -80,6 +80,9 @@ _gprof() {
         esac
         __gprof_words "--base --new --fail-if --top -n --json --symbol-dir --help -h"
         ;;
+    setup)
+        __gprof_words "--help -h"
+        ;;
     completion)
         if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
         ;;
@@ -91,7 +94,7 @@ _gprof() {
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report diff completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report diff setup completion inspect help"; fi
         ;;
     esac
 }

@@ -37,6 +37,7 @@ complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to t
 complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
 complete -c gprof -n 'not __gprof_command' -a diff -d 'compare two profiles, or two sets of repeated runs, and gate on regressions'
+complete -c gprof -n 'not __gprof_command' -a setup -d 'on macOS, sign gprof so it may attach to your own processes'
 complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell completion script'
 complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
 complete -c gprof -n 'not __gprof_command' -a help -d 'show the help of gprof or of one command'
@@ -52,7 +53,7 @@ complete -c gprof -n '__gprof_using record' -s k -l kernel -d 'include kernel fr
 complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'
 complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user stack copied per sample in dwarf mode'
-complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace' -d 'sampling BACKEND'
+complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach' -d 'sampling BACKEND'
 complete -c gprof -n '__gprof_using record' -l no-symbols -d 'do not resolve and store function names at the end'
 complete -c gprof -n '__gprof_using record' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using record' -l max-memory -x -d 'keep at most SIZE of profile data in memory'
@@ -101,6 +102,8 @@ complete -c gprof -n '__gprof_using diff' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using diff' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 
+complete -c gprof -n '__gprof_using setup' -s h -l help -d 'show help'
+
 complete -c gprof -n '__gprof_using completion' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using completion' -a 'bash fish zsh'
 
@@ -109,4 +112,4 @@ complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat M
 complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report diff completion inspect help'
+complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report diff setup completion inspect help'

@@ -280,6 +280,15 @@ func (r *libResolver) observe(pid int, m *attach.Map) {
 
 func (r *libResolver) open(m *attach.Map) *libFile {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
+	if im := m.Image; im != nil {
+		// Identified from memory by the backend (macOS: the file may be
+		// in the dyld shared cache only). Its addresses count from the
+		// image's start, FileOffset 0.
+		return &libFile{id: symbolize.Identity{
+			BreakpadID: im.BreakpadID, CodeID: im.CodeID, Arch: im.Arch,
+			DebugName: filepath.Base(path), DebugPath: path,
+		}}
+	}
 	opts := []symbolize.Option{symbolize.SymbolDirs(r.symbolDirs...)}
 	bin, err := symbolize.Open(path, opts...)
 	if err == nil && !isMappedFile(bin, path, m) {

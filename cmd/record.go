@@ -26,7 +26,8 @@ func recordCommand() *cli.Command {
 exited, then writes a Firefox Profiler (Gecko format) profile. On a
 terminal it shows a live status line (for a launched command, on the
 bottom row, below the command's own output). Open it at
-https://profiler.firefox.com ("Load a profile from file").
+https://profiler.firefox.com ("Load a profile from file"), or with names
+from a local server with 'gprof view' (or --view here).
 
 A launched command is followed through fork, clone and exec; sampling is
 armed before its first instruction. If the command fails on its own (a
@@ -85,8 +86,9 @@ Examples:
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
+			&cli.BoolFlag{Name: "view", Usage: "then open the profile in the Firefox Profiler with names, as 'gprof view' does, until Ctrl-C"},
 		},
-		Action: runRecord,
+		Action: recordAndView,
 	}
 }
 

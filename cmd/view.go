@@ -69,10 +69,10 @@ func viewFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "no-open", Usage: "print the URL on standard output instead of opening a browser"},
 		&cli.StringFlag{Name: "address", Value: "127.0.0.1", Usage: "serve on `ADDRESS` (a loopback address unless --allow-remote)"},
-		&cli.IntFlag{Name: "port", Usage: fmt.Sprintf("serve on `PORT` (default: the first free one from %d)", view.DefaultPort)},
+		&cli.IntFlag{Name: "port", Usage: "serve on `PORT`", DefaultText: fmt.Sprintf("the first free one from %d", view.DefaultPort)},
 		&cli.BoolFlag{Name: "allow-remote", Usage: "allow an --address other machines can reach (anyone with the URL can then read the profile and its sources)"},
-		&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "the Firefox Profiler front-end at `URL` (a self-hosted one for air-gapped networks)"},
-		symbolDirFlag,
+		&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "the Firefox Profiler front-end at `URL` (a self-hosted one for air-gapped networks; also $" + profilerURLEnv + ")"},
+		&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for binaries (by file name) and their debug files in `DIR` (repeatable)"},
 	}
 }
 

@@ -224,6 +224,11 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 	if len(ok) > 0 {
 		h.Set("Access-Control-Allow-Headers", strings.Join(ok, ", "))
 	}
+	// Chrome's Private Network Access asks whether a public page (the
+	// front-end) may reach this loopback server; it is what we serve for.
+	if r.Header.Get("Access-Control-Request-Private-Network") == "true" {
+		h.Set("Access-Control-Allow-Private-Network", "true")
+	}
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -173,6 +173,18 @@ func TestPreflight(t *testing.T) {
 		h.Get("Access-Control-Max-Age") == "" {
 		t.Errorf("preflight: status %d, headers %v", w.Code, h)
 	}
+	if h.Get("Access-Control-Allow-Private-Network") != "" {
+		t.Errorf("private network access allowed when not asked for")
+	}
+	// Chrome asks before a public https page reaches a loopback server.
+	w = do(t, s, "OPTIONS", "/"+testToken+"/profile.json", "", map[string]string{
+		"Origin":                                "https://profiler.firefox.com",
+		"Access-Control-Request-Method":         "GET",
+		"Access-Control-Request-Private-Network": "true",
+	})
+	if w.Code != 204 || w.Header().Get("Access-Control-Allow-Private-Network") != "true" || w.Header().Get("Access-Control-Allow-Headers") != "" {
+		t.Errorf("private network preflight: status %d, headers %v", w.Code, w.Header())
+	}
 	w = do(t, s, "OPTIONS", "/"+testToken+"/symbolicate/v5", "", nil)
 	if w.Code != 204 || w.Header().Get("Allow") == "" || w.Header().Get("Access-Control-Allow-Methods") != "" {
 		t.Errorf("plain OPTIONS: status %d, headers %v", w.Code, w.Header())

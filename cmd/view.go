@@ -166,24 +166,23 @@ func announce(stdout, stderr io.Writer, path string, addr net.Addr, urls view.UR
 		fmt.Fprintf(stderr, "gprof: warning: serving on %s, which other machines can reach; the URL's token is all that protects the profile and its source files\n", host)
 	}
 	opened := false
-	if !o.noOpen {
-		err := view.OpenBrowser(urls.Open)
-		switch {
-		case err == nil:
+	if !o.noOpen && view.HasDisplay() {
+		if err := view.OpenBrowser(urls.Open); err != nil {
+			fmt.Fprintf(stderr, "gprof: cannot open a browser (%v); open the URL gprof prints\n", err)
+		} else {
 			opened = true
 			fmt.Fprintf(stderr, "gprof: opened %s in the browser\n", path)
-		case errors.Is(err, view.ErrNoDisplay):
-			me, _ := os.Hostname()
-			if me == "" {
-				me = "HOST"
-			}
-			fmt.Fprintf(stderr, "gprof: no display here; to view from your own machine, forward the port and open the URL below there:\n    ssh -L %s:127.0.0.1:%s %s\n", port, port, me)
-		default:
-			fmt.Fprintf(stderr, "gprof: cannot open a browser (%v); open the URL below\n", err)
 		}
 	}
 	if !opened {
 		fmt.Fprintln(stdout, urls.Open)
+	}
+	if !opened && !view.HasDisplay() {
+		me, _ := os.Hostname()
+		if me == "" {
+			me = "HOST"
+		}
+		fmt.Fprintf(stderr, "gprof: no display here; to view from your own machine, forward the port there and open the URL in its browser:\n    ssh -L %s:127.0.0.1:%s %s\n", port, port, me)
 	}
 	fmt.Fprintf(stderr, "gprof: serving %s and its symbols on port %s; press Ctrl-C to stop\n", path, port)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,6 +42,7 @@ func TestViewNamesLikeReport(t *testing.T) {
 
 		checkViewNames(t, out, "work_a")
 		checkViewNames(t, bare, "work_a")
+		checkViewPProf(t, out)
 		if err := os.Remove(bin); err != nil {
 			t.Fatal(err)
 		}
@@ -96,6 +98,36 @@ func TestViewRefusals(t *testing.T) {
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
 			t.Errorf("gprof %s: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.msg)
 		}
+	}
+}
+
+// checkViewPProf serves a pprof file, which the front-end cannot read: it
+// gets the processed format, with the names applied.
+func checkViewPProf(t *testing.T, gecko string) {
+	t.Helper()
+	pb := strings.TrimSuffix(gecko, ".json.gz") + ".pb.gz"
+	if r := gprof(t, "convert", gecko, "--to", "pprof", "-o", pb); r.code != 0 {
+		t.Fatalf("convert --to pprof: exit %d: %s", r.code, r.stderr)
+	}
+	resp, err := http.Get(startView(t, pb) + "/profile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Meta struct {
+			PreprocessedProfileVersion int  `json:"preprocessedProfileVersion"`
+			Symbolicated               bool `json:"symbolicated"`
+		} `json:"meta"`
+		Shared struct {
+			StringArray []string `json:"stringArray"`
+		} `json:"shared"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("profile.json of a pprof file: %v", err)
+	}
+	if v.Meta.PreprocessedProfileVersion == 0 || !v.Meta.Symbolicated || !slices.Contains(v.Shared.StringArray, "work_a") {
+		t.Errorf("a pprof file is not served as a processed profile with names: meta %+v, %d strings", v.Meta, len(v.Shared.StringArray))
 	}
 }
 

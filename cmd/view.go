@@ -15,8 +15,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/view"
 )
 
@@ -121,9 +121,13 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 		return fmt.Errorf("cannot read profile %s: %v", path, err)
 	}
 	if kind != load.Gecko && kind != load.Processed {
-		// The front-end does not read this format: serve it as Gecko.
+		// The front-end does not read this format: serve it in the
+		// processed format, names applied, which also keeps sample
+		// weights (pprof's are aggregated) that Gecko's front-end import
+		// ignores.
+		fillSymbols(p, o.symbolDirs)
 		var buf bytes.Buffer
-		if err := gecko.Write(&buf, p); err != nil {
+		if err := processed.Write(&buf, p); err != nil {
 			return fmt.Errorf("cannot convert %s for the front-end: %v", path, err)
 		}
 		data = buf.Bytes()

@@ -178,8 +178,8 @@ func TestPreflight(t *testing.T) {
 	}
 	// Chrome asks before a public https page reaches a loopback server.
 	w = do(t, s, "OPTIONS", "/"+testToken+"/profile.json", "", map[string]string{
-		"Origin":                                "https://profiler.firefox.com",
-		"Access-Control-Request-Method":         "GET",
+		"Origin":                                 "https://profiler.firefox.com",
+		"Access-Control-Request-Method":          "GET",
 		"Access-Control-Request-Private-Network": "true",
 	})
 	if w.Code != 204 || w.Header().Get("Access-Control-Allow-Private-Network") != "true" || w.Header().Get("Access-Control-Allow-Headers") != "" {

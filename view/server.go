@@ -58,6 +58,7 @@ type Server struct {
 	gzipped    bool
 	syms       *format.SymbolTable
 	libs       map[format.LibKey][]format.Lib
+	roles      map[format.LibKey]*roles
 	symbolDirs []string
 
 	mu   sync.Mutex
@@ -95,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 			s.libs[l.Key()] = append(s.libs[l.Key()], l)
 		}
 	}
+	s.roles = frameRoles(cfg.Profile)
 	return s, nil
 }
 

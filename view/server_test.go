@@ -30,6 +30,11 @@ func newTestServer(t *testing.T, src string) *Server {
 		Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{{
 			Start: 0x400000, End: 0x500000, Name: "app", Path: "/nonexistent/app",
 			DebugName: testKey.DebugName, BreakpadID: testKey.BreakpadID,
+		}}, Threads: []*format.Thread{{
+			// One sample: 0x6000 (no names) called from 0x5000 (none).
+			Frames:  format.FrameTable{Frames: []format.Frame{{Address: 0x405000}, {Address: 0x406000}}},
+			Stacks:  format.StackTable{Prefix: []int32{-1, 0}, Frame: []int32{0, 1}},
+			Samples: format.SampleTable{Stack: []int32{1}},
 		}}}},
 		Symbols: &format.SymbolTable{},
 	}
@@ -60,7 +65,7 @@ func do(t *testing.T, h http.Handler, method, path, body string, hdr map[string]
 func TestSymbolicateStoredNames(t *testing.T) {
 	s := newTestServer(t, "/src/a.c")
 	req := `{"jobs":[
-		{"memoryMap":[["app","0123456789ABCDEF0123456789ABCDEF0"]],"stacks":[[[0,4112],[0,8191],[0,12288],[1,5],[-1,5]]]},
+		{"memoryMap":[["app","0123456789ABCDEF0123456789ABCDEF0"]],"stacks":[[[0,4112],[0,8191],[0,12288],[1,5],[-1,5],[0,20479],[0,24576]]]},
 		{"memoryMap":[["other","00000000000000000000000000000000"]],"stacks":[[[0,16]]]}]}`
 	w := do(t, s, "POST", "/"+testToken+"/symbolicate/v5", req, nil)
 	if w.Code != 200 {
@@ -83,8 +88,8 @@ func TestSymbolicateStoredNames(t *testing.T) {
 		t.Errorf("found_modules = %v, want app found", r0.FoundModules)
 	}
 	st := r0.Stacks[0]
-	if len(st) != 5 {
-		t.Fatalf("%d frames, want 5", len(st))
+	if len(st) != 7 {
+		t.Fatalf("%d frames, want 7", len(st))
 	}
 	want0 := v5Frame{Frame: 0, ModuleOffset: "0x1010", Module: "app", Function: "outer", FunctionOffset: "0x10",
 		FunctionSize: "0x40", File: "/src/a.c", Line: 10, Inlines: []v5Inline{{Function: "inner", File: "/src/a.c", Line: 3}}}
@@ -95,8 +100,12 @@ func TestSymbolicateStoredNames(t *testing.T) {
 	if st[1].Function != "leaf" || st[1].FunctionOffset != "0xf" || st[1].ModuleOffset != "0x1fff" {
 		t.Errorf("nudged caller frame = %+v, want leaf at offset 0xf", st[1])
 	}
-	if st[2].Function != "" || st[2].Module != "app" {
-		t.Errorf("unknown address = %+v, want no function", st[2])
+	// Addresses nothing names are named as report names them, at the
+	// frame's own address: a caller's is one byte above what is asked.
+	for i, want := range map[int]string{2: "app+0x3000", 5: "app+0x5000", 6: "app+0x6000"} {
+		if st[i].Function != want || st[i].FunctionOffset != "0x0" || st[i].Module != "app" {
+			t.Errorf("unnamed address %s = %+v, want %s", st[i].ModuleOffset, st[i], want)
+		}
 	}
 	if st[3].Function != "" || st[4].Function != "" || st[3].Frame != 3 {
 		t.Errorf("frames of modules not in the memory map = %+v %+v", st[3], st[4])

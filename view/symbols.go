@@ -37,6 +37,62 @@ func (s *Server) lookup(k format.LibKey, addr uint64) (frames []format.SymbolFra
 	return b.b.Lookup(addr), true
 }
 
+// roles are the lib-relative addresses of one library's frames in the
+// profile: sampled instructions (leaves) and return addresses (callers).
+type roles struct {
+	leaf, caller map[uint64]bool
+}
+
+func frameRoles(p *format.Profile) map[format.LibKey]*roles {
+	out := map[format.LibKey]*roles{}
+	for _, proc := range p.Processes {
+		for _, th := range proc.Threads {
+			mark := func(fi int32, caller bool) {
+				if fi < 0 || int(fi) >= len(th.Frames.Frames) {
+					return
+				}
+				f := th.Frames.Frames[fi]
+				l := format.FindLib(proc.Libs, f.Address)
+				if f.Label != "" || l == nil {
+					return
+				}
+				r := out[l.Key()]
+				if r == nil {
+					r = &roles{leaf: map[uint64]bool{}, caller: map[uint64]bool{}}
+					out[l.Key()] = r
+				}
+				if caller {
+					r.caller[l.Rel(f.Address)] = true
+				} else {
+					r.leaf[l.Rel(f.Address)] = true
+				}
+			}
+			st := &th.Stacks
+			for _, sk := range th.Samples.Stack {
+				if sk >= 0 && int(sk) < len(st.Frame) {
+					mark(st.Frame[sk], false)
+				}
+			}
+			for _, pre := range st.Prefix {
+				if pre >= 0 && int(pre) < len(st.Frame) {
+					mark(st.Frame[pre], true)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fallbackName names an address nothing resolves the way gprof report
+// does, "LIB+0xOFFSET", at the frame's own address: for a caller the
+// return address, which the front-end asked about one byte lower.
+func (s *Server) fallbackName(k format.LibKey, addr uint64) string {
+	if r := s.roles[k]; r != nil && !r.leaf[addr] && r.caller[addr+1] {
+		addr++
+	}
+	return s.libs[k][0].Name + "+" + hex(addr)
+}
+
 // binary opens, once, the binary of lib k from this machine: at a path the
 // profile recorded for it, or by name in a symbol directory, as long as it
 // is the same build.
@@ -159,6 +215,12 @@ func (s *Server) job(job v5Job) v5Result {
 			k := keys[mod]
 			out[fi].Module = k.DebugName
 			frames, known := s.lookup(k, uint64(off))
+			if len(frames) == 0 && len(s.libs[k]) > 0 {
+				// A library of the profile: name what nothing resolves
+				// as report does, rather than leave the front-end a bare
+				// address.
+				frames, known = []format.SymbolFrame{{Function: s.fallbackName(k, uint64(off))}}, true
+			}
 			if known {
 				res.FoundModules[k.DebugName+"/"+k.BreakpadID] = true
 			}

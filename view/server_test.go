@@ -381,8 +381,22 @@ func TestFromBinary(t *testing.T) {
 	if w.Code != 404 {
 		t.Errorf("asm of another build: status %d", w.Code)
 	}
+
 	body, _ := io.ReadAll(w.Result().Body)
 	if !strings.Contains(string(body), "no binary") {
 		t.Errorf("asm of another build: %s", body)
+	}
+
+	// A profile from another machine: the recorded path does not exist
+	// here, but the binary is in a --symbol-dir under its name.
+	p.Processes[0].Libs[0].Path = "/nonexistent/" + key.DebugName
+	s2, err := New(Config{Profile: p, Token: testToken, SymbolDirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	w = do(t, s2, "POST", "/"+testToken+"/symbolicate/v5", req, nil)
+	if !strings.Contains(w.Body.String(), `"function":"main.work"`) {
+		t.Errorf("binary in a symbol directory not used: %s", w.Body)
 	}
 }

@@ -43,10 +43,12 @@ func TestViewNamesLikeReport(t *testing.T) {
 		checkViewNames(t, out, "work_a")
 		checkViewNames(t, bare, "work_a")
 		checkViewPProf(t, out)
+		checkSourceAsm(t, out, "work_a", true)
 		if err := os.Remove(bin); err != nil {
 			t.Fatal(err)
 		}
 		checkViewNames(t, out, "work_a")
+		checkSourceAsm(t, out, "work_a", false)
 	})
 	t.Run("Go", func(t *testing.T) {
 		dir := t.TempDir()
@@ -131,6 +133,62 @@ func checkViewPProf(t *testing.T, gecko string) {
 	}
 	if v.Meta.PreprocessedProfileVersion == 0 || !v.Meta.Symbolicated || !slices.Contains(v.Shared.StringArray, "work_a") {
 		t.Errorf("a pprof file is not served as a processed profile with names: meta %+v, %d strings", v.Meta, len(v.Shared.StringArray))
+	}
+}
+
+// checkSourceAsm asks gprof view for the source and the assembly of
+// function fn, as the front-end's source and assembly views do: the source
+// file its debug info names, and the disassembly while the binary exists.
+func checkSourceAsm(t *testing.T, path, fn string, haveBinary bool) {
+	t.Helper()
+	p, _, err := load.File(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key format.LibKey
+	var addr uint64
+	var sym format.SymbolFrame
+	for k, ls := range p.Symbols.Libs {
+		for a, frames := range ls.Addresses {
+			if frames[0].Function == fn && frames[0].FuncSize > 0 {
+				key, addr, sym = k, a, frames[0]
+			}
+		}
+	}
+	if sym.Function == "" {
+		t.Fatalf("no stored name %s with a size", fn)
+	}
+	base := startView(t, path)
+	post := func(api string, req map[string]any) (int, map[string]any) {
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(base+api, "text/plain;charset=UTF-8", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	hex := func(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+	code, src := post("/source/v1", map[string]any{"debugName": key.DebugName, "debugId": key.BreakpadID, "moduleOffset": hex(addr), "file": sym.File})
+	// A relative path (gcc was given one) counts from the compilation
+	// directory, which only the binary knows.
+	if text, _ := src["source"].(string); (haveBinary || filepath.IsAbs(sym.File)) && (code != 200 || !strings.Contains(text, fn+"(")) {
+		t.Errorf("/source/v1 of %s: status %d, %.200v", sym.File, code, src)
+	} else if !haveBinary && !filepath.IsAbs(sym.File) && code != 404 {
+		t.Errorf("/source/v1 of relative %s with no binary: status %d, want 404", sym.File, code)
+	}
+	if code, v := post("/source/v1", map[string]any{"debugName": key.DebugName, "debugId": key.BreakpadID, "moduleOffset": hex(addr), "file": "/etc/passwd"}); code != 404 {
+		t.Errorf("/source/v1 of /etc/passwd: status %d, %.200v", code, v)
+	}
+	code, asm := post("/asm/v1", map[string]any{"debugName": key.DebugName, "debugId": key.BreakpadID, "startAddress": hex(sym.FuncAddr), "size": hex(sym.FuncSize), "continueUntilFunctionEnd": false})
+	insts, _ := asm["instructions"].([]any)
+	switch {
+	case haveBinary && (code != 200 || asm["startAddress"] != hex(sym.FuncAddr) || len(insts) < 3):
+		t.Errorf("/asm/v1 of %s: status %d, %.300v", fn, code, asm)
+	case !haveBinary && code != 404:
+		t.Errorf("/asm/v1 of %s, binary deleted: status %d, want 404", fn, code)
 	}
 }
 

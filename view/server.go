@@ -68,6 +68,19 @@ type Server struct {
 type binary struct {
 	b   *symbolize.Binary // nil if none could be opened
 	err error
+
+	unitsOnce sync.Once
+	units     []compUnit
+}
+
+// compDir returns the compilation directory of lib-relative address rel,
+// or "".
+func (b *binary) compDir(rel uint64) string {
+	if b.b == nil {
+		return ""
+	}
+	b.unitsOnce.Do(func() { b.units = compDirs(b.b) })
+	return compDir(b.units, symbolize.RelativeBase(b.b.ELF())+rel)
 }
 
 // New returns a server for cfg.

@@ -52,7 +52,8 @@ func (s *Server) source(body []byte) (any, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("bad moduleOffset: %v", err)
 	}
-	frames, _ := s.lookup(format.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}, addr)
+	k := format.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}
+	frames, _ := s.lookup(k, addr)
 	named := false
 	for _, f := range frames {
 		if f.File != "" && f.File == req.File {
@@ -64,10 +65,17 @@ func (s *Server) source(body []byte) (any, int, error) {
 	if !named {
 		return nil, http.StatusNotFound, fmt.Errorf("%s is not a source file of %s at %s", req.File, req.DebugName, req.ModuleOffset)
 	}
-	if !filepath.IsAbs(req.File) {
-		return nil, http.StatusNotFound, fmt.Errorf("%s: relative path, no directory to find it in", req.File)
+	path := req.File
+	if !filepath.IsAbs(path) {
+		// Relative to where it was compiled, which only the binary's
+		// debug info says.
+		dir := s.binary(k).compDir(addr)
+		if dir == "" {
+			return nil, http.StatusNotFound, fmt.Errorf("%s: a relative path, and no binary of %s here to say where it was compiled", req.File, req.DebugName)
+		}
+		path = filepath.Join(dir, path)
 	}
-	text, err := readSource(req.File)
+	text, err := readSource(path)
 	if err != nil {
 		return nil, http.StatusNotFound, err
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -374,6 +375,20 @@ func TestFromBinary(t *testing.T) {
 	}
 	if runtime.GOARCH == "amd64" && !strings.Contains(mustJSON(asm.Instructions), "ret") {
 		t.Errorf("no ret in the function: %v", asm.Instructions)
+	}
+	// The loop's branch goes back into the function, at the lib-relative
+	// addresses the listing is numbered in.
+	inside := false
+	for _, in := range asm.Instructions {
+		f := strings.Fields(in[1].(string))
+		if len(f) == 2 && (strings.HasPrefix(f[0], "j") || f[0] == "b" || strings.HasPrefix(f[0], "b.")) {
+			if a, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64); err == nil && a >= rel && a < rel+fn.Size {
+				inside = true
+			}
+		}
+	}
+	if !inside {
+		t.Errorf("no branch to an address of the function (%#x-%#x): %v", rel, rel+fn.Size, asm.Instructions)
 	}
 
 	w = do(t, s, "POST", "/"+testToken+"/asm/v1", mustJSON(map[string]any{

@@ -153,8 +153,9 @@ func (s *Server) asm(body []byte) (any, int, error) {
 	if err != nil {
 		return nil, http.StatusNotFound, fmt.Errorf("%s: %v", req.DebugName, err)
 	}
-	pc := symbolize.RelativeBase(f) + start
-	syntax, insts, err := disassemble(f.Machine, code, pc)
+	// Branch targets in the same lib-relative addresses as the listing,
+	// which the front-end numbers from startAddress.
+	syntax, insts, err := disassemble(f.Machine, code, start)
 	if err != nil {
 		return nil, http.StatusNotImplemented, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -425,4 +426,52 @@ func viewFolded(t *testing.T, path, base string) map[string]int64 {
 		folded[strings.Join(parts, ";")] += w
 	})
 	return folded
+}
+
+// TestRecordView checks record --view: the profile is written, then
+// served until Ctrl-C, and a failed command still exits 4 at the end.
+func TestRecordView(t *testing.T) {
+	if r := gprof(t, "record", "--view", "-o", "-", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "--view") {
+		t.Errorf("record --view -o -: exit %d, %s; want a usage error", r.code, r.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	cmd := exec.Command(gprofBin, "record", "--view", "-o", out, "--", "sh", "-c", "exit 3")
+	cmd.Env = append(os.Environ(), "DISPLAY=", "WAYLAND_DISPLAY=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Wait()
+		skipIfNoPerf(t, result{stderr: stderr.String(), code: 1})
+		t.Fatalf("no URL: %v; stderr %s", err, stderr.String())
+	}
+	u, err := url.Parse(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u.Query().Get("symbolServer") + "/profile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if written, _ := os.ReadFile(out); resp.StatusCode != 200 || !bytes.Equal(served, written) {
+		t.Errorf("served %d bytes (status %d), the file has %d", len(served), resp.StatusCode, len(written))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Errorf("record --view of a failed command: %v, want exit 4; stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "ssh -L") {
+		t.Errorf("no ssh hint without a display: %s", stderr.String())
+	}
 }

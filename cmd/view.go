@@ -78,6 +78,7 @@ func viewFlags() []cli.Flag {
 
 type viewOptions struct {
 	noOpen, allowRemote bool
+	quiet               bool // record -q: only errors on stderr
 	address             string
 	port                int
 	profilerURL         string
@@ -148,14 +149,18 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	announce(os.Stdout, os.Stderr, path, l.Addr(), urls, o)
+	var info io.Writer = os.Stderr
+	if o.quiet {
+		info = io.Discard
+	}
+	announce(os.Stdout, info, path, l.Addr(), urls, o)
 
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return fmt.Errorf("server stopped: %v", err)
 	}
-	fmt.Fprintln(os.Stderr, "gprof: stopped serving")
+	fmt.Fprintln(info, "gprof: stopped serving")
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
@@ -205,7 +210,7 @@ func recordAndView(c *cli.Context) error {
 	if err != nil && !errors.As(err, &ec) {
 		return err
 	}
-	o := viewOptions{address: "127.0.0.1", profilerURL: view.DefaultProfilerURL, symbolDirs: c.StringSlice("symbol-dir")}
+	o := viewOptions{address: "127.0.0.1", profilerURL: view.DefaultProfilerURL, symbolDirs: c.StringSlice("symbol-dir"), quiet: c.Bool("quiet")}
 	if u := os.Getenv(profilerURLEnv); u != "" {
 		o.profilerURL = u
 	}

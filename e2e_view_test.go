@@ -76,6 +76,12 @@ func TestViewNamesLikeReport(t *testing.T) {
 		recordOK(t, "record", "-q", "-k", "-o", out, "--", perl, "-e",
 			`for (1 .. 300) { open my $f, "<", "/proc/self/status"; my @l = <$f> } my $s = 0; $s += sqrt($_) for 1 .. 2e6; print "$s\n"`)
 		checkViewNames(t, out, "Perl_runops_standard")
+		// Without stored names: perl's from the binary, the kernel's
+		// from /proc/kallsyms.
+		bare := filepath.Join(t.TempDir(), "bare.json.gz")
+		recordOK(t, "record", "-q", "-k", "--no-symbols", "-o", bare, "--", perl, "-e",
+			`for (1 .. 300) { open my $f, "<", "/proc/self/status"; my @l = <$f> }`)
+		checkViewNames(t, bare, "main")
 	})
 }
 

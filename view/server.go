@@ -49,6 +49,12 @@ type Config struct {
 	SymbolDirs []string
 	// Token is the secret path prefix; empty means a random one.
 	Token string
+	// Kallsyms loads the running kernel's symbols, for kernel frames the
+	// profile has no names for; nil reads /proc/kallsyms.
+	Kallsyms func() (*symbolize.Kallsyms, error)
+	// KernelBreakpadID returns the running kernel's identity, which must
+	// be the profile's for Kallsyms to apply; nil reads /sys/kernel/notes.
+	KernelBreakpadID func() (string, error)
 }
 
 // Server answers the front-end's requests. It is an http.Handler.
@@ -63,6 +69,9 @@ type Server struct {
 
 	mu   sync.Mutex
 	bins map[format.LibKey]*binary
+
+	kernel           func() (*symbolize.Kallsyms, error) // loads once
+	kernelBreakpadID func() (string, error)              // reads once
 }
 
 type binary struct {
@@ -110,6 +119,16 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.roles = frameRoles(cfg.Profile)
+	load := cfg.Kallsyms
+	if load == nil {
+		load = symbolize.LoadKallsyms
+	}
+	s.kernel = sync.OnceValues(load)
+	kid := cfg.KernelBreakpadID
+	if kid == nil {
+		kid = runningKernelBreakpadID
+	}
+	s.kernelBreakpadID = sync.OnceValues(kid)
 	return s, nil
 }
 

@@ -415,3 +415,45 @@ func TestFromBinary(t *testing.T) {
 		t.Errorf("binary in a symbol directory not used: %s", w.Body)
 	}
 }
+
+// Kernel frames of a profile without stored names are named from
+// /proc/kallsyms, as report names them, but only for the kernel that runs.
+func TestKernelFromKallsyms(t *testing.T) {
+	const bid = "0102030405060708090A0B0C0D0E0F100"
+	ks, err := symbolize.ParseKallsyms(strings.NewReader("ffffffff81000000 T _stext\nffffffff81001000 T do_syscall_64\nffffffff81002000 t vfs_read\nffffffffc0000000 t ext4_read [ext4]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		running string
+		want    string
+	}{
+		{bid, "vfs_read"},
+		{"FF" + bid[2:], "[kernel.kallsyms]+0x2010"}, // another kernel: no names
+	} {
+		p := &format.Profile{Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{{
+			Start: 0xffffffff81000000, End: 0xffffffffc1000000, Name: "[kernel.kallsyms]", Path: "[kernel.kallsyms]",
+			DebugName: "[kernel.kallsyms]", BreakpadID: bid,
+		}}}}}
+		running := c.running
+		s, err := New(Config{Profile: p, Token: testToken,
+			Kallsyms:         func() (*symbolize.Kallsyms, error) { return ks, nil },
+			KernelBreakpadID: func() (string, error) { return running, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := do(t, s, "POST", "/"+testToken+"/symbolicate/v5", `{"memoryMap":[["[kernel.kallsyms]","`+bid+`"]],"stacks":[[[0,8208],[0,1056964624]]]}`, nil)
+		var resp struct{ Results []v5Result }
+		json.Unmarshal(w.Body.Bytes(), &resp)
+		if len(resp.Results) != 1 {
+			t.Fatalf("response %s", w.Body)
+		}
+		st := resp.Results[0].Stacks[0]
+		if st[0].Function != c.want {
+			t.Errorf("running kernel %s: 0x2010 named %q, want %q", c.running, st[0].Function, c.want)
+		}
+		if c.running == bid && (st[0].FunctionOffset != "0x10" || st[1].Function != "ext4_read [ext4]") {
+			t.Errorf("kernel frames: %+v", st)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/symbolize"
@@ -30,11 +31,61 @@ func (s *Server) lookup(k format.LibKey, addr uint64) (frames []format.SymbolFra
 			return f, true
 		}
 	}
+	if k.DebugName == KernelLibName {
+		if f := s.kernelLookup(k, addr); f != nil {
+			return f, true
+		}
+		return nil, known
+	}
 	b := s.binary(k)
 	if b.b == nil {
 		return nil, known
 	}
 	return b.b.Lookup(addr), true
+}
+
+// KernelLibName is the library gprof record makes of the running kernel,
+// as perf and samply name it; its relative addresses count from _stext.
+const KernelLibName = "[kernel.kallsyms]"
+
+// runningKernelBreakpadID is the running kernel's identity as gprof record
+// writes it for KernelLibName.
+func runningKernelBreakpadID() (string, error) {
+	id, err := symbolize.KernelBuildID()
+	if err != nil {
+		return "", err
+	}
+	return symbolize.BreakpadID(id, true), nil
+}
+
+// kernelLookup names address addr of kernel lib k from the running
+// kernel's symbols, if the profile was recorded on this very kernel (an
+// identity of zeros, a kernel without a build-id, is taken on trust, as
+// gprof report does).
+func (s *Server) kernelLookup(k format.LibKey, addr uint64) []format.SymbolFrame {
+	if len(s.libs[k]) == 0 {
+		return nil
+	}
+	if strings.Trim(k.BreakpadID, "0") != "" {
+		if id, err := s.kernelBreakpadID(); err != nil || id != k.BreakpadID {
+			return nil
+		}
+	}
+	ks, err := s.kernel()
+	if err != nil {
+		return nil
+	}
+	l := s.libs[k][0]
+	base := l.Start - l.Offset
+	sym, ok := ks.Lookup(addr + base)
+	if !ok {
+		return nil
+	}
+	name := sym.Name
+	if sym.Module != "" {
+		name += " [" + sym.Module + "]"
+	}
+	return []format.SymbolFrame{{Function: name, FuncAddr: sym.Addr - base, FuncSize: sym.Size}}
 }
 
 // roles are the lib-relative addresses of one library's frames in the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Fault tests (issue 5): gprof killed or interrupted mid-recording, targets
@@ -36,7 +38,7 @@ var backends = []string{"perf", "ptrace"}
 func buildFault(t *testing.T, name string, flags ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc is not installed (.ci/run installs it)")
+		t.Skip("gcc is not installed (./test.sh installs it)")
 	}
 	out := filepath.Join(fixtures, "fault-"+name)
 	if _, err := os.Stat(out); err == nil {

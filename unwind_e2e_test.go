@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Issue 4's acceptance checks: complete stacks without frame pointers, by
@@ -158,7 +160,7 @@ func TestDebianBinaryStacks(t *testing.T) {
 // own symbol tables.
 func TestSystemBinaryNames(t *testing.T) {
 	if _, err := exec.LookPath("sqlite3"); err != nil {
-		t.Skip("sqlite3 is not installed (.ci/run installs it)")
+		t.Skip("sqlite3 is not installed (./test.sh installs it)")
 	}
 	p := recordProfile(t, "--", "sqlite3", ":memory:",
 		"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000) SELECT sum(x*x % 7) FROM c;")

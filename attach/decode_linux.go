@@ -144,6 +144,51 @@ type decoder struct {
 	readArgv bool
 
 	throttled bool
+
+	// readCPU: samples carry their event's count (PERF_SAMPLE_READ, a
+	// single value), the CPU time of the thread on the sample's CPU in
+	// every mode, even where samples are user mode only. Each thread has
+	// one event per CPU, so the previous count is kept per thread and CPU.
+	readCPU bool
+	counts  map[int][]uint64 // tid → count at its previous sample, by CPU
+	// exited and exitedBefore hold threads that exited in this round of
+	// drains and the one before: their counts are forgotten one full
+	// round late, as samples they took on another CPU before exiting may
+	// still sit in a ring drained later.
+	exited, exitedBefore []int
+	// noStack sums, over samples, the CPU time a sample's count shows
+	// beyond its period: time spent where samples are not taken.
+	noStack int64
+}
+
+// roundDone is called after each round of drains of every ring.
+func (d *decoder) roundDone() {
+	for _, tid := range d.exitedBefore {
+		delete(d.counts, tid)
+	}
+	d.exitedBefore, d.exited = d.exited, d.exitedBefore[:0]
+}
+
+// cpuDelta returns the CPU time tid used on cpu since its previous sample
+// there, given the event's count now.
+func (d *decoder) cpuDelta(tid, cpu int, count uint64) int64 {
+	if cpu < 0 || cpu > 1<<16 {
+		return -1
+	}
+	if d.counts == nil {
+		d.counts = map[int][]uint64{}
+	}
+	c := d.counts[tid]
+	if cpu >= len(c) {
+		c = append(c, make([]uint64, cpu+1-len(c))...)
+		d.counts[tid] = c
+	}
+	prev := c[cpu]
+	c[cpu] = count
+	if count < prev {
+		return -1
+	}
+	return int64(count - prev)
 }
 
 func newDecoder(sampleType uint64, regs regsLayout, periodIsNs bool) *decoder {
@@ -178,7 +223,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	misc := ne.Uint16(rec[4:])
 	switch typ {
 	case unix.PERF_RECORD_SAMPLE:
-		if s := d.decodeSample(rec, b); s != nil {
+		if s := d.decodeSample(rec, misc, b); s != nil {
 			b.events = append(b.events, s)
 		}
 	case unix.PERF_RECORD_MMAP2:
@@ -211,6 +256,9 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			b.events = append(b.events, &Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
 		} else {
 			b.events = append(b.events, &Exit{Time: t, Pid: pid, Tid: tid})
+			if d.readCPU {
+				d.exited = append(d.exited, tid)
+			}
 		}
 	case unix.PERF_RECORD_LOST:
 		if len(rec) < 24 {
@@ -231,13 +279,14 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	}
 }
 
-func (d *decoder) decodeSample(rec []byte, b *batch) *Sample {
+func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 	st := d.sampleType
 	p := 8
 	need := func(n int) bool { return p+n <= len(rec) }
 	u64 := func() uint64 { v := ne.Uint64(rec[p:]); p += 8; return v }
 	s := b.newSample()
 	s.CPUDelta = -1
+	s.InKernel = misc&unix.PERF_RECORD_MISC_CPUMODE_MASK == unix.PERF_RECORD_MISC_KERNEL
 	var ip uint64
 	if st&unix.PERF_SAMPLE_IDENTIFIER != 0 {
 		if !need(8) {
@@ -286,6 +335,21 @@ func (d *decoder) decodeSample(rec []byte, b *batch) *Sample {
 			s.CPUDelta = int64(period)
 		}
 	}
+	if st&unix.PERF_SAMPLE_READ != 0 {
+		// read_format 0: the event's value alone.
+		if !need(8) {
+			return nil
+		}
+		count := u64()
+		if d.readCPU {
+			if delta := d.cpuDelta(s.Tid, s.CPU, count); delta >= 0 {
+				if s.CPUDelta >= 0 {
+					d.noStack += delta - s.CPUDelta
+				}
+				s.CPUDelta = delta
+			}
+		}
+	}
 	if st&unix.PERF_SAMPLE_CALLCHAIN != 0 {
 		if !need(8) {
 			return nil
@@ -317,7 +381,10 @@ func (d *decoder) decodeSample(rec []byte, b *batch) *Sample {
 			stack[k] = v
 			k++
 		}
-		if k == 0 {
+		if k == 0 && s.InKernel {
+			// A kernel address without its kernel stack is no frame.
+			stack = stack[:0]
+		} else if k == 0 {
 			stack = stack[:0]
 			if cap(stack) > 0 {
 				stack = stack[:1]
@@ -329,7 +396,7 @@ func (d *decoder) decodeSample(rec []byte, b *batch) *Sample {
 		}
 		s.Stack = stack[:k]
 		s.KernelFrames = kernel
-	} else if st&unix.PERF_SAMPLE_IP != 0 {
+	} else if st&unix.PERF_SAMPLE_IP != 0 && !s.InKernel {
 		s.Stack = b.frameSlice(1)
 		s.Stack[0] = ip
 	}

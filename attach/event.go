@@ -29,6 +29,11 @@ type Sample struct {
 	// kernel addresses.
 	Stack        []uint64
 	KernelFrames int
+	// InKernel says the thread was running in the kernel (a system call,
+	// a fault, an interrupt) when sampled. Stack then starts with kernel
+	// frames only if they were asked for and permitted; the user part is
+	// the user stack where the thread entered the kernel.
+	InKernel bool
 	// Regs and StackCopy are set instead of (or in addition to) user frames
 	// in Stack when the backend leaves user-space unwinding to the caller.
 	Regs      *Regs
@@ -128,9 +133,16 @@ type Result struct {
 	// ExitCode is the launched command's exit status (128+signal when it
 	// was killed), or -1 when not known or nothing was launched.
 	ExitCode int
-	Lost     uint64
-	Backend  string // the backend that actually ran
-	Event    string // the event that actually sampled
+	// Lost totals the records the backend dropped: the same ones it
+	// reported as Lost events, not more.
+	Lost    uint64
+	Backend string // the backend that actually ran
+	Event   string // the event that actually sampled
+	// NoStackCPU is CPU time that samples' CPUDelta count but that no
+	// sample's stack shows, because the kernel would not sample there;
+	// NoStackReason says where that was and why.
+	NoStackCPU    time.Duration
+	NoStackReason string
 }
 
 // Handler receives events. A backend calls it from one goroutine at a time,

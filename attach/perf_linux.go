@@ -73,14 +73,20 @@ type perfSession struct {
 	// the events of the thread that made it, so those its other threads
 	// make are found by rereading /proc/PID/maps.
 	threadMaps map[int]map[ptMapKey]bool
+	// kernelDenied is set when the kernel refused to count kernel mode
+	// (perf_event_paranoid >= 2 without CAP_PERFMON); paranoid is the
+	// setting that did.
+	kernelDenied bool
+	paranoid     int
+	periodIsNs   bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
 	s.notices = append(s.notices, fmt.Sprintf(format, args...))
 }
 
-func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
-	res := Result{ExitCode: -1, Backend: "perf"}
+func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err error) {
+	res = Result{ExitCode: -1, Backend: "perf"}
 	notify := opts.Notice
 	if notify == nil {
 		notify = func(string) {}
@@ -101,6 +107,13 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (Result, error) {
 	}
 	res.Event = s.event
 	defer s.close()
+	defer func() {
+		// The reader goroutine is done with the decoder by now.
+		if s.kernelDenied && s.dec.readCPU && s.dec.noStack > 0 {
+			res.NoStackCPU = time.Duration(s.dec.noStack)
+			res.NoStackReason = fmt.Sprintf("kernel mode, not sampled at kernel.perf_event_paranoid=%d", s.paranoid)
+		}
+	}()
 
 	first := &batch{}
 	var l *launched
@@ -190,7 +203,11 @@ func (s *perfSession) configure() error {
 		unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv |
 		unix.PerfBitWatermark | bitBuildID
 	if !o.Kernel {
-		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
+		// Samples in kernel mode are kept, without their kernel stack: a
+		// thread's time in system calls is part of its CPU time, and its
+		// user stack at the call says who made it. See probe for kernels
+		// that refuse to sample kernel mode.
+		a.Bits |= unix.PerfBitExcludeCallchainKernel
 	}
 	a.Clockid = unix.CLOCK_MONOTONIC
 	a.Sample_max_stack = 127
@@ -220,6 +237,7 @@ func (s *perfSession) configure() error {
 	default:
 		return fmt.Errorf("unknown call graph mode %q (want fp or dwarf)", o.CallGraph)
 	}
+	s.periodIsNs = periodIsNs
 	s.pages = ringPages(rate, stackSize)
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
@@ -256,7 +274,9 @@ func ringPages(rate, stackSize int) int {
 func (s *perfSession) probe() error {
 	try := func() error {
 		a := s.attr
-		a.Bits |= unix.PerfBitDisabled
+		// Inherit as the real events will: some sample types need it
+		// checked (PERF_SAMPLE_READ with inherit needs Linux 6.12).
+		a.Bits |= unix.PerfBitDisabled | unix.PerfBitInherit
 		fd, err := perfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err == nil {
 			unix.Close(fd)
@@ -271,15 +291,43 @@ func (s *perfSession) probe() error {
 			s.notice("this kernel cannot report build-ids with mappings; they will be read from the files")
 		}
 	}
-	if (err == unix.EACCES || err == unix.EPERM) && s.opts.Kernel {
-		s.attr.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
-		if err = try(); err == nil {
-			p, _ := readSysctlInt("perf_event_paranoid")
-			s.notice("kernel stacks are not permitted (kernel.perf_event_paranoid=%d; needs <=1 or CAP_PERFMON); recording user stacks only", p)
-		}
+	if err == unix.EACCES || err == unix.EPERM {
+		err = s.userModeOnly(try)
 	}
 	if err != nil {
 		return s.openError(err, 0, "")
+	}
+	s.dec.sampleType = s.attr.Sample_type
+	return nil
+}
+
+// userModeOnly reconfigures the attr for a kernel that refuses to sample
+// kernel mode (perf_event_paranoid >= 2 without CAP_PERFMON). Samples then
+// come from user mode only, but a clock event still counts the time its
+// thread spends in the kernel: with PERF_SAMPLE_READ each sample carries
+// that count, so its CPUDelta is all the CPU time the thread used since
+// its previous sample, user and system, as the ptrace backend's are.
+func (s *perfSession) userModeOnly(try func() error) error {
+	s.attr.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
+	s.paranoid, _ = readSysctlInt("perf_event_paranoid")
+	if s.periodIsNs {
+		s.attr.Sample_type |= unix.PERF_SAMPLE_READ
+		s.dec.readCPU = true
+	}
+	err := try()
+	if err == unix.EINVAL && s.dec.readCPU {
+		s.attr.Sample_type &^= unix.PERF_SAMPLE_READ
+		s.dec.readCPU = false
+		if err = try(); err == nil {
+			s.notice("kernel.perf_event_paranoid=%d forbids sampling kernel mode, and this kernel (before 6.12) cannot count it otherwise: time in system calls is missing from the profile (allow it with `sysctl kernel.perf_event_paranoid=1`, or run as root)", s.paranoid)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.kernelDenied = true
+	if s.opts.Kernel {
+		s.notice("kernel stacks are not permitted (kernel.perf_event_paranoid=%d; needs <=1 or CAP_PERFMON); recording user stacks only", s.paranoid)
 	}
 	return nil
 }
@@ -577,6 +625,7 @@ func (s *perfSession) drain(b *batch) {
 	for _, r := range s.ringList {
 		r.drain(func(rec []byte) { s.dec.decode(rec, b) })
 	}
+	s.dec.roundDone()
 }
 
 type stopReason int

@@ -591,8 +591,11 @@ func TestDwarf(t *testing.T) {
 		if s.Regs.IP != s.Stack[0] {
 			t.Fatalf("regs IP %x, stack[0] %x", s.Regs.IP, s.Stack[0])
 		}
-		if len(s.StackCopy) > 8192 || s.Regs.SP == 0 || s.Regs.FP < s.Regs.SP {
-			t.Fatalf("stack copy %d bytes, sp %x fp %x", len(s.StackCopy), s.Regs.SP, s.Regs.FP)
+		// Not FP >= SP: rbp is an ordinary register in code built without
+		// frame pointers (libc's system call wrappers, where kernel-mode
+		// samples take their user registers).
+		if len(s.StackCopy) > 8192 || s.Regs.SP == 0 {
+			t.Fatalf("stack copy %d bytes, sp %x", len(s.StackCopy), s.Regs.SP)
 		}
 	}
 	t.Logf("%d samples, %d with registers and a stack copy", n, withRegs)

@@ -61,6 +61,9 @@ func runDiff(c *cli.Context) error {
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
 	}
+	if err := checkSymbolDirs(c); err != nil {
+		return err
+	}
 	var rules []diff.Rule
 	for _, s := range c.StringSlice("fail-if") {
 		r, err := diff.ParseRule(s)
@@ -69,7 +72,9 @@ func runDiff(c *cli.Context) error {
 		}
 		rules = append(rules, r)
 	}
-	ph := newPhases(os.Stderr, false)
+	ph, sigs := startFinishing(c, "")
+	defer sigs.release()
+	var notes []string
 	read := func(files []string) ([]diff.Input, error) {
 		var out []diff.Input
 		for _, f := range files {
@@ -79,7 +84,7 @@ func runDiff(c *cli.Context) error {
 				return nil, err
 			}
 			ph.set("resolving names in " + f)
-			fillSymbols(p, c.StringSlice("symbol-dir"))
+			notes = append(notes, fillSymbols(p, c.StringSlice("symbol-dir"))...)
 			out = append(out, diff.Input{File: f, Profile: p})
 		}
 		return out, nil
@@ -94,6 +99,7 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	printNotices(notes)
 	res := diff.Compare(b, n, rules)
 	if c.Bool("json") {
 		err = diff.WriteJSON(os.Stdout, res)

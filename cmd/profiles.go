@@ -16,6 +16,9 @@ import (
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/symbolize"
+
+	// Linked in to read perf.data files (load.Register).
+	_ "github.com/gprof-dev/gprof/record/perfdata"
 )
 
 var symbolDirFlag = &cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"}
@@ -46,13 +49,18 @@ the tools that read pprof (samples and CPU time as values, thread and
 process as labels, mappings with build IDs, names with inline frames).
 
 It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
-that writes the format), so they open in the Firefox Profiler.
+that writes the format), so they open in the Firefox Profiler, and perf.data
+files that Linux 'perf record' wrote (-g, or --call-graph dwarf, whose
+stacks gprof unwinds itself; pipe mode and -z too). Their binaries are found
+by path, or in perf's build-id cache (~/.debug) when the path now holds
+another build; only the first sampling event of a recording is converted.
 
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz
    ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz
    ./bin/gprof convert profile.json.gz --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
-   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile`,
+   ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile
+   ./bin/gprof convert perf.data -o processed.json.gz   # perf record -g`,
 		Flags: []cli.Flag{
 			outputFlag,
 			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
@@ -71,21 +79,7 @@ Examples:
 			if to != load.Processed && to != load.Gecko && to != load.PProf {
 				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
-			ph, sigs := startFinishing(c, out)
-			defer sigs.release()
-			if err := checkWritable(out); err != nil {
-				return err
-			}
-			defer ph.done()
-			ph.set("reading " + inName(in))
-			p, _, err := readProfile(in)
-			if err != nil {
-				return err
-			}
-			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
-			ph.set("writing " + outName(out))
-			return writeProfile(out, p, to)
+			return rewriteProfile(c, in, out, false, func(load.Kind) load.Kind { return to })
 		},
 	}
 }
@@ -122,29 +116,49 @@ Examples:
 			if kind != "" && kind != load.Gecko && kind != load.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
-			ph, sigs := startFinishing(c, out)
-			defer sigs.release()
-			if err := checkWritable(out); err != nil {
-				return err
-			}
-			defer ph.done()
-			ph.set("reading " + inName(in))
-			p, inKind, err := readProfile(in)
-			if err != nil {
-				return err
-			}
-			if kind == "" {
-				kind = inKind
-			}
-			old := p.Symbols
-			p.Symbols = nil
-			ph.set("resolving names")
-			fillSymbols(p, c.StringSlice("symbol-dir"))
-			keepUnresolved(p, old)
-			ph.set("writing " + outName(out))
-			return writeProfile(out, p, kind)
+			return rewriteProfile(c, in, out, true, func(in load.Kind) load.Kind {
+				if kind == "" {
+					return in
+				}
+				return kind
+			})
 		},
 	}
+}
+
+// rewriteProfile is convert and symbolicate: it reads profile in, resolves
+// its names, and writes it to out in the format kind picks from the
+// input's. fresh resolves every name again, keeping the old ones that no
+// longer resolve; otherwise only names the profile lacks are looked up.
+func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.Kind) load.Kind) error {
+	if err := checkSymbolDirs(c); err != nil {
+		return err
+	}
+	ph, sigs := startFinishing(c, out)
+	defer sigs.release()
+	if err := checkWritable(out); err != nil {
+		return err
+	}
+	defer ph.done()
+	ph.set("reading " + inName(in))
+	p, inKind, err := readProfile(in)
+	if err != nil {
+		return err
+	}
+	old := p.Symbols
+	if fresh {
+		p.Symbols = nil
+	}
+	ph.set("resolving names")
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
+	if fresh {
+		keepUnresolved(p, old)
+	}
+	ph.set("writing " + outName(out))
+	err = writeProfile(out, p, kind(inKind))
+	ph.done()
+	printNotices(notes)
+	return err
 }
 
 func oneInput(c *cli.Context) (string, error) {
@@ -222,9 +236,36 @@ func readProfile(path string) (*format.Profile, load.Kind, error) {
 
 // fillSymbols resolves addresses the profile has no names for from files on
 // disk. Failing to find a binary is normal (another machine's profile) and
-// not an error: those frames stay addresses.
-func fillSymbols(p *format.Profile, dirs []string) {
-	symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+// not an error: those frames stay addresses. It returns notices for the
+// end of the command: debug files skipped as another build's.
+func fillSymbols(p *format.Profile, dirs []string) []string {
+	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+	return st.RejectedDebugFiles()
+}
+
+// printNotices prints a command's end-of-run notices, one line each.
+func printNotices(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "gprof: "+n)
+	}
+}
+
+// checkSymbolDirs refuses a --symbol-dir that is not a directory: given
+// explicitly, a missing one is a mistake on the command line that would
+// otherwise only show, much later, as names missing.
+func checkSymbolDirs(c *cli.Context) error {
+	for _, d := range c.StringSlice("symbol-dir") {
+		st, err := os.Stat(d)
+		switch {
+		case os.IsNotExist(err):
+			return usagef("--symbol-dir %s does not exist", d)
+		case err != nil:
+			return fmt.Errorf("cannot read --symbol-dir %s: %v", d, err)
+		case !st.IsDir():
+			return usagef("--symbol-dir %s is not a directory", d)
+		}
+	}
+	return nil
 }
 
 // keepUnresolved copies entries of old that the fresh symbol table lacks.

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -65,8 +64,10 @@ Examples:
    # one thread (TID 1240) of a process, alone, for 10 seconds
    ./bin/gprof record -t 1240 -d 10
 
-   # CI: no terminal output, a JSON summary on stdout
-   ./bin/gprof record -q --json -o perf.json.gz -- make test`,
+   # CI: no terminal output, a JSON summary in summary.json
+   ./bin/gprof record -q --json-output summary.json -o perf.json.gz -- make test
+   jq '.samples' summary.json`,
+
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
@@ -75,28 +76,31 @@ Examples:
 			&cli.StringFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after `SECONDS` (a number, or a duration like 1m30s)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz; - for standard output, uncompressed)"},
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
-			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms)"},
+			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
-			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},
+			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528)"},
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace (default perf, falling back to ptrace when perf_event_open is denied)"},
 			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
 			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
-			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable summary of the recording on stdout"},
+			jsonOutputFlag("a summary of the recording", ", apart from the command's output"),
+			jsonFlag,
 			&cli.BoolFlag{Name: "view", Usage: "then open the profile in the Firefox Profiler with names, as 'gprof view' does, until Ctrl-C"},
 		},
 		Action: recordAndView,
 	}
 }
 
-// recordSummary is what --json prints; field names are a stable interface.
+// recordSummary is what --json-output writes; field names are a stable
+// interface, documented in README.md ("JSON output").
 type recordSummary struct {
+	Version     int     `json:"version"`
 	Output      string  `json:"output"`
 	DurationSec float64 `json:"duration_s"`
-	Samples     uint64  `json:"samples"`
+	Samples     uint64  `json:"samples"` // in the file; discarded ones apart
 	Processes   int     `json:"processes"`
 	Threads     int     `json:"threads"`
 	Lost        uint64  `json:"lost"`
@@ -105,6 +109,10 @@ type recordSummary struct {
 	Event       string  `json:"event"`
 	Symbols     int     `json:"symbolicated_addresses"`
 	Discarded   uint64  `json:"discarded_samples"`
+	// NoStackSec is CPU time counted in the profile that no stack shows
+	// (kernel mode the kernel would not sample); NoStackWhy says why.
+	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
+	NoStackWhy string  `json:"no_stack_reason,omitempty"`
 }
 
 func runRecord(c *cli.Context) error {
@@ -129,6 +137,10 @@ func runRecord(c *cli.Context) error {
 	defer sigs.release()
 	sigs.writing(out)
 	if err := checkWritable(out); err != nil {
+		return err
+	}
+	jsonOut, err := jsonTarget(c)
+	if err != nil {
 		return err
 	}
 	quiet := c.Bool("quiet")
@@ -178,12 +190,15 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range res.RejectedDebugFiles {
+		opts.Attach.Notice(n)
+	}
 
 	sum := recordSummary{
-		Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
+		Version: recordSummaryVersion, Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
-		Discarded: res.Discarded,
+		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -191,11 +206,9 @@ func runRecord(c *cli.Context) error {
 	if !quiet {
 		printRecordSummary(os.Stderr, sum)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
-			return err
+	if jsonOut != "" {
+		if err := writeJSONOutput(jsonOut, encodeJSON(sum)); err != nil {
+			return fmt.Errorf("write %s: %v", jsonOut, err)
 		}
 	}
 	// A command that failed on its own gets a code of its own, so that a
@@ -209,15 +222,18 @@ func runRecord(c *cli.Context) error {
 }
 
 func printRecordSummary(w io.Writer, s recordSummary) {
-	fmt.Fprintf(w, "gprof: wrote %s: %s from %s in %s over %.2fs",
-		outName(s.Output), plural(int(s.Samples), "sample"), plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
+	fmt.Fprintf(w, "gprof: wrote %s: %s", outName(s.Output), plural(int(s.Samples), "sample"))
+	if s.Discarded > 0 {
+		fmt.Fprintf(w, " (%d older ones discarded to stay within --max-memory/--keep)", s.Discarded)
+	}
+	fmt.Fprintf(w, " from %s in %s over %.2fs", plural(s.Threads, "thread"), plural(s.Processes, "process"), s.DurationSec)
 	if s.Lost > 0 {
 		fmt.Fprintf(w, ", %d events LOST", s.Lost)
 	}
-	if s.Discarded > 0 {
-		fmt.Fprintf(w, " (%d older samples discarded to stay within --max-memory/--keep)", s.Discarded)
-	}
 	fmt.Fprintln(w)
+	if s.NoStackSec > 0 {
+		fmt.Fprintf(w, "gprof: %.2f s of CPU time had no stack (%s); it is counted in the CPU time of the samples that follow it\n", s.NoStackSec, s.NoStackWhy)
+	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
 		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
 	}
@@ -279,11 +295,11 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	if o.Attach.CallGraph == "" {
 		o.Attach.CallGraph = "dwarf"
 	}
-	ss := c.Int("stack-size")
-	if ss < 512 || ss > 65528 {
-		return o, usagef("--stack-size %d is out of range: use 512 to 65528 bytes", ss)
+	ss, err := parseSize(c.String("stack-size"))
+	if err != nil || ss < 512 || ss > 65528 {
+		return o, usagef("--stack-size %s is out of range: use 512 to 65528 bytes (e.g. 8K; the kernel's limit is 64K-8)", c.String("stack-size"))
 	}
-	o.Attach.StackSize = ss &^ 7
+	o.Attach.StackSize = int(ss) &^ 7
 	switch be := c.String("backend"); be {
 	case "", "perf", "ptrace":
 		o.Attach.Backend = be
@@ -293,7 +309,7 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	if s := c.String("max-memory"); s != "" {
 		n, err := parseSize(s)
 		if err != nil {
-			return o, err
+			return o, usagef("invalid --max-memory %q: use a number of bytes with K, M or G, e.g. 256M", s)
 		}
 		if n < 1<<20 {
 			return o, usagef("--max-memory %s is too small: give at least 1M", s)
@@ -301,14 +317,17 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		o.MaxBytes = n
 	}
 	if s := c.String("keep"); s != "" {
-		d, err := parseSeconds(s)
+		d, err := parseSecondsFlag("--keep", s)
 		if err != nil {
-			return o, usagef("invalid --keep %q: use seconds (60) or a duration (5m)", s)
+			return o, err
 		}
 		o.Keep = d
 	}
 	o.Attach.Kernel = c.Bool("kernel")
 	o.Symbolize = !c.Bool("no-symbols")
+	if err := checkSymbolDirs(c); err != nil {
+		return o, err
+	}
 	o.SymbolDirs = c.StringSlice("symbol-dir")
 	if s := c.String("output"); s == "" {
 		return o, usagef("--output needs a file name")
@@ -357,34 +376,52 @@ func samplingInterval(c *cli.Context) (time.Duration, error) {
 		return d, nil
 	}
 	hz := c.Float64("rate")
-	if hz < 0.1 || hz > 100000 {
+	if !(hz >= 0.1 && hz <= 100000) { // also refuses NaN
 		return 0, usagef("--rate %g is out of range: use 0.1 to 100000 Hz", hz)
 	}
 	return time.Duration(float64(time.Second) / hz), nil
 }
 
-// parseSeconds accepts "10", "2.5" (seconds) or a Go duration ("1m30s").
-func parseSeconds(s string) (time.Duration, error) {
+// parseSeconds accepts "10", "2.5" (seconds) or a Go duration ("1m30s")
+// for --duration.
+func parseSeconds(s string) (time.Duration, error) { return parseSecondsFlag("--duration", s) }
+
+// Bounds of a time span on the command line: shorter is not measurable at
+// sampling rates, longer is a typo (and past 292 years a Duration overflows).
+const (
+	minSeconds = time.Millisecond
+	maxSeconds = 366 * 24 * time.Hour
+)
+
+// parseSecondsFlag is parseSeconds for the flag named flag. NaN, infinities
+// and spans outside [minSeconds, maxSeconds] are refused.
+func parseSecondsFlag(flag, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f <= 0 {
-			return 0, usagef("--duration must be positive, got %q", s)
+	d, err := time.ParseDuration(s)
+	if f, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+		// Compare as floats: converting a huge or NaN value to a Duration
+		// would wrap around.
+		if !(f*float64(time.Second) >= float64(minSeconds) && f*float64(time.Second) <= float64(maxSeconds)) {
+			return 0, usagef("%s %s is out of range: use 1ms to 366 days (e.g. 10, 2.5, 1m30s)", flag, s)
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, usagef("invalid --duration %q: use seconds (10, 2.5) or a duration (1m30s)", s)
+	if err != nil {
+		return 0, usagef("invalid %s %q: use seconds (10, 2.5) or a duration (1m30s)", flag, s)
+	}
+	if d < minSeconds || d > maxSeconds {
+		return 0, usagef("%s %s is out of range: use 1ms to 366 days (e.g. 10, 2.5, 1m30s)", flag, s)
 	}
 	return d, nil
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix (powers
-// of 1024, as memory is counted).
+// of 1024, as memory is counted), also written KB, KiB and so on; the
+// result is between 1 byte and 1 TiB.
 func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i"))
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
 	mult := int64(1)
 	switch {
 	case strings.HasSuffix(t, "K"):
@@ -395,7 +432,7 @@ func parseSize(s string) (int64, error) {
 		mult, t = 1<<30, strings.TrimSuffix(t, "G")
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 {
+	if err != nil || !(f*float64(mult) >= 1 && f*float64(mult) <= 1<<40) { // !(...) also catches NaN
 		return 0, usagef("invalid size %q: use a number of bytes with K, M or G, e.g. 256M", s)
 	}
 	return int64(f * float64(mult)), nil

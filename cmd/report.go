@@ -22,8 +22,9 @@ func reportCommand() *cli.Command {
 		Description: `Prints, per thread (most samples first), the samples and CPU time, and the
 functions with the most self time (the function was running) and total time
 (it was on the stack), in percent of the thread's samples; then per-process
-totals and all threads together. Reads Gecko, processed and pprof profiles;
-names come from the profile, else from the binaries on disk.
+totals and all threads together. Reads Gecko, processed and pprof profiles,
+and perf.data files; names come from the profile, else from the binaries on
+disk.
 
 --tree prints the call tree instead (roots are thread names), --format
 collapsed prints folded stacks ("thread;outer;...;leaf COUNT", for
@@ -37,12 +38,14 @@ Examples:
    ./bin/gprof report profile.json.gz
    ./bin/gprof report --thread 'worker*' --tree --depth 6 profile.json.gz
    ./bin/gprof report --format collapsed profile.json.gz | flamegraph.pl > flame.svg
-   ./bin/gprof report --top 5 --json profile.json.gz | jq '.all.top_self[0]'`,
+   ./bin/gprof report --top 5 --json-output report.json profile.json.gz
+   jq -r '.all.top_self[0].name' report.json`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON, the same as --format json (schema version in the \"version\" field)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the --format output to `FILE` instead of stdout"},
+			jsonOutputFlag("the report", " (the text report still goes to stdout)"),
+			jsonFlag,
 			&cli.BoolFlag{Name: "tree", Usage: "print the call tree (text format)"},
 			&cli.IntFlag{Name: "depth", Usage: "with --tree, print at most `N` levels below the thread roots (0: all)"},
 			&cli.Float64Flag{Name: "min-pct", Value: 0.5, Usage: "with --tree, hide calls under `PCT` percent of all samples"},
@@ -66,16 +69,24 @@ func runReport(c *cli.Context) error {
 		return usagef("--top must be a positive number, or -1 for all")
 	}
 	form := c.String("format")
-	if c.Bool("json") {
+	jsonOut, err := jsonTarget(c)
+	if err != nil {
+		return err
+	}
+	if jsonOut == "-" {
+		// --json (or --json-output -) is the JSON report on stdout.
 		if c.IsSet("format") && form != "json" {
-			return usagef("--json and --format %s disagree", form)
+			return usagef("--json prints JSON on stdout; it cannot be combined with --format %s", form)
 		}
-		form = "json"
+		form, jsonOut = "json", ""
 	}
 	switch form {
 	case "text", "json", "collapsed":
 	default:
 		return usagef("unknown --format %q: use text, json or collapsed", form)
+	}
+	if jsonOut != "" && form != "text" {
+		return usagef("--json-output FILE goes with the text report; use -o FILE with --format %s", form)
 	}
 	if c.Bool("tree") && form != "text" {
 		return usagef("--tree prints text; it cannot be combined with --format %s", form)
@@ -91,6 +102,9 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 	f.Threads, f.Processes = c.StringSlice("thread"), c.StringSlice("process")
+	if err := checkSymbolDirs(c); err != nil {
+		return err
+	}
 	out := c.String("output")
 	if out != "" && out != "-" {
 		if err := checkWritable(out); err != nil {
@@ -112,7 +126,7 @@ func runReport(c *cli.Context) error {
 		return usagef("no thread matches the --pid, --tid, --thread and --process filters")
 	}
 	ph.set("resolving names")
-	fillSymbols(p, c.StringSlice("symbol-dir"))
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 	ph.set("summarizing")
 	width := 0
 	if (out == "" || out == "-") && !c.Bool("wide") && isTerminal(os.Stdout) {
@@ -129,6 +143,12 @@ func runReport(c *cli.Context) error {
 		write = func(w io.Writer) error { return report.WriteTree(w, t, o) }
 	default:
 		r := report.Build(p, report.Options{Top: c.Int("top")})
+		if jsonOut != "" {
+			if err := writeJSONOutput(jsonOut, func(w io.Writer) error { return report.WriteJSON(w, r) }); err != nil {
+				ph.done()
+				return fmt.Errorf("cannot write %s: %v", jsonOut, err)
+			}
+		}
 		if form == "json" {
 			write = func(w io.Writer) error { return report.WriteJSON(w, r) }
 		} else {
@@ -137,6 +157,7 @@ func runReport(c *cli.Context) error {
 		}
 	}
 	ph.done()
+	printNotices(notes)
 	if out == "" || out == "-" {
 		return write(os.Stdout)
 	}

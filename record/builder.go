@@ -98,6 +98,10 @@ func (b *builder) thread(pr *proc, tid int, t int64) *format.Thread {
 	return th
 }
 
+// KernelLabel is the frame that stands for kernel code in a sample taken in
+// the kernel without its kernel stack.
+const KernelLabel = "[kernel]"
+
 // tickEvery is how often (in event time) onTick runs.
 const tickEvery = 250e6
 
@@ -236,6 +240,12 @@ func (b *builder) sample(s *attach.Sample) {
 	b.addrs = addrs
 
 	frames := b.frames[:0]
+	if s.InKernel && s.KernelFrames == 0 {
+		// In the kernel, whose stack was not asked for (or not
+		// permitted): one frame stands for it, above the user stack
+		// that entered it.
+		frames = append(frames, format.Frame{Label: KernelLabel, Category: format.CategoryKernel})
+	}
 	for i, a := range addrs {
 		c := format.CategoryUser
 		if i < s.KernelFrames {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
@@ -34,6 +35,24 @@ type libFile struct {
 	loads []elf.ProgHeader
 	// note explains a degraded identity, e.g. a file replaced on disk.
 	note string
+	// pages finds the file offset of an executable page by its first
+	// bytes, for recognizing copies of it; built on first use.
+	pages map[[pageKeyLen]byte]uint64
+}
+
+// anonKey is an anonymous executable region of a process.
+type anonKey struct {
+	pid        int
+	start, end uint64
+}
+
+// textCopy says which file an anonymous region is a copy of, and from
+// which offset. V8 copies node's builtins into anonymous memory when
+// node's own text is in anonymous huge pages (--use-largepages), where it
+// cannot map them again from the file.
+type textCopy struct {
+	file   *libFile
+	offset uint64
 }
 
 // libResolver identifies binaries as they are mapped and turns a
@@ -49,6 +68,14 @@ type libResolver struct {
 	// maps are re-read while they live: runtimes delete them on exit.
 	jitPids  map[int]bool
 	perfStat map[int]perfMapStat
+	// procFiles are the files each process maps executable, the sources
+	// an anonymous copy of code may come from.
+	procFiles map[int][]*libFile
+	// anonTodo are anonymous executable regions not yet told apart as
+	// JIT code or copies of a file's text, with the checks left for a
+	// region still empty; copies are those found to be copies.
+	anonTodo map[anonKey]int
+	copies   map[anonKey]textCopy
 }
 
 // perfMapStat tells whether a JIT map changed since it was read.
@@ -65,6 +92,9 @@ func newLibResolver(symbolDirs []string) *libResolver {
 		perfMaps:   make(map[int]*symbolize.PerfMap),
 		jitPids:    make(map[int]bool),
 		perfStat:   make(map[int]perfMapStat),
+		procFiles:  make(map[int][]*libFile),
+		anonTodo:   make(map[anonKey]int),
+		copies:     make(map[anonKey]textCopy),
 	}
 }
 
@@ -97,14 +127,90 @@ func (f *libFile) identify(bin *symbolize.Binary) {
 func (r *libResolver) processExited(pid int) {
 	r.refreshPerfMap(pid)
 	delete(r.jitPids, pid)
+	for k := range r.anonTodo {
+		if k.pid == pid {
+			delete(r.anonTodo, k)
+		}
+	}
 }
 
 // tick re-reads the JIT maps that changed, for processes that have JIT
-// code. It is called about four times a second while recording.
+// code, and looks into anonymous regions not yet identified. It is called
+// about four times a second while recording.
 func (r *libResolver) tick() {
 	for pid := range r.jitPids {
 		r.refreshPerfMap(pid)
 	}
+	for k := range r.anonTodo {
+		r.identifyAnon(k)
+	}
+}
+
+const (
+	// pageKeyLen bytes from the start of a page identify it among a
+	// file's executable pages.
+	pageKeyLen = 64
+	// anonChecks bounds how many ticks a region may stay empty.
+	anonChecks = 40
+	pageSize   = 4096 // the smallest page size: copies start on one
+)
+
+// identifyAnon decides whether the anonymous region k holds a copy of
+// executable pages of a file its process maps: its first bytes must be
+// those of such a page, and its whole first page equal to it. A region
+// still empty (mapped, not yet filled) is looked at again next tick.
+func (r *libResolver) identifyAnon(k anonKey) {
+	var head [pageKeyLen]byte
+	if n, err := readProcMem(k.pid, k.start, head[:]); err != nil || n < len(head) {
+		delete(r.anonTodo, k)
+		return
+	}
+	if head == ([pageKeyLen]byte{}) {
+		if r.anonTodo[k]--; r.anonTodo[k] <= 0 {
+			delete(r.anonTodo, k)
+		}
+		return
+	}
+	delete(r.anonTodo, k)
+	for _, lf := range r.procFiles[k.pid] {
+		off, ok := lf.pageIndex()[head]
+		if !ok {
+			continue
+		}
+		n := min(k.end-k.start, pageSize)
+		mem, file := make([]byte, n), make([]byte, n)
+		if m, err := readProcMem(k.pid, k.start, mem); err != nil || m != len(mem) {
+			return
+		}
+		if m, err := lf.fd.ReadAt(file, int64(off)); err != nil || m != len(file) || !bytes.Equal(mem, file) {
+			continue
+		}
+		r.copies[k] = textCopy{file: lf, offset: off}
+		return
+	}
+}
+
+// pageIndex indexes the file's executable pages by their first bytes.
+func (f *libFile) pageIndex() map[[pageKeyLen]byte]uint64 {
+	if f.pages != nil || f.fd == nil {
+		return f.pages
+	}
+	f.pages = make(map[[pageKeyLen]byte]uint64)
+	var key [pageKeyLen]byte
+	for _, p := range f.loads {
+		if p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		for off := p.Off &^ (pageSize - 1); off < p.Off+p.Filesz; off += pageSize {
+			if n, err := f.fd.ReadAt(key[:], int64(off)); err != nil || n < len(key) {
+				break
+			}
+			if _, dup := f.pages[key]; !dup && key != ([pageKeyLen]byte{}) {
+				f.pages[key] = off
+			}
+		}
+	}
+	return f.pages
 }
 
 func (r *libResolver) refreshPerfMap(pid int) {
@@ -123,9 +229,8 @@ func (r *libResolver) refreshPerfMap(pid int) {
 }
 
 // symbolize resolves every native address of p and stores the names in p.
-// It returns how many distinct addresses were resolved.
-func (r *libResolver) symbolize(p *format.Profile) (int, error) {
-	st, err := symbolize.Profile(p, symbolize.Options{
+func (r *libResolver) symbolize(p *format.Profile) (symbolize.Stats, error) {
+	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
 		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
@@ -140,7 +245,6 @@ func (r *libResolver) symbolize(p *format.Profile) (int, error) {
 			return symbolize.LoadPerfMap(pid)
 		},
 	})
-	return st.Resolved, err
 }
 
 func keyOf(m *attach.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }
@@ -156,14 +260,22 @@ func (r *libResolver) observe(pid int, m *attach.Map) {
 		if m.Path != "[vdso]" && m.Path != "[vsyscall]" {
 			r.jitPids[pid] = true
 			r.refreshPerfMap(pid)
+			k := anonKey{pid, m.Start, m.End}
+			if _, done := r.copies[k]; !done {
+				r.anonTodo[k] = anonChecks
+			}
 		}
 		return
 	}
 	k := keyOf(m)
-	if _, ok := r.files[k]; ok {
-		return
+	lf, ok := r.files[k]
+	if !ok {
+		lf = r.open(m)
+		r.files[k] = lf
 	}
-	r.files[k] = r.open(m)
+	if lf.fd != nil && !slices.Contains(r.procFiles[pid], lf) {
+		r.procFiles[pid] = append(r.procFiles[pid], lf)
+	}
 }
 
 func (r *libResolver) open(m *attach.Map) *libFile {
@@ -240,6 +352,7 @@ func (r *libResolver) libsFor(pr *proc) []format.Lib {
 func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	l := format.Lib{Start: m.Start, End: m.End, Arch: archName()}
 	var lf *libFile
+	fileOffset := m.FileOffset
 	switch {
 	case m.Path == "[vdso]":
 		lf = r.vdsoFile()
@@ -253,6 +366,12 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 		path := strings.TrimSuffix(m.Path, " (deleted)")
 		l.Name, l.Path = filepath.Base(path), path
 	default:
+		if c, ok := r.copies[anonKey{m.Pid, m.Start, m.End}]; ok {
+			// A copy of a file's text: placed like a mapping of it.
+			lf, fileOffset = c.file, c.offset
+			l.Name, l.Path = filepath.Base(lf.id.DebugPath), lf.id.DebugPath
+			break
+		}
 		// Anonymous executable memory (JIT code). All of a process's
 		// anonymous regions form one pseudo-library named like its JIT
 		// map, perf-PID.map, whose relative addresses are the absolute
@@ -282,11 +401,11 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 		l.Arch = lf.id.Arch
 	}
 	if lf.loads != nil {
-		l.Offset = symbolize.LibOffset(m.Start, m.FileOffset, lf.typ, lf.loads)
+		l.Offset = symbolize.LibOffset(m.Start, fileOffset, lf.typ, lf.loads)
 	} else {
 		// Without the file, assume the usual layout where file offsets
 		// and relative addresses agree.
-		l.Offset = m.FileOffset
+		l.Offset = fileOffset
 	}
 	if lf.note != "" {
 		l.Name += " (" + lf.note + ")"

@@ -42,8 +42,9 @@ type Progress struct {
 
 // Result is a finished recording.
 type Result struct {
-	Profile   *format.Profile
-	Duration  time.Duration
+	Profile  *format.Profile
+	Duration time.Duration
+	// Samples counts the samples the profile holds, not those discarded.
 	Samples   uint64
 	Processes int
 	Threads   int
@@ -51,9 +52,16 @@ type Result struct {
 	// ExitCode is the launched command's exit status, or -1.
 	ExitCode int
 	// Discarded counts samples dropped to stay within MaxBytes or Keep.
-	Discarded             uint64
+	Discarded uint64
+	// NoStackCPU is CPU time the profile counts (in its samples' CPU
+	// deltas) that no sample's stack shows; NoStackReason says why.
+	NoStackCPU            time.Duration
+	NoStackReason         string
 	Backend, Event        string
 	SymbolicatedAddresses int
+	// RejectedDebugFiles says which debug files were skipped as another
+	// build's, one line each, for the user to hear of.
+	RejectedDebugFiles []string
 }
 
 // Run records until ctx is done or the targets exit, then builds the
@@ -112,7 +120,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}()
 	}
-	res, err := attach.Record(ctx, opts.Attach, handler)
+	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
 	end := attach.MonotonicNow()
 	if err != nil {
@@ -121,12 +129,19 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	procs := b.finish(end)
 	prof.Meta.Duration = end - t0
-	prof.Meta.LostEvents = b.lost + res.Lost
+	// The backend's total counts the same records it reported as Lost
+	// events; it is the larger only for a backend that does not send them.
+	prof.Meta.LostEvents = max(b.lost, res.Lost)
 	prof.Meta.Extra["backend"] = res.Backend
 	prof.Meta.Extra["event"] = res.Event
 	out := &Result{
-		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples,
+		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
+		NoStackCPU: res.NoStackCPU, NoStackReason: res.NoStackReason,
+	}
+	if res.NoStackCPU > 0 {
+		prof.Meta.Extra["no_stack_cpu_ms"] = fmt.Sprintf("%.1f", res.NoStackCPU.Seconds()*1000)
+		prof.Meta.Extra["no_stack_reason"] = res.NoStackReason
 	}
 	for _, pr := range procs {
 		pr.p.Libs = libs.libsFor(pr)
@@ -158,11 +173,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if opts.Phase != nil {
 			opts.Phase("resolving names")
 		}
-		n, err := libs.symbolize(prof)
+		st, err := libs.symbolize(prof)
 		if err != nil && opts.Attach.Notice != nil {
 			opts.Attach.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
 		}
-		out.SymbolicatedAddresses = n
+		out.SymbolicatedAddresses = st.Resolved
+		out.RejectedDebugFiles = st.RejectedDebugFiles()
 	}
 	return out, nil
 }
@@ -192,3 +208,6 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 	}
 	return m
 }
+
+// backendRecord is attach.Record; tests replace it with a scripted backend.
+var backendRecord = attach.Record

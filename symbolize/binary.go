@@ -1,8 +1,9 @@
 // Package symbolize turns instruction addresses into names: it opens
 // binaries, computes the identities symbol servers key on (breakpad IDs and
 // code IDs), and maps library-relative addresses to functions, source lines
-// and inline chains using symbol tables, DWARF, Go's pclntab, split debug
-// files, the kernel's symbol list and JIT perf maps.
+// and inline chains using symbol tables, DWARF, Go's pclntab (with its
+// inline tree, for Go 1.20 and later), split debug files, the kernel's
+// symbol list and JIT perf maps.
 //
 // Addresses are library-relative as the Firefox Profiler counts them: from
 // the virtual address of the binary's first PT_LOAD segment, so that

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/hex"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -23,20 +24,36 @@ func (d *debugFile) Close() error { return d.f.Close() }
 // .gnu_debuglink name next to the binary, in its .debug directory, under
 // the debug root and in each symbol directory; finally by the binary's own
 // file name in each symbol directory. Build-id candidates must carry the
-// same build-id and debuglink candidates the recorded CRC.
-func (b *Binary) findDebugFile() (*debugFile, string) {
+// same build-id and debuglink candidates the recorded CRC; those that do
+// not are another build's, skipped and listed in rejected, one line each.
+func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) {
 	buildID := b.Identity().BuildID
 	roots := append([]string(nil), b.cfg.symbolDirs...)
 	if b.cfg.debugRoot != "" {
 		roots = append(roots, b.cfg.debugRoot)
 	}
-	matchesID := func(f *elf.File) bool { return bytes.Equal(FileBuildID(f), buildID) }
+	matchesID := func(f *elf.File) string {
+		if id := FileBuildID(f); !bytes.Equal(id, buildID) {
+			if len(id) == 0 {
+				return fmt.Sprintf("it has no build-id, and %s has %x", b.path, buildID)
+			}
+			return fmt.Sprintf("its build-id %x is not %s's %x", id, b.path, buildID)
+		}
+		return ""
+	}
+	try := func(p string, check func(*elf.File) string) *debugFile {
+		d, why := openDebug(p, check)
+		if why != "" {
+			rejected = append(rejected, fmt.Sprintf("ignored debug file %s: %s", p, why))
+		}
+		return d
+	}
 	if len(buildID) >= 2 {
 		h := hex.EncodeToString(buildID)
 		for _, root := range roots {
 			p := filepath.Join(root, ".build-id", h[:2], h[2:]+".debug")
-			if d := openDebug(p, matchesID); d != nil {
-				return d, p
+			if d := try(p, matchesID); d != nil {
+				return d, p, rejected
 			}
 		}
 	}
@@ -54,8 +71,14 @@ func (b *Binary) findDebugFile() (*debugFile, string) {
 			if abs, _ := filepath.Abs(p); abs == self {
 				continue
 			}
-			if d := openDebug(p, func(*elf.File) bool { return fileCRC(p) == crc }); d != nil {
-				return d, p
+			matchesCRC := func(*elf.File) string {
+				if fileCRC(p) != crc {
+					return fmt.Sprintf("its CRC is not the %08x %s's .gnu_debuglink records", crc, b.path)
+				}
+				return ""
+			}
+			if d := try(p, matchesCRC); d != nil {
+				return d, p, rejected
 			}
 		}
 	}
@@ -63,25 +86,32 @@ func (b *Binary) findDebugFile() (*debugFile, string) {
 		for _, sd := range b.cfg.symbolDirs {
 			for _, name := range []string{filepath.Base(b.path), filepath.Base(b.path) + ".debug"} {
 				p := filepath.Join(sd, name)
-				if d := openDebug(p, matchesID); d != nil {
-					return d, p
+				if d := try(p, matchesID); d != nil {
+					return d, p, rejected
 				}
 			}
 		}
 	}
-	return nil, ""
+	return nil, "", rejected
 }
 
-func openDebug(path string, ok func(*elf.File) bool) *debugFile {
+// openDebug opens path as a debug file if check finds nothing wrong with
+// it (else it says why) and it has DWARF or a symbol table. A path that is
+// not there, or not ELF, is no candidate at all.
+func openDebug(path string, check func(*elf.File) string) (*debugFile, string) {
 	f, ef, err := openELF(path)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	if !ok(ef) || (!hasDWARF(ef) && ef.Section(".symtab") == nil) {
+	if why := check(ef); why != "" {
 		f.Close()
-		return nil
+		return nil, why
 	}
-	return &debugFile{f: f, elf: ef}
+	if !hasDWARF(ef) && ef.Section(".symtab") == nil {
+		f.Close()
+		return nil, ""
+	}
+	return &debugFile{f: f, elf: ef}, ""
 }
 
 // debugLink returns the file name and CRC recorded in .gnu_debuglink.

@@ -108,19 +108,24 @@ func LoadSegments(f *elf.File) []elf.ProgHeader {
 // LibOffset returns the Offset of a format.Lib for a mapping that starts at
 // address start and maps the file from fileOffset: the value such that
 // start-offset is the address the binary's relative address 0 (the first
-// PT_LOAD's vaddr) was loaded at. loads are the binary's PT_LOAD headers in
-// file order. Executables of type ET_EXEC are never relocated, so their
-// offset follows from start alone.
+// PT_LOAD's vaddr) was loaded at, as samply and breakpad count. loads are
+// the binary's PT_LOAD headers in file order.
+//
+// The file offset, not the start address, says which bytes a mapping
+// holds, for every ELF type: an executable (ET_EXEC) is loaded at its link
+// address, but a program may map its text again elsewhere (V8 does so with
+// node's builtins), and that copy must name the same functions.
 func LibOffset(start, fileOffset uint64, typ elf.Type, loads []elf.ProgHeader) uint64 {
 	if len(loads) == 0 {
 		return fileOffset
 	}
 	first := loads[0].Vaddr
-	if typ == elf.ET_EXEC {
-		return start - first
-	}
 	p, ok := segmentForOffset(fileOffset, loads)
 	if !ok {
+		if typ == elf.ET_EXEC {
+			// Not a segment's bytes; an executable is not relocated.
+			return start - first
+		}
 		// Assume the common layout where vaddr tracks file offset.
 		return fileOffset - loads[0].Off
 	}

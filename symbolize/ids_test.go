@@ -191,6 +191,12 @@ func TestLibOffset(t *testing.T) {
 		{"shifted dyn data", bias + 0x6000, 0x4000, elf.ET_DYN, shifted, 0x6000},
 		{"exec first", 0x400000, 0, elf.ET_EXEC, shifted, 0},
 		{"exec text", 0x402000, 0x1000, elf.ET_EXEC, shifted, 0x2000},
+		// A second copy of an executable's text, mapped from the file
+		// away from its link address (V8 does this with node's
+		// builtins): the file offset says which bytes it holds.
+		{"exec text remapped", bias, 0x1000, elf.ET_EXEC, shifted, 0x2000},
+		{"exec text remapped inside", bias, 0x3000, elf.ET_EXEC, shifted, 0x4000},
+		{"pie text remapped", bias + 0x123000, 0x4000, elf.ET_DYN, pie, 0x4000},
 	}
 	for _, tt := range tests {
 		if got := LibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {

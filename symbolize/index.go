@@ -24,9 +24,11 @@ type index struct {
 	base      uint64
 	syms      []symbol // sorted by addr
 	dw        *dwarfIndex
-	gotab     *gosym.Table
-	debugFile io.Closer // separate debug file, if one was found
+	gopcln    *goPCLN      // Go 1.20+ line table, with inlining
+	gotab     *gosym.Table // older Go line tables
+	debugFile io.Closer    // separate debug file, if one was found
 	debugPath string
+	rejected  []string // debug files of other builds that were skipped
 
 	mu        sync.Mutex
 	demangled map[string]string
@@ -72,6 +74,18 @@ func (b *Binary) DebugFile() string {
 	return ix.debugPath
 }
 
+// RejectedDebugFiles says, one line each, which debug files were found for
+// the binary but skipped as another build's (their build-id or CRC does
+// not match). Users want to hear of these: a stale debug file is
+// otherwise a silent loss of names.
+func (b *Binary) RejectedDebugFiles() []string {
+	ix, err := b.index()
+	if err != nil {
+		return nil
+	}
+	return ix.rejected
+}
+
 func (b *Binary) index() (*index, error) {
 	b.idxOnce.Do(func() { b.idx, b.idxErr = b.buildIndex() })
 	return b.idx, b.idxErr
@@ -82,7 +96,9 @@ func (b *Binary) buildIndex() (*index, error) {
 	files := []*elf.File{b.elf}
 	dwarfFile := b.elf
 	if !hasDWARF(b.elf) && !b.cfg.noDebug {
-		if df, path := b.findDebugFile(); df != nil {
+		df, path, rejected := b.findDebugFile()
+		ix.rejected = rejected
+		if df != nil {
 			ix.debugFile, ix.debugPath = df, path
 			files = append(files, df.elf)
 			if hasDWARF(df.elf) {
@@ -103,7 +119,9 @@ func (b *Binary) buildIndex() (*index, error) {
 			ix.dw = newDWARFIndex(d)
 		}
 	}
-	ix.gotab = goTable(b.elf, ix.syms)
+	if ix.gopcln = newGoPCLN(b.elf, ix.syms); ix.gopcln == nil {
+		ix.gotab = goTable(b.elf, ix.syms)
+	}
 	return ix, nil
 }
 
@@ -242,7 +260,8 @@ func (ix *index) symbolAt(addr uint64) *symbol {
 	return nil
 }
 
-// goTable reads .gopclntab, which Go binaries keep even when stripped.
+// goTable reads a .gopclntab older than Go 1.20 with debug/gosym, which
+// knows nothing of inlining.
 func goTable(f *elf.File, syms []symbol) *gosym.Table {
 	s := f.Section(".gopclntab")
 	if s == nil {
@@ -275,6 +294,12 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 	var frames []Frame
 	if ix.dw != nil {
 		frames = ix.dw.lookup(pc)
+	}
+	if frames == nil && ix.gopcln != nil {
+		if fr, entry, end := ix.gopcln.lookup(pc); fr != nil {
+			fr[0].FuncAddr, fr[0].FuncSize = entry-ix.base, end-entry
+			return fr
+		}
 	}
 	if frames == nil && ix.gotab != nil {
 		if file, line, fn := ix.gotab.PCToLine(pc); fn != nil {

@@ -221,12 +221,88 @@ func TestLookupGo(t *testing.T) {
 					sawInline = true
 				}
 			}
-			// Only DWARF records inlining; pclntab's inline tree is not
-			// exposed by debug/gosym.
-			if bin == full && !sawInline {
+			// DWARF and pclntab's inline tree both record inlining.
+			if !sawInline {
 				t.Error("no address in main.work shows main.inner inlined at line 12")
 			}
 		})
+	}
+}
+
+// TestLookupGoStrippedInline: a Go binary built without symbols and DWARF
+// (-ldflags=-s -w, as Go's own toolchain ships) gives, from its pclntab's
+// inline tree, the frames its DWARF twin gives: at every address of every
+// main.* function, the same functions, files and lines at the same inline
+// depth. Linked externally (as cgo programs are), Go's code does not start
+// where .text does, which the stripped binary must find out by itself.
+func TestLookupGoStrippedInline(t *testing.T) {
+	t.Run("internal", func(t *testing.T) {
+		full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+		stripped := build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+	t.Run("pie", func(t *testing.T) {
+		full := build(t, "goprog-pie", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-o", "OUT", ".")
+		stripped := build(t, "goprog-pie-stripped", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-s -w", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+	t.Run("external", func(t *testing.T) {
+		full := buildOrSkip(t, "goprog-ext", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-linkmode=external", "-o", "OUT", ".")
+		stripped := buildOrSkip(t, "goprog-ext-stripped", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w -linkmode=external", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+	t.Run("external-pie", func(t *testing.T) {
+		full := buildOrSkip(t, "goprog-ext-pie", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-linkmode=external", "-o", "OUT", ".")
+		stripped := buildOrSkip(t, "goprog-ext-pie-stripped", "env", "CGO_ENABLED=1", "go", "build", "-C", "TESTDATA/goprog", "-buildmode=pie", "-ldflags=-s -w -linkmode=external", "-o", "OUT", ".")
+		compareGoBuilds(t, full, stripped)
+	})
+}
+
+func compareGoBuilds(t *testing.T, full, stripped string) {
+	fb, err := Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	sb, err := Open(stripped, NoSeparateDebug())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if hasDWARF(sb.ELF()) || sb.ELF().Section(".symtab") != nil {
+		t.Fatal("the stripped build still has DWARF or symbols")
+	}
+	syms, err := fb.ELF().Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fb.Identity().Base
+	if sb.Identity().Base != base {
+		t.Fatalf("bases differ: %#x and %#x", base, sb.Identity().Base)
+	}
+	addrs, deepest := 0, 0
+	for _, s := range syms {
+		if !strings.HasPrefix(s.Name, "main.") || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			continue
+		}
+		for a := s.Value; a < s.Value+s.Size; a++ {
+			want, got := fb.Lookup(a-base), sb.Lookup(a-base)
+			addrs++
+			deepest = max(deepest, len(want))
+			if len(got) != len(want) || len(want) == 0 || got[0].FuncAddr != want[0].FuncAddr {
+				t.Fatalf("%s+%#x: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, got, want)
+			}
+			for i := range want {
+				w, g := want[i], got[i]
+				if g.Function != w.Function || g.File != w.File || g.Line != w.Line {
+					t.Fatalf("%s+%#x frame %d: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, i, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d addresses agree; deepest inline chain %d frames", addrs, deepest)
+	if deepest < 3 {
+		t.Errorf("deepest chain has %d frames, want main.deep → main.mid → main.leaf", deepest)
 	}
 }
 
@@ -297,7 +373,36 @@ func TestLookupSplitDebug(t *testing.T) {
 		if b3.DebugFile() != "" {
 			t.Errorf("accepted %s despite its CRC", b3.DebugFile())
 		}
+		wantRejected(t, b3, filepath.Join(d, "prog.debug"), "CRC")
 	})
+
+	// A debug file of another build, found by name in a symbol directory,
+	// is refused, and said so.
+	t.Run("other build", func(t *testing.T) {
+		other := build(t, "prog-other", "gcc", "-gdwarf-5", "-O1", "-o", "OUT", "TESTDATA/prog.c")
+		sd := t.TempDir()
+		run(t, "objcopy", "--only-keep-debug", other, filepath.Join(sd, "prog.debug"))
+		lone := filepath.Join(t.TempDir(), "prog")
+		run(t, "objcopy", "--strip-all", full, lone) // no debuglink: found by name only
+		b4, err := Open(lone, DebugRoot(""), SymbolDirs(sd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b4.Close()
+		if b4.DebugFile() != "" {
+			t.Errorf("accepted %s, a debug file of another build", b4.DebugFile())
+		}
+		wantRejected(t, b4, filepath.Join(sd, "prog.debug"), "build-id")
+	})
+}
+
+// wantRejected checks that b reports path as refused for reason.
+func wantRejected(t *testing.T, b *Binary, path, reason string) {
+	t.Helper()
+	rej := b.RejectedDebugFiles()
+	if len(rej) != 1 || !strings.Contains(rej[0], path) || !strings.Contains(rej[0], reason) || strings.Contains(rej[0], "\n") {
+		t.Errorf("RejectedDebugFiles = %q, want one line about %s and its %s", rej, path, reason)
+	}
 }
 
 func TestLookupSystemBinaries(t *testing.T) {

@@ -36,12 +36,31 @@ type Stats struct {
 
 // LibStats is the outcome for one library (or pseudo-library).
 type LibStats struct {
-	Key        format.LibKey
-	Path       string // the file symbols came from, when one was opened
-	DebugFile  string // its separate debug file, if any
+	Key       format.LibKey
+	Path      string // the file symbols came from, when one was opened
+	DebugFile string // its separate debug file, if any
+	// Rejected lists debug files found for it but skipped as another
+	// build's, one line each (see Binary.RejectedDebugFiles).
+	Rejected   []string
 	Resolved   int
 	Unresolved int
 	Err        error // why nothing could be resolved, if so
+}
+
+// RejectedDebugFiles gathers the libraries' Rejected lines, each once, in
+// order: what a command tells its user at the end.
+func (s Stats) RejectedDebugFiles() []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, l := range s.Libs {
+		for _, r := range l.Rejected {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // group is every address of one library across the profile.
@@ -235,6 +254,7 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.S
 	defer b.Close()
 	g.stats.Path = b.OpenedPath()
 	g.stats.DebugFile = b.DebugFile()
+	g.stats.Rejected = b.RejectedDebugFiles()
 	for rel, exact := range g.addrs {
 		frames := b.Lookup(lookupAddr(rel, exact))
 		if frames == nil {

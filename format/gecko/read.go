@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
+	"github.com/gprof-dev/gprof/format/internal/limit"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -39,19 +41,24 @@ func ReadFile(path string) (*format.Profile, error) {
 // label. A thread's pid decides its process, so one Gecko process object
 // holding several pids yields several processes sharing its libs, which
 // are sorted and made disjoint with format.SortLibs as the model requires.
+//
+// Input is untrusted: what Read holds is bounded by the file's size, and
+// strings, numbers and nesting by what a profile needs (see package
+// limit), so a damaged or hostile file fails fast with one line.
 func Read(r io.Reader) (p *format.Profile, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	file := limit.NewFile(r)
+	br := bufio.NewReaderSize(file, 64<<10)
 	var in io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("reading gzip header: %w", err)
 		}
-		ar := newAheadReader(zr)
+		ar := newAheadReader(limit.Inflated(zr, file))
 		defer ar.Close()
 		in = ar
 	}
-	s := newScanner(in)
+	s := newScanner(in, file)
 	defer func() {
 		if e := recover(); e != nil {
 			se, ok := e.(*syntaxError)
@@ -62,7 +69,7 @@ func Read(r io.Reader) (p *format.Profile, err error) {
 		}
 	}()
 	top := readTop(s)
-	return top.build()
+	return top.build(s.meter)
 }
 
 // errNotGecko prefixes errors for input that is JSON but not a profile.
@@ -146,8 +153,6 @@ const nullTime = -1 << 63
 func readTop(s *scanner) *rawProfile {
 	switch c := s.peek(); c {
 	case '{':
-	case 0:
-		s.fail("unexpected end of JSON input")
 	case '[':
 		panic(&syntaxError{msg: errNotGecko.Error() + ": top level is an array, not an object", off: s.base + int64(s.pos)})
 	default:
@@ -166,7 +171,21 @@ type topProfile struct {
 	wrapped *rawProfile
 }
 
+// Rough sizes of what the reader keeps per item of the input, counting what
+// build makes of it, for charging the file's budget.
+const (
+	profileCost = int(unsafe.Sizeof(topProfile{})) + 512
+	threadCost  = int(unsafe.Sizeof(rawThread{})+unsafe.Sizeof(format.Thread{})) + 1024
+	libCost     = 2 * int(unsafe.Sizeof(format.Lib{}))
+	sampleCost  = 2 * (4 + 8 + 8 + 4) // columns, and their final copy
+	frameCost   = 8 + 4 + 64          // read, remapped, interned
+	stackCost   = 8 + 4 + 48
+	markerCost  = int(unsafe.Sizeof(rawMarker{})+unsafe.Sizeof(format.Marker{})) + 16
+	cellCost    = int(unsafe.Sizeof(cell{})) + 16 // a cell kept before its schema
+)
+
 func readProfile(s *scanner, top bool) *topProfile {
+	s.hold(profileCost)
 	p := &topProfile{rawProfile: rawProfile{shutdown: -1, profilingEnd: -1}}
 	if !s.beginObject("a profile") {
 		return p
@@ -243,15 +262,15 @@ func (p *rawProfile) readMeta(s *scanner) {
 		case "interval":
 			p.interval = s.number().fixed(6)
 		case "product":
-			p.product = s.stringOrNull()
+			p.product = s.keptString()
 		case "oscpu":
-			p.oscpu = s.stringOrNull()
+			p.oscpu = s.keptString()
 		case "platform":
-			p.platform = s.stringOrNull()
+			p.platform = s.keptString()
 		case "abi":
-			p.abi = s.stringOrNull()
+			p.abi = s.keptString()
 		case "CPUName":
-			p.cpuName = s.stringOrNull()
+			p.cpuName = s.keptString()
 		case "logicalCPUs":
 			if !s.null() {
 				p.logicalCPUs = int(s.number().int())
@@ -270,7 +289,7 @@ func (p *rawProfile) readMeta(s *scanner) {
 			if s.beginObject("sampleUnits") {
 				for j := 0; s.field(j); j++ {
 					if string(s.key) == "threadCPUDelta" {
-						p.cpuUnit = s.stringOrNull()
+						p.cpuUnit = s.keptString()
 					} else {
 						s.skip()
 					}
@@ -286,8 +305,9 @@ func (p *rawProfile) readMeta(s *scanner) {
 						if s.beginObject("meta.gprof.extra") {
 							p.extra = map[string]string{}
 							for k := 0; s.field(k); k++ {
-								key := string(s.key)
-								p.extra[key] = s.stringOrNull()
+								key := s.holdString(string(s.key))
+								s.hold(32)
+								p.extra[key] = s.keptString()
 							}
 						}
 					default:
@@ -307,14 +327,15 @@ func readCategories(s *scanner) []format.CategoryInfo {
 		return nil
 	}
 	for i := 0; s.elem(i); i++ {
+		s.hold(int(unsafe.Sizeof(format.CategoryInfo{})))
 		var c format.CategoryInfo
 		if s.beginObject("a category") {
 			for j := 0; s.field(j); j++ {
 				switch string(s.key) {
 				case "name":
-					c.Name = s.stringOrNull()
+					c.Name = s.keptString()
 				case "color":
-					c.Color = s.stringOrNull()
+					c.Color = s.keptString()
 				default:
 					s.skip()
 				}
@@ -326,6 +347,7 @@ func readCategories(s *scanner) []format.CategoryInfo {
 }
 
 func readLib(s *scanner) format.Lib {
+	s.hold(libCost)
 	var l format.Lib
 	if !s.beginObject("a lib") {
 		return l
@@ -339,19 +361,19 @@ func readLib(s *scanner) format.Lib {
 		case "offset":
 			l.Offset = s.address()
 		case "name":
-			l.Name = s.stringOrNull()
+			l.Name = s.keptString()
 		case "path":
-			l.Path = s.stringOrNull()
+			l.Path = s.keptString()
 		case "debugName":
-			l.DebugName = s.stringOrNull()
+			l.DebugName = s.keptString()
 		case "debugPath":
-			l.DebugPath = s.stringOrNull()
+			l.DebugPath = s.keptString()
 		case "breakpadId":
-			l.BreakpadID = s.stringOrNull()
+			l.BreakpadID = s.keptString()
 		case "codeId":
-			l.CodeID = s.stringOrNull()
+			l.CodeID = s.keptString()
 		case "arch":
-			l.Arch = s.stringOrNull()
+			l.Arch = s.keptString()
 		default:
 			s.skip()
 		}
@@ -388,7 +410,7 @@ func readProcess(s *scanner) *rawProcess {
 		case "pid":
 			pr.pid = int(s.intValue())
 		case "name":
-			pr.name = s.stringOrNull()
+			pr.name = s.keptString()
 		case "start":
 			pr.start = s.number().fixed(6)
 		case "end":
@@ -405,6 +427,7 @@ func readProcess(s *scanner) *rawProcess {
 }
 
 func readThread(s *scanner) *rawThread {
+	s.hold(threadCost)
 	t := &rawThread{unregister: -1}
 	if !s.beginObject("a thread") {
 		return t
@@ -412,11 +435,11 @@ func readThread(s *scanner) *rawThread {
 	for i := 0; s.field(i); i++ {
 		switch string(s.key) {
 		case "name":
-			t.name = s.stringOrNull()
+			t.name = s.keptString()
 		case "processName":
-			t.processName = s.stringOrNull()
+			t.processName = s.keptString()
 		case "gprofName":
-			n := s.stringOrNull()
+			n := s.keptString()
 			t.gprofName = &n
 		case "gprofMain":
 			m := s.literal() == 't'
@@ -444,7 +467,7 @@ func readThread(s *scanner) *rawThread {
 		case "stringTable", "stringArray":
 			if s.beginArray("the string table") {
 				for j := 0; s.elem(j); j++ {
-					t.strings = append(t.strings, s.stringOrNull())
+					t.strings = append(t.strings, s.keptString())
 				}
 			}
 		default:
@@ -510,6 +533,7 @@ func (s *scanner) table(what string, names []string, handle func(t *table)) {
 			for j := 0; s.elem(j); j++ {
 				if t.idx == nil {
 					t.readRow(s, what, true)
+					s.hold(48 + t.n*cellCost)
 					pending = append(pending, row{slices.Clone(t.cells[:t.n]), slices.Clone(t.vals[:t.n])})
 					continue
 				}
@@ -580,6 +604,9 @@ func (t *table) readRow(s *scanner, what string, all bool) {
 			s.skip()
 			continue
 		}
+		if all {
+			s.hold(cellCost) // the row may be as long as the input
+		}
 		if i >= len(t.cells) {
 			t.cells = append(t.cells, make([]cell, i+1-len(t.cells))...)
 			t.vals = append(t.vals, make([]any, len(t.cells)-len(t.vals))...)
@@ -637,6 +664,7 @@ func (t *rawThread) readSamples(s *scanner) {
 		weight
 	)
 	s.table("samples", []string{"stack", "time", "threadCPUDelta", "weight"}, func(tb *table) {
+		s.hold(sampleCost)
 		t.sampleStack.add(s.index(tb.col(stack), "sample stack"))
 		var ns int64
 		if c := tb.col(tm); c.kind == 'n' {
@@ -660,6 +688,7 @@ func (t *rawThread) readSamples(s *scanner) {
 
 func (t *rawThread) readFrames(s *scanner) {
 	s.table("frameTable", []string{"location", "category"}, func(tb *table) {
+		s.hold(frameCost)
 		loc := s.index(tb.col(0), "frame location")
 		if loc < 0 {
 			s.fail("frame without a location")
@@ -677,6 +706,7 @@ func (t *rawThread) readFrames(s *scanner) {
 
 func (t *rawThread) readStacks(s *scanner) {
 	s.table("stackTable", []string{"prefix", "frame"}, func(tb *table) {
+		s.hold(stackCost)
 		t.stackPrefix = append(t.stackPrefix, s.index(tb.col(0), "stack prefix"))
 		f := s.index(tb.col(1), "stack frame")
 		if f < 0 {
@@ -697,6 +727,7 @@ func (t *rawThread) readMarkers(s *scanner) {
 		oldTime // before version 20 markers had one time and no phase
 	)
 	s.table("markers", []string{"name", "startTime", "endTime", "phase", "category", "data", "time"}, func(tb *table) {
+		s.hold(markerCost)
 		m := rawMarker{name: s.index(tb.col(name), "marker name"), start: nullTime, end: nullTime}
 		if m.name < 0 {
 			s.fail("marker without a name")
@@ -726,8 +757,9 @@ func (t *rawThread) readMarkers(s *scanner) {
 	})
 }
 
-// build turns the parsed top-level profile into the model.
-func (top *rawProfile) build() (*format.Profile, error) {
+// build turns the parsed top-level profile into the model, charging what
+// it copies to meter.
+func (top *rawProfile) build(meter *limit.Meter) (*format.Profile, error) {
 	if !top.hasMeta {
 		return nil, fmt.Errorf("%w: missing meta", errNotGecko)
 	}
@@ -750,7 +782,7 @@ func (top *rawProfile) build() (*format.Profile, error) {
 	if !slices.Equal(top.categories, format.DefaultCategories) {
 		m.Categories = top.categories
 	}
-	b := builder{p: p, ncat: len(top.categories), cpuUnit: top.cpuUnit, start: top.start}
+	b := builder{p: p, ncat: len(top.categories), cpuUnit: top.cpuUnit, start: top.start, meter: meter}
 	if err := b.add(top, 0); err != nil {
 		return nil, err
 	}
@@ -768,6 +800,7 @@ type builder struct {
 	cpuUnit string
 	start   int64 // the top-level meta.startTime, which all times become relative to
 	last    int64 // latest time seen, for profiles that do not say when they ended
+	meter   *limit.Meter
 }
 
 func (b *builder) add(rp *rawProfile, shift int64) error {
@@ -782,6 +815,10 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	for _, rt := range rp.threads {
 		proc := byPid[rt.pid]
 		if proc == nil {
+			// Every process gets its own copy of the libs.
+			if err := b.meter.Hold(int64(len(libs)+8) * int64(unsafe.Sizeof(format.Lib{}))); err != nil {
+				return err
+			}
 			proc = &format.Process{
 				Pid:      int(rt.pid),
 				Start:    shift,
@@ -800,7 +837,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 		}
 		th, err := b.thread(rt, shift)
 		if err != nil {
-			return fmt.Errorf("thread %d (%s): %w", rt.tid, rt.name, err)
+			return fmt.Errorf("thread %d (%s): %w", rt.tid, short(rt.name), err)
 		}
 		proc.Threads = append(proc.Threads, th)
 	}
@@ -955,6 +992,14 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		th.Markers = append(th.Markers, m)
 	}
 	return th, nil
+}
+
+// short cuts a name from the input to a length fit for an error message.
+func short(s string) string {
+	if len(s) > 100 {
+		return strings.ToValidUTF8(s[:100], "") + "…"
+	}
+	return s
 }
 
 func parseAddress(s string) (uint64, bool) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/gprof-dev/gprof/format/internal/limit"
 )
 
 // scanner is a pull parser for JSON text. Profiles run to hundreds of
@@ -30,6 +32,8 @@ type scanner struct {
 	depth int
 	key   []byte // the current object key, copied out of buf
 	str   []byte // scratch for unescaping
+
+	meter *limit.Meter // what the reader holds, against the file's size
 }
 
 // syntaxError is one failure of the input, with where it happened.
@@ -40,6 +44,9 @@ type syntaxError struct {
 }
 
 func (e *syntaxError) Error() string {
+	if errors.As(e.err, new(*limit.Error)) {
+		return e.err.Error() // says what is wrong with the whole file
+	}
 	if e.err != nil {
 		return fmt.Sprintf("%v at byte %d", e.err, e.off)
 	}
@@ -49,10 +56,26 @@ func (e *syntaxError) Error() string {
 func (e *syntaxError) Unwrap() error { return e.err }
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 1000
+const maxDepth = limit.Depth
 
-func newScanner(r io.Reader) *scanner {
-	return &scanner{r: r, buf: make([]byte, 1<<20)}
+// newScanner reads JSON from r, the contents of file, which pays for what
+// the reader holds.
+func newScanner(r io.Reader, file *limit.File) *scanner {
+	return &scanner{r: r, buf: make([]byte, 1<<20), meter: limit.NewMeter(file)}
+}
+
+// hold charges n bytes the reader keeps to the file's budget, failing once
+// it is spent.
+func (s *scanner) hold(n int) {
+	if err := s.meter.Hold(int64(n)); err != nil {
+		panic(&syntaxError{err: err, off: s.offset()})
+	}
+}
+
+// holdString charges a string the reader keeps.
+func (s *scanner) holdString(v string) string {
+	s.hold(16 + len(v))
+	return v
 }
 
 func (s *scanner) fail(format string, args ...any) {
@@ -243,6 +266,9 @@ func (s *scanner) stringBytes() []byte {
 	i := start
 	for {
 		if i >= s.end {
+			// The string goes on past what is buffered, which is where
+			// one too long would grow the buffer.
+			s.stringLength(start, i)
 			shift, ok := s.fill(s.pos)
 			start -= shift
 			i -= shift
@@ -254,6 +280,7 @@ func (s *scanner) stringBytes() []byte {
 		}
 		c := s.buf[i]
 		if c == '"' {
+			s.stringLength(start, i)
 			s.pos = i + 1
 			return s.buf[start:i]
 		}
@@ -268,13 +295,24 @@ func (s *scanner) stringBytes() []byte {
 	}
 }
 
+// stringLength fails if the string from start to end is too long.
+func (s *scanner) stringLength(start, end int) {
+	if end-start > limit.String {
+		s.failAt(start-1, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
+	}
+}
+
 // slowString decodes a string with escapes, starting at its opening quote.
+// What it has decoded is in out, so the input before i is let go: a long
+// string holds its decoded bytes once, not its escapes as well.
 func (s *scanner) slowString() []byte {
 	out := s.str[:0]
+	at := s.offset()
 	i := s.pos + 1
 	need := func(n int) {
 		for i+n > s.end {
-			shift, ok := s.fill(s.pos)
+			s.pos = i
+			shift, ok := s.fill(i)
 			i -= shift
 			if !ok {
 				s.pos = s.end
@@ -283,6 +321,9 @@ func (s *scanner) slowString() []byte {
 		}
 	}
 	for {
+		if len(out) > limit.String {
+			s.failOff(at, "string longer than %s (more than a profile needs)", limit.MB(limit.String))
+		}
 		need(1)
 		c := s.buf[i]
 		switch {
@@ -358,6 +399,9 @@ func (s *scanner) hex4(i int) rune {
 
 func (s *scanner) string() string { return string(s.stringBytes()) }
 
+// keptString reads a string, or null as "", that the reader keeps.
+func (s *scanner) keptString() string { return s.holdString(s.stringOrNull()) }
+
 // num is a JSON number kept in decimal, so that the fixed-point times gprof
 // writes come back exactly: the value is ±mant×10^exp, or f when the digits
 // did not fit.
@@ -403,6 +447,9 @@ func (s *scanner) number() num {
 			break
 		}
 		i++
+		if i-start > limit.Number {
+			s.failAt(start, "number longer than %d characters (more than a profile needs)", limit.Number)
+		}
 	}
 	s.pos = i
 	return s.parseNumber(start, s.buf[start:i])
@@ -686,28 +733,33 @@ func (s *scanner) skip() {
 	}
 }
 
-// value reads one value into the types encoding/json would use.
+// value reads one value into the types encoding/json would use, charging
+// roughly what each part costs: the reader keeps these as marker data.
 func (s *scanner) value() any {
 	switch c := s.peek(); c {
 	case '{':
 		s.pos++
 		s.enter()
+		s.hold(64)
 		m := map[string]any{}
 		for i := 0; s.field(i); i++ {
 			k := string(s.key)
+			s.hold(48 + len(k))
 			m[k] = s.value()
 		}
 		return m
 	case '[':
 		s.pos++
 		s.enter()
+		s.hold(24)
 		a := []any{}
 		for i := 0; s.elem(i); i++ {
+			s.hold(16)
 			a = append(a, s.value())
 		}
 		return a
 	case '"':
-		return s.string()
+		return s.holdString(s.string())
 	case 't', 'f', 'n':
 		switch s.literal() {
 		case 't':
@@ -717,6 +769,7 @@ func (s *scanner) value() any {
 		}
 		return nil
 	default:
+		s.hold(8)
 		return s.number().float()
 	}
 }

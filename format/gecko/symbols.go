@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/gprof-dev/gprof/format"
 )
@@ -164,6 +165,7 @@ func readSymbols(s *scanner) *format.SymbolTable {
 		case "libs":
 			if s.beginArray("gprofSymbols.libs") {
 				for j := 0; s.elem(j); j++ {
+					s.hold(256)
 					k, ls := readLibSymbols(s)
 					st.Libs[k] = ls
 				}
@@ -190,18 +192,19 @@ func readLibSymbols(s *scanner) (format.LibKey, *format.LibSymbols) {
 		for i := 0; s.field(i); i++ {
 			switch string(s.key) {
 			case "debugName":
-				k.DebugName = s.stringOrNull()
+				k.DebugName = s.keptString()
 			case "breakpadId":
-				k.BreakpadID = s.stringOrNull()
+				k.BreakpadID = s.keptString()
 			case "strings":
 				if s.beginArray("gprofSymbols strings") {
 					for j := 0; s.elem(j); j++ {
-						strs = append(strs, s.stringOrNull())
+						strs = append(strs, s.keptString())
 					}
 				}
 			case "funcs":
 				if s.beginArray("gprofSymbols funcs") {
 					for j := 0; s.elem(j); j++ {
+						s.hold(int(unsafe.Sizeof(funcKey{})))
 						var f [3]uint64
 						n := s.uints(f[:0])
 						if len(n) != 3 {
@@ -216,6 +219,8 @@ func readLibSymbols(s *scanner) (format.LibKey, *format.LibSymbols) {
 						before := len(cells)
 						cells = s.uints(cells)
 						n := len(cells) - before
+						// The row length, and the map entry and frames the row becomes.
+						s.hold(8 + 48 + n/3*int(unsafe.Sizeof(format.SymbolFrame{})))
 						if n%3 != 1 {
 							s.fail("gprofSymbols address row has %d fields", n)
 						}
@@ -264,6 +269,7 @@ func (s *scanner) uints(dst []uint64) []uint64 {
 		if !ok {
 			s.failOff(at, "expected an unsigned integer")
 		}
+		s.hold(8)
 		dst = append(dst, v)
 	}
 	return dst

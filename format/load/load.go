@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
@@ -45,36 +46,84 @@ func File(path string) (*format.Profile, Kind, error) {
 	return p, k, nil
 }
 
+// An Importer reads a format that needs more than the model to become a
+// profile: a perf.data file is replayed through the recorder, which
+// unwinds and identifies its binaries. Such a package registers itself
+// (as image formats do with package image), so that this package, which
+// the recorder's own output goes through, imports no recorder.
+type Importer struct {
+	Kind  Kind
+	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
+	Read  func(r io.Reader, info FileInfo) (*format.Profile, error)
+}
+
+// FileInfo is what an importer may want to know of the file besides its
+// bytes.
+type FileInfo struct {
+	ModTime time.Time // zero when reading a stream
+}
+
+var importers []Importer
+
+// Register makes Reader and File read an importer's format. Call it from
+// an init function.
+func Register(im Importer) { importers = append(importers, im) }
+
 // Reader reads a profile from r.
+//
+// A gzipped file is decompressed here only as far as sniffing needs; the
+// format reader gets the file's own bytes and decompresses them itself,
+// so that it bounds what it holds by the size of the file, not of what it
+// was handed (see format/internal/limit).
 func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	br := bufio.NewReaderSize(r, sniffSize)
-	var src io.Reader = br
+	var (
+		src  io.Reader = br
+		head []byte
+	)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		// Keep the compressed bytes the sniffing reads, to give them
+		// again to the format reader.
+		var seen bytes.Buffer
+		zr, err := gzip.NewReader(io.TeeReader(br, &seen))
 		if err != nil {
 			return nil, "", fmt.Errorf("not a valid gzip file: %w", err)
 		}
-		defer zr.Close()
-		src = bufio.NewReaderSize(zr, sniffSize)
-	}
-	sr := src.(*bufio.Reader)
-	head, err := sr.Peek(sniffSize)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		if len(head) == 0 {
+		head, err = io.ReadAll(io.LimitReader(zr, sniffSize))
+		if err != nil && len(head) == 0 {
+			return nil, "", fmt.Errorf("cannot read: %w", err)
+		}
+		src = io.MultiReader(&seen, br)
+	} else {
+		var err error
+		head, err = br.Peek(sniffSize)
+		if err != nil && !errors.Is(err, io.EOF) && len(head) == 0 {
 			return nil, "", fmt.Errorf("cannot read: %w", err)
 		}
 	}
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", errors.New("empty file, not a profile")
 	}
+	for _, im := range importers {
+		if im.Sniff(head) {
+			var info FileInfo
+			if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+				if fi, err := st.Stat(); err == nil {
+					info.ModTime = fi.ModTime()
+				}
+			}
+			p, err := im.Read(src, info)
+			return p, im.Kind, err
+		}
+	}
 	if pprof.Sniff(head) {
-		p, err := pprof.Read(sr)
+		p, err := pprof.Read(src)
 		return p, PProf, err
 	}
 	if bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) {
-		p, err := processed.Read(sr)
+		p, err := processed.Read(src)
 		return p, Processed, err
 	}
-	p, err := gecko.Read(sr)
+	p, err := gecko.Read(src)
 	return p, Gecko, err
 }

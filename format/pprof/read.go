@@ -17,11 +17,13 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/internal/limit"
 )
 
-// MaxSize bounds the (decompressed) protobuf Read accepts: pprof's decoder
-// holds the whole message and its objects in memory.
-const MaxSize = 256 << 20
+// DecodedPerByte is about how many bytes of memory pprof's decoder holds
+// per byte of protobuf (measured on a Go CPU profile and a gprof recording: 8 and 11),
+// charged against what the file may make a reader hold (format/internal/limit).
+const DecodedPerByte = 16
 
 // Sniff reports whether head, the first bytes of a decompressed file, looks
 // like a profile.proto: field 1 (sample_type, a message) or another of
@@ -49,7 +51,8 @@ func Sniff(head []byte) bool {
 // native frames of a library with that identity, their names stored in the
 // profile's symbol table; others become named frames.
 func Read(r io.Reader) (*format.Profile, error) {
-	br := bufio.NewReader(r)
+	f := limit.NewFile(r)
+	br := bufio.NewReader(f)
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -57,14 +60,16 @@ func Read(r io.Reader) (*format.Profile, error) {
 			return nil, fmt.Errorf("not a valid gzip file: %w", err)
 		}
 		defer zr.Close()
-		src = zr
+		src = limit.Inflated(zr, f)
 	}
-	data, err := io.ReadAll(io.LimitReader(src, MaxSize+1))
+	data, err := io.ReadAll(src)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("pprof profile larger than %d MiB uncompressed", MaxSize>>20)
+	// pprof's decoder makes objects of every message at once, which take
+	// about DecodedPerByte bytes of memory per byte of protobuf.
+	if err := limit.Check(int64(len(data))*DecodedPerByte, f.N()); err != nil {
+		return nil, err
 	}
 	// Only the protobuf format: pprof's legacy text and binary parsers
 	// trust their input's sizes.

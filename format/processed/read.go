@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/goccy/go-json"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
+	"github.com/gprof-dev/gprof/format/internal/limit"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -177,6 +179,10 @@ type rawMarkers struct {
 // non-overlapping mapping per lib, and symbol information goes into
 // p.Symbols, so the result can be written again or symbolicated further.
 // Every failure is reported as a single-line error.
+//
+// Input is untrusted: Read stops decompressing, and refuses to decode,
+// past what the file's size pays for, and refuses strings longer than a
+// profile needs (see format/internal/limit).
 func Read(r io.Reader) (p *format.Profile, err error) {
 	defer func() {
 		// The decoder and the conversion check what they index, but a
@@ -198,7 +204,8 @@ func Read(r io.Reader) (p *format.Profile, err error) {
 }
 
 func readAll(r io.Reader) ([]byte, error) {
-	br := bufio.NewReader(r)
+	file := limit.NewFile(r)
+	br := bufio.NewReader(file)
 	magic, _ := br.Peek(2)
 	var src io.Reader = br
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -206,19 +213,80 @@ func readAll(r io.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("processed profile: gzip: %v", err)
 		}
-		src = zr
+		src = limit.Inflated(zr, file)
 	}
 	data, err := io.ReadAll(src)
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, errors.New("processed profile: gzip stream is truncated")
 		}
+		if errors.As(err, new(*limit.Error)) {
+			return nil, fmt.Errorf("processed profile: %v", err)
+		}
 		return nil, fmt.Errorf("processed profile: read: %v", oneLine(err.Error()))
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("processed profile: input is empty")
 	}
+	if err := checkSize(data, file.N()); err != nil {
+		return nil, fmt.Errorf("processed profile: %v", err)
+	}
 	return data, nil
+}
+
+// objectCost is what decoding one JSON object may hold: a thread is the
+// largest, in a slice that grows by doubling.
+var objectCost = max(2*int(unsafe.Sizeof(rawThread{})), 512)
+
+// checkSize refuses data before decoding it if a string in it is longer
+// than any profile needs, or if decoding it would hold more than a file
+// of fileSize bytes pays for (see format/internal/limit). The decoder's
+// cost is estimated from counts of what it would build: objects, arrays,
+// values and strings, the brackets and commas of strings included, which
+// errs on the side of a higher cost.
+func checkSize(data []byte, fileSize int64) error {
+	var nstr, strBytes int
+	for i := 0; ; {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			break
+		}
+		open := i + j
+		end := open + 1
+		for {
+			k := bytes.IndexByte(data[end:], '"')
+			if k < 0 {
+				return nil // unterminated; the decoder says so
+			}
+			end += k
+			if !escaped(data, end) {
+				break
+			}
+			end++
+		}
+		if end-open-1 > limit.String {
+			return fmt.Errorf("string longer than %s (more than a profile needs) at byte %d", limit.MB(limit.String), open)
+		}
+		nstr++
+		strBytes += end - open - 1
+		i = end + 1
+	}
+	held := int64(cap(data)) + int64(strBytes) + 32*int64(nstr) +
+		int64(objectCost)*int64(bytes.Count(data, []byte("{"))) +
+		48*int64(bytes.Count(data, []byte("["))) +
+		16*int64(bytes.Count(data, []byte(",")))
+	return limit.Check(held, fileSize)
+}
+
+// escaped reports whether the quote at data[i] is escaped: preceded by an
+// odd number of backslashes.
+func escaped(data []byte, i int) bool {
+	n := 0
+	for i > 0 && data[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
 }
 
 func jsonError(err error, data []byte) string {
@@ -293,7 +361,7 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 		t := &rp.Threads[i]
 		th, exitCode, err := r.thread(t)
 		if err != nil {
-			return nil, fmt.Errorf("processed profile: thread %d (%q): %v", i, t.Name, err)
+			return nil, fmt.Errorf("processed profile: thread %d (%q): %v", i, oneLine(t.Name), err)
 		}
 		pidKey := string(bytes.TrimSpace(t.Pid))
 		pr := procs[pidKey]

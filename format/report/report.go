@@ -50,6 +50,11 @@ type Report struct {
 	CPU          int64  `json:"cpu_ns"`
 	CPUEstimated bool   `json:"cpu_estimated"`
 	LostEvents   uint64 `json:"lost_events"`
+	// NoStackCPU is CPU time counted in samples' CPU deltas that no stack
+	// shows (kernel mode the kernel would not sample), as the recording
+	// reported it; NoStackReason says why.
+	NoStackCPU    int64  `json:"no_stack_cpu_ns,omitempty"`
+	NoStackReason string `json:"no_stack_reason,omitempty"`
 	// Processes counts OS processes: the images an exec makes of one
 	// process count once (format.Profile.ProcessCount), as in record's
 	// summary.
@@ -170,6 +175,10 @@ func Build(p *format.Profile, opts Options) Report {
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
 		ProcessTotals: []ProcessTotal{},
+	}
+	if ms, err := strconv.ParseFloat(p.Meta.Extra["no_stack_cpu_ms"], 64); err == nil && ms > 0 {
+		r.NoStackCPU = int64(ms * 1e6)
+		r.NoStackReason = p.Meta.Extra["no_stack_reason"]
 	}
 	type pending struct {
 		t Thread

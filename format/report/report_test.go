@@ -286,3 +286,74 @@ func byTid(t *testing.T, r Report, tid int) Thread {
 	t.Fatalf("no thread %d in the report", tid)
 	return Thread{}
 }
+
+// A recording that could not sample kernel mode says how much CPU time
+// had no stack; the report repeats it.
+func TestNoStackCPU(t *testing.T) {
+	p := testProfile()
+	p.Meta.Extra = map[string]string{"no_stack_cpu_ms": "417.2", "no_stack_reason": "kernel mode, not sampled at kernel.perf_event_paranoid=2"}
+	r := Build(p, Options{Top: 1})
+	if r.NoStackCPU != 417200000 {
+		t.Errorf("no-stack CPU %d ns, want 417.2 ms", r.NoStackCPU)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "note: 417.20 ms of the CPU time had no stack (kernel mode, not sampled at kernel.perf_event_paranoid=2)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, buf.String())
+	}
+}
+
+// TestWriteTextEscapesControlCharacters: names come from the profiled
+// program (thread names, symbols, file paths) and must not drive the
+// terminal: control characters are printed escaped, as Go quotes them.
+func TestWriteTextEscapesControlCharacters(t *testing.T) {
+	p := testProfile()
+	evil := "\x1b[31mred"
+	pr := p.Processes[0]
+	pr.Name = evil
+	pr.Threads[0].Name = "a\nb"
+	pr.Threads[1].Name = "bell\a\u009b2J\u202egnp.exe"
+	pr.Libs[0].Name = "lib\rx"
+	p.Symbols.Add(appKey, 0x200, []format.SymbolFrame{{Function: evil, File: "a\nb.c", Line: 11}})
+	for _, color := range []bool{false, true} {
+		var buf bytes.Buffer
+		write := WriteText
+		if color {
+			write = WriteTextColor
+		}
+		if err := write(&buf, Build(p, Options{Top: 2})); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		plain := strings.NewReplacer("\x1b[1m", "", "\x1b[0m", "").Replace(out)
+		for _, bad := range []string{"\x1b", "\a", "\r", "\u009b", "\u202e", "a\nb"} {
+			if strings.Contains(plain, bad) {
+				t.Errorf("color=%v: raw %q in output:\n%s", color, bad, out)
+			}
+		}
+		for _, want := range []string{`\x1b[31mred (pid 10) / a\nb (tid 10)`, `bell\a\u009b2J\u202egnp.exe (tid 11)`, `\x1b[31mred`, `a\nb.c:11 [lib\rx]`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("color=%v: output lacks %q:\n%s", color, want, out)
+			}
+		}
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"main":               "main",
+		`C:\src\a.c`:         `C:\src\a.c`,
+		"naïve::ψ<T>":        "naïve::ψ<T>",
+		"\x1b[31mred":        `\x1b[31mred`,
+		"a\nb\tc\x7f":        `a\nb\tc\x7f`,
+		"bad\xffutf8":        `bad\xffutf8`,
+		"\u202egnp.exe":      `\u202egnp.exe`,
+		"replacement \ufffd": "replacement \ufffd",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -62,13 +63,17 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if r.LostEvents > 0 {
 		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)
 	}
+	if r.NoStackCPU > 0 {
+		fmt.Fprintf(t.w, "note: %s of the CPU time had no stack (%s); it is counted in the samples that follow it\n",
+			formatDuration(r.NoStackCPU), r.NoStackReason)
+	}
 	for _, th := range r.Threads {
 		t.w.WriteByte('\n')
 		main := ""
 		if th.Main {
 			main = ", main thread"
 		}
-		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", orUnknown(th.ProcessName), th.Pid, orUnknown(th.Name), th.Tid, main))
+		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", orUnknown(printable(th.ProcessName)), th.Pid, orUnknown(printable(th.Name)), th.Tid, main))
 		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
 			formatDuration(th.CPU), estimated(th.CPUEstimated))
 		t.lists(th.Summary, true)
@@ -111,7 +116,7 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 	nameW := len("function")
 	countW := len("samples")
 	for _, f := range fs {
-		nameW = max(nameW, min(utf8.RuneCountInString(f.Name), maxNameWidth))
+		nameW = max(nameW, min(utf8.RuneCountInString(printable(f.Name)), maxNameWidth))
 		countW = max(countW, len(strconv.FormatInt(count(f, self), 10)))
 	}
 	cols := []string{pad("samples", countW, true)}
@@ -130,7 +135,7 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 		if perThread {
 			cols = append(cols, pad(pctString(p), 8, true))
 		}
-		cols = append(cols, pad(pctString(pa), 8, true), pad(f.Name, nameW, false), location(f))
+		cols = append(cols, pad(pctString(pa), 8, true), pad(printable(f.Name), nameW, false), location(f))
 		t.row(cols)
 	}
 }
@@ -151,7 +156,7 @@ func count(f Function, self bool) int64 {
 func location(f Function) string {
 	var b strings.Builder
 	if f.File != "" {
-		b.WriteString(f.File)
+		b.WriteString(printable(f.File))
 		if f.Line > 0 {
 			b.WriteByte(':')
 			b.WriteString(strconv.Itoa(f.Line))
@@ -161,10 +166,10 @@ func location(f Function) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		if strings.HasPrefix(f.Lib, "[") {
-			b.WriteString(f.Lib) // already bracketed: [vdso], [kernel.kallsyms]
+		if lib := printable(f.Lib); strings.HasPrefix(lib, "[") {
+			b.WriteString(lib) // already bracketed: [vdso], [kernel.kallsyms]
 		} else {
-			b.WriteString("[" + f.Lib + "]")
+			b.WriteString("[" + lib + "]")
 		}
 	}
 	return b.String()
@@ -207,4 +212,52 @@ func orUnknown(s string) string {
 		return "?"
 	}
 	return s
+}
+
+// printable escapes what would act on a terminal rather than show: C0 and
+// C1 control characters (ESC starts color and cursor sequences, a newline
+// would forge a row), bidirectional overrides, and invalid UTF-8. They are
+// written as Go quotes them (\x1b, \n, \u202e); everything else, including
+// backslashes and non-ASCII letters, is left as it is. Names reach the
+// report from the profiled program (thread names, symbols, file paths), so
+// they are not trusted.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if escaped(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case escaped(r):
+			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u009b'
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// escaped reports whether printable escapes r.
+func escaped(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return true // U+FFFD itself is harmless, but decoding tells it apart
+	case unicode.IsControl(r):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f:
+		return true // bidi embeddings, overrides, isolates and marks
+	}
+	return false
 }

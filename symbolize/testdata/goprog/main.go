@@ -19,5 +19,20 @@ func inner(i int) int {
 }
 
 func main() {
-	fmt.Println(work(len(os.Args) * 1000))
+	fmt.Println(work(len(os.Args)*1000), deep(len(os.Args)*1000))
 }
+
+// deep inlines two levels, mid and then leaf, in its loop.
+//
+//go:noinline
+func deep(n int) int {
+	s := 0
+	for i := 0; i < n; i++ {
+		s += mid(i)
+	}
+	return s
+}
+
+func mid(i int) int { return leaf(i)*3 + 1 }
+
+func leaf(i int) int { return i ^ len(os.Args) }

@@ -1,0 +1,99 @@
+# bash completion for gprof.
+# Generated from gprof's command-line definitions by 'gprof completion bash'; do not edit.
+
+__gprof_words() { mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur"); }
+__gprof_files() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur"); }
+__gprof_dirs() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur"); }
+__gprof_pids() { __gprof_words "$(ps -e -o pid= 2>/dev/null)"; }
+
+_gprof() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    local cmd="" i j
+    COMPREPLY=()
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in
+        -*) ;;
+        *) cmd=${COMP_WORDS[i]}; break ;;
+        esac
+    done
+    case $cmd in
+    "")
+        __gprof_words "record convert symbolicate report view diff completion help --help -h --version -v"
+        ;;
+    record)
+        for ((j = i + 1; j < COMP_CWORD; j++)); do
+            if [[ ${COMP_WORDS[j]} == -- ]]; then
+                if declare -F _command_offset >/dev/null; then
+                    _command_offset $((j + 1))
+                else
+                    mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+                fi
+                return
+            fi
+        done
+        case $prev in
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--stack-size|--max-memory|--keep) return ;;
+            --pid|-p) __gprof_pids; return ;;
+            --output|-o) __gprof_files; return ;;
+            --format) __gprof_words "gecko processed"; return ;;
+            --event|-e) __gprof_words "cpu-clock cycles"; return ;;
+            --call-graph) __gprof_words "fp dwarf"; return ;;
+            --backend) __gprof_words "perf ptrace"; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+            --json-output) __gprof_files; return ;;
+        esac
+        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
+        ;;
+    convert)
+        case $prev in
+            --output|-o) __gprof_files; return ;;
+            --to) __gprof_words "processed gecko pprof"; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --help -h"; else __gprof_files; fi
+        ;;
+    symbolicate)
+        case $prev in
+            --output|-o) __gprof_files; return ;;
+            --format) __gprof_words "gecko processed"; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --help -h"; else __gprof_files; fi
+        ;;
+    report)
+        case $prev in
+            --top|-n|--depth|--min-pct|--tid|--thread|--process) return ;;
+            --format) __gprof_words "text json collapsed"; return ;;
+            --output|-o) __gprof_files; return ;;
+            --json-output) __gprof_files; return ;;
+            --pid) __gprof_pids; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --help -h"; else __gprof_files; fi
+        ;;
+    view)
+        case $prev in
+            --address|--port|--profiler-url) return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --help -h"; else __gprof_files; fi
+        ;;
+    diff)
+        case $prev in
+            --fail-if|--top|-n) return ;;
+            --base) __gprof_files; return ;;
+            --new) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        __gprof_words "--base --new --fail-if --top -n --json --symbol-dir --help -h"
+        ;;
+    completion)
+        if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
+        ;;
+    help)
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff completion help"; fi
+        ;;
+    esac
+}
+
+complete -F _gprof gprof

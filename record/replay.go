@@ -1,0 +1,68 @@
+package record
+
+import (
+	"fmt"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/format"
+)
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Meta describes the recording; Replay sets its Duration.
+	Meta format.Meta
+	// Start and End bound the events' times: time zero and when recording
+	// stopped, on the events' clock.
+	Start, End int64
+	// Unwind unwinds samples that carry registers and a stack copy with
+	// gprof's unwinder, from the binaries on disk. Without it their frames
+	// are what the recorder sent.
+	Unwind bool
+	// Kernel adds the running kernel's symbols for kernel frames; only
+	// right when the events were recorded on this boot.
+	Kernel     bool
+	Symbolize  bool
+	SymbolDirs []string
+	// Notice receives one-line notices; nil discards them.
+	Notice func(string)
+}
+
+// Replay builds a profile from events recorded earlier (a perf.data file)
+// the way Run builds one from a live recording: the same builder, user
+// unwinding, library identification and symbolication. Events must be in
+// time order; their mappings' BuildIDs, when set, must match the binaries
+// on disk (else their MapFile, when set, is tried).
+func Replay(events []attach.Event, opts ReplayOptions) *format.Profile {
+	prof := &format.Profile{Meta: opts.Meta}
+	if prof.Meta.Extra == nil {
+		prof.Meta.Extra = map[string]string{}
+	}
+	b := newBuilder(opts.Start, prof)
+	libs := newLibResolver(opts.SymbolDirs)
+	defer libs.close()
+	b.onMap = libs.observe
+	if opts.Unwind {
+		u := newUserUnwinder()
+		defer u.close()
+		b.unwindUser = u.unwind
+	}
+	for _, ev := range events {
+		b.handle(ev)
+	}
+	procs := b.finish(opts.End)
+	prof.Meta.Duration = b.rel(opts.End)
+	prof.Meta.LostEvents = b.lost
+	for _, pr := range procs {
+		pr.p.Libs = libs.libsFor(pr)
+		prof.Processes = append(prof.Processes, pr.p)
+	}
+	if opts.Kernel {
+		addKernelLib(prof)
+	}
+	if opts.Symbolize {
+		if _, err := libs.symbolize(prof); err != nil && opts.Notice != nil {
+			opts.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
+		}
+	}
+	return prof
+}

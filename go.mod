@@ -10,6 +10,7 @@ require (
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/klauspost/compress v1.20.3
 	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/arch v0.28.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 )

@@ -66,12 +66,14 @@ Note: GNU binutils installs an unrelated program also called gprof
 		UsageText: `gprof record [options] -- COMMAND [ARGS...]
 gprof record [options] -p PID [-p PID...]
 gprof report PROFILE
+gprof view PROFILE
 gprof convert PROFILE -o OUTPUT`,
 		Commands: []*cli.Command{
 			recordCommand(),
 			convertCommand(),
 			symbolicateCommand(),
 			reportCommand(),
+			viewCommand(),
 			diffCommand(),
 			setupCommand(),
 			completionCommand(),

@@ -25,7 +25,8 @@ func recordCommand() *cli.Command {
 exited, then writes a Firefox Profiler (Gecko format) profile. On a
 terminal it shows a live status line (for a launched command, on the
 bottom row, below the command's own output). Open it at
-https://profiler.firefox.com ("Load a profile from file").
+https://profiler.firefox.com ("Load a profile from file"), or with names
+from a local server with 'gprof view' (or --view here).
 
 A launched command is followed through fork, clone and exec; sampling is
 armed before its first instruction. If the command fails on its own (a
@@ -87,8 +88,9 @@ Examples:
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
 			jsonOutputFlag("a summary of the recording", ", apart from the command's output"),
 			jsonFlag,
+			&cli.BoolFlag{Name: "view", Usage: "then open the profile in the Firefox Profiler with names, as 'gprof view' does, until Ctrl-C"},
 		},
-		Action: runRecord,
+		Action: recordAndView,
 	}
 }
 

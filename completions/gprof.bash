@@ -18,7 +18,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report diff setup completion inspect help --help -h --version -v"
+        __gprof_words "record convert symbolicate report view diff setup completion inspect help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -42,7 +42,7 @@ _gprof() {
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --help -h --"
+        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
         ;;
     convert)
         case $prev in
@@ -71,6 +71,13 @@ _gprof() {
         esac
         if [[ $cur == -* ]]; then __gprof_words "--top -n --format --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --help -h"; else __gprof_files; fi
         ;;
+    view)
+        case $prev in
+            --address|--port|--profiler-url) return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --help -h"; else __gprof_files; fi
+        ;;
     diff)
         case $prev in
             --fail-if|--top|-n) return ;;
@@ -94,7 +101,7 @@ _gprof() {
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report diff setup completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff setup completion inspect help"; fi
         ;;
     esac
 }

@@ -36,6 +36,7 @@ complete -c gprof -n 'not __gprof_command' -a record -d 'sample a command or run
 complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof'
 complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
+complete -c gprof -n 'not __gprof_command' -a view -d 'open a profile in the Firefox Profiler, with names, from a local server'
 complete -c gprof -n 'not __gprof_command' -a diff -d 'compare two profiles, or two sets of repeated runs, and gate on regressions'
 complete -c gprof -n 'not __gprof_command' -a setup -d 'on macOS, sign gprof so it may attach to your own processes'
 complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell completion script'
@@ -61,6 +62,7 @@ complete -c gprof -n '__gprof_using record' -l keep -x -d 'keep only the last SE
 complete -c gprof -n '__gprof_using record' -s q -l quiet -d 'print nothing but errors on stderr'
 complete -c gprof -n '__gprof_using record' -l json-output -r -F -d 'write a summary of the recording as JSON to FILE'
 complete -c gprof -n '__gprof_using record' -l json -d 'the same as --json-output -'
+complete -c gprof -n '__gprof_using record' -l view -d 'then open the profile in the Firefox Profiler with names, as \'gprof view\' does, until Ctrl-C'
 complete -c gprof -n '__gprof_using record' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using record' -a --
 complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
@@ -94,6 +96,15 @@ complete -c gprof -n '__gprof_using report' -l symbol-dir -x -a '(__fish_complet
 complete -c gprof -n '__gprof_using report' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using report' -F
 
+complete -c gprof -n '__gprof_using view' -l no-open -d 'print the URL on standard output instead of opening a browser'
+complete -c gprof -n '__gprof_using view' -l address -x -d 'serve on ADDRESS'
+complete -c gprof -n '__gprof_using view' -l port -x -d 'serve on PORT'
+complete -c gprof -n '__gprof_using view' -l allow-remote -d 'allow an --address other machines can reach'
+complete -c gprof -n '__gprof_using view' -l profiler-url -x -d 'the Firefox Profiler front-end at URL'
+complete -c gprof -n '__gprof_using view' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for binaries'
+complete -c gprof -n '__gprof_using view' -s h -l help -d 'show help'
+complete -c gprof -n '__gprof_using view' -F
+
 complete -c gprof -n '__gprof_using diff' -l base -r -F -d 'a base profile FILE'
 complete -c gprof -n '__gprof_using diff' -l new -r -F -d 'a new profile FILE'
 complete -c gprof -n '__gprof_using diff' -l fail-if -x -d 'exit 3 when RULE is broken beyond the noise'
@@ -112,4 +123,4 @@ complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat M
 complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report diff setup completion inspect help'
+complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report view diff setup completion inspect help'

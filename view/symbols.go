@@ -1,0 +1,308 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/symbolize"
+)
+
+// lookup returns what lib-relative address addr of lib k is, outer
+// function first, and whether the library is known at all (stored names
+// or a binary with its identity).
+//
+// The front-end asks for a caller's frame one byte lower than its return
+// address, inside the call instruction; symbolizers file such a frame
+// under the return address itself (with the call's answer), so addr+1 is
+// tried when addr has nothing. No instruction starts one byte before a
+// return address, so the two cannot be confused.
+func (s *Server) lookup(k format.LibKey, addr uint64) (frames []format.SymbolFrame, known bool) {
+	if s.syms != nil && s.syms.Libs[k] != nil {
+		known = true
+		if f := s.syms.Lookup(k, addr); len(f) > 0 {
+			return f, true
+		}
+		if f := s.syms.Lookup(k, addr+1); len(f) > 0 {
+			return f, true
+		}
+	}
+	if k.DebugName == KernelLibName {
+		if f := s.kernelLookup(k, addr); f != nil {
+			return f, true
+		}
+		return nil, known
+	}
+	b := s.binary(k)
+	if b.b == nil {
+		return nil, known
+	}
+	return b.b.Lookup(addr), true
+}
+
+// KernelLibName is the library gprof record makes of the running kernel,
+// as perf and samply name it; its relative addresses count from _stext.
+const KernelLibName = "[kernel.kallsyms]"
+
+// runningKernelBreakpadID is the running kernel's identity as gprof record
+// writes it for KernelLibName.
+func runningKernelBreakpadID() (string, error) {
+	id, err := symbolize.KernelBuildID()
+	if err != nil {
+		return "", err
+	}
+	return symbolize.BreakpadID(id, true), nil
+}
+
+// kernelLookup names address addr of kernel lib k from the running
+// kernel's symbols, if the profile was recorded on this very kernel (an
+// identity of zeros, a kernel without a build-id, is taken on trust, as
+// gprof report does).
+func (s *Server) kernelLookup(k format.LibKey, addr uint64) []format.SymbolFrame {
+	if len(s.libs[k]) == 0 {
+		return nil
+	}
+	if strings.Trim(k.BreakpadID, "0") != "" {
+		if id, err := s.kernelBreakpadID(); err != nil || id != k.BreakpadID {
+			return nil
+		}
+	}
+	ks, err := s.kernel()
+	if err != nil {
+		return nil
+	}
+	l := s.libs[k][0]
+	base := l.Start - l.Offset
+	sym, ok := ks.Lookup(addr + base)
+	if !ok {
+		return nil
+	}
+	name := sym.Name
+	if sym.Module != "" {
+		name += " [" + sym.Module + "]"
+	}
+	return []format.SymbolFrame{{Function: name, FuncAddr: sym.Addr - base, FuncSize: sym.Size}}
+}
+
+// roles are the lib-relative addresses of one library's frames in the
+// profile: sampled instructions (leaves) and return addresses (callers).
+type roles struct {
+	leaf, caller map[uint64]bool
+}
+
+func frameRoles(p *format.Profile) map[format.LibKey]*roles {
+	out := map[format.LibKey]*roles{}
+	for _, proc := range p.Processes {
+		for _, th := range proc.Threads {
+			mark := func(fi int32, caller bool) {
+				if fi < 0 || int(fi) >= len(th.Frames.Frames) {
+					return
+				}
+				f := th.Frames.Frames[fi]
+				l := format.FindLib(proc.Libs, f.Address)
+				if f.Label != "" || l == nil {
+					return
+				}
+				r := out[l.Key()]
+				if r == nil {
+					r = &roles{leaf: map[uint64]bool{}, caller: map[uint64]bool{}}
+					out[l.Key()] = r
+				}
+				if caller {
+					r.caller[l.Rel(f.Address)] = true
+				} else {
+					r.leaf[l.Rel(f.Address)] = true
+				}
+			}
+			st := &th.Stacks
+			for _, sk := range th.Samples.Stack {
+				if sk >= 0 && int(sk) < len(st.Frame) {
+					mark(st.Frame[sk], false)
+				}
+			}
+			for _, pre := range st.Prefix {
+				if pre >= 0 && int(pre) < len(st.Frame) {
+					mark(st.Frame[pre], true)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fallbackName names an address nothing resolves the way gprof report
+// does, "LIB+0xOFFSET", at the frame's own address: for a caller the
+// return address, which the front-end asked about one byte lower.
+func (s *Server) fallbackName(k format.LibKey, addr uint64) string {
+	if r := s.roles[k]; r != nil && !r.leaf[addr] && r.caller[addr+1] {
+		addr++
+	}
+	return s.libs[k][0].Name + "+" + hex(addr)
+}
+
+// binary opens, once, the binary of lib k from this machine: at a path the
+// profile recorded for it, or by name in a symbol directory, as long as it
+// is the same build.
+func (s *Server) binary(k format.LibKey) *binary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.bins[k]; b != nil {
+		return b
+	}
+	b := &binary{}
+	s.bins[k] = b
+	var paths []string
+	for _, l := range s.libs[k] {
+		// A relative path is a pseudo-library ("[kernel.kallsyms]",
+		// "[anon]"), not a file.
+		for _, p := range []string{l.Path, l.DebugPath} {
+			if filepath.IsAbs(p) {
+				paths = append(paths, p)
+			}
+		}
+		for _, d := range s.symbolDirs {
+			paths = append(paths, filepath.Join(d, l.Name), filepath.Join(d, l.DebugName))
+		}
+	}
+	if len(s.libs[k]) == 0 {
+		for _, d := range s.symbolDirs {
+			paths = append(paths, filepath.Join(d, k.DebugName))
+		}
+	}
+	tried := map[string]bool{}
+	for _, p := range paths {
+		if tried[p] {
+			continue
+		}
+		tried[p] = true
+		bin, err := symbolize.Open(p, symbolize.SymbolDirs(s.symbolDirs...))
+		if err != nil {
+			b.err = err
+			continue
+		}
+		if id := bin.Identity().BreakpadID; id != k.BreakpadID {
+			b.err = fmt.Errorf("%s is build %s, not %s", p, id, k.BreakpadID)
+			bin.Close()
+			continue
+		}
+		b.b, b.err = bin, nil
+		break
+	}
+	return b
+}
+
+// v5Request is Tecken's /symbolicate/v5 request: jobs, or one bare job.
+type v5Request struct {
+	Jobs []v5Job `json:"jobs"`
+	v5Job
+}
+
+type v5Job struct {
+	MemoryMap [][2]string  `json:"memoryMap"`
+	Stacks    [][][2]int64 `json:"stacks"`
+}
+
+type v5Result struct {
+	Stacks       [][]v5Frame     `json:"stacks"`
+	FoundModules map[string]bool `json:"found_modules"`
+}
+
+type v5Frame struct {
+	Frame          int        `json:"frame"`
+	ModuleOffset   string     `json:"module_offset"`
+	Module         string     `json:"module"`
+	Function       string     `json:"function,omitempty"`
+	FunctionOffset string     `json:"function_offset,omitempty"`
+	FunctionSize   string     `json:"function_size,omitempty"`
+	File           string     `json:"file,omitempty"`
+	Line           int        `json:"line,omitempty"`
+	Inlines        []v5Inline `json:"inlines,omitempty"`
+}
+
+type v5Inline struct {
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+// symbolicate answers /symbolicate/v5.
+func (s *Server) symbolicate(body []byte) (any, int, error) {
+	var req v5Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("bad /symbolicate/v5 request: %v", err)
+	}
+	jobs := req.Jobs
+	if jobs == nil && req.MemoryMap != nil {
+		jobs = []v5Job{req.v5Job}
+	}
+	results := make([]v5Result, len(jobs))
+	for i, job := range jobs {
+		results[i] = s.job(job)
+	}
+	return map[string]any{"results": results}, http.StatusOK, nil
+}
+
+func (s *Server) job(job v5Job) v5Result {
+	res := v5Result{FoundModules: map[string]bool{}, Stacks: make([][]v5Frame, len(job.Stacks))}
+	keys := make([]format.LibKey, len(job.MemoryMap))
+	for i, m := range job.MemoryMap {
+		keys[i] = format.LibKey{DebugName: m[0], BreakpadID: m[1]}
+		res.FoundModules[m[0]+"/"+m[1]] = false
+	}
+	for si, stack := range job.Stacks {
+		out := make([]v5Frame, len(stack))
+		for fi, fr := range stack {
+			mod, off := fr[0], fr[1]
+			out[fi] = v5Frame{Frame: fi, ModuleOffset: hex(uint64(off))}
+			if mod < 0 || int(mod) >= len(keys) || off < 0 {
+				continue
+			}
+			k := keys[mod]
+			out[fi].Module = k.DebugName
+			frames, known := s.lookup(k, uint64(off))
+			if len(frames) == 0 && len(s.libs[k]) > 0 {
+				// A library of the profile: name what nothing resolves
+				// as report does, rather than leave the front-end a bare
+				// address.
+				frames, known = []format.SymbolFrame{{Function: s.fallbackName(k, uint64(off))}}, true
+			}
+			if known {
+				res.FoundModules[k.DebugName+"/"+k.BreakpadID] = true
+			}
+			if len(frames) > 0 {
+				fillFrame(&out[fi], uint64(off), frames)
+			}
+		}
+		res.Stacks[si] = out
+	}
+	return res
+}
+
+// fillFrame turns the model's frames (outer first, each with its own
+// location) into a v5 frame: the outer function with its location, and
+// the inlined callees ordered inside to outside.
+func fillFrame(f *v5Frame, addr uint64, frames []format.SymbolFrame) {
+	outer := frames[0]
+	f.Function = outer.Function
+	// An unknown start makes the address its own symbol; the front-end
+	// still merges frames by function name.
+	var off uint64
+	if outer.FuncAddr != 0 && outer.FuncAddr <= addr {
+		off = addr - outer.FuncAddr
+	}
+	f.FunctionOffset = hex(off)
+	if outer.FuncSize != 0 {
+		f.FunctionSize = hex(outer.FuncSize)
+	}
+	f.File, f.Line = outer.File, outer.Line
+	for i := len(frames) - 1; i >= 1; i-- {
+		in := frames[i]
+		f.Inlines = append(f.Inlines, v5Inline{Function: in.Function, File: in.File, Line: in.Line})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gprof-dev/gprof/analysis/diff"
 	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/view"
 )
 
 func diffCommand() *cli.Command {
@@ -34,13 +35,17 @@ Examples:
    ./bin/gprof diff before.json.gz after.json.gz
    ./bin/gprof diff --base b1.json.gz --base b2.json.gz --new n1.json.gz --new n2.json.gz \
        --fail-if 'self:*>+5pp' --fail-if 'cpu>+10%'
-   ./bin/gprof diff --json before.json.gz after.json.gz | jq '.functions[0]'`,
+   ./bin/gprof diff --json before.json.gz after.json.gz | jq '.functions[0]'
+   ./bin/gprof diff --view before.json.gz after.json.gz   # the Firefox Profiler's comparison view`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "base", Usage: "a base profile `FILE` (repeatable: repeated runs)"},
 			&cli.StringSliceFlag{Name: "new", Usage: "a new profile `FILE` (repeatable: repeated runs)"},
 			&cli.StringSliceFlag{Name: "fail-if", Usage: "exit 3 when `RULE` is broken beyond the noise (repeatable; see above)"},
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "list at most `N` functions per list (-1 for all)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema version in the \"version\" field)"},
+			&cli.BoolFlag{Name: "view", Usage: "then open the first base and new profiles in the Firefox Profiler's comparison view, served as 'gprof view' serves a profile (until Ctrl-C)"},
+			&cli.BoolFlag{Name: "no-open", Usage: "with --view, print the URL instead of opening a browser"},
+			&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "with --view, the Firefox Profiler front-end at `URL` (also $" + profilerURLEnv + ")"},
 			symbolDirFlag,
 		},
 		Action: runDiff,
@@ -108,6 +113,13 @@ func runDiff(c *cli.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if c.Bool("view") {
+		sigs.release() // serving ends with Ctrl-C, not an abort
+		o := viewOptions{address: "127.0.0.1", noOpen: c.Bool("no-open"), profilerURL: c.String("profiler-url"), symbolDirs: c.StringSlice("symbol-dir")}
+		if err := serveComparison(c.Context, b[0], n[0], o); err != nil {
+			return err
+		}
 	}
 	if res.Failed {
 		return exitCodeError{ExitRegression}

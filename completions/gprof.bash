@@ -80,12 +80,12 @@ _gprof() {
         ;;
     diff)
         case $prev in
-            --fail-if|--top|-n) return ;;
+            --fail-if|--top|-n|--profiler-url) return ;;
             --base) __gprof_files; return ;;
             --new) __gprof_files; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        __gprof_words "--base --new --fail-if --top -n --json --symbol-dir --help -h"
+        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --symbol-dir --help -h"
         ;;
     setup)
         __gprof_words "--help -h"

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/etl"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
@@ -23,6 +24,7 @@ const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
 	PProf     Kind = "pprof"
+	ETL       Kind = "etl"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -66,6 +68,10 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 	}
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", errors.New("empty file, not a profile")
+	}
+	if etl.Sniff(head) {
+		p, err := etl.Read(sr)
+		return p, ETL, err
 	}
 	if pprof.Sniff(head) {
 		p, err := pprof.Read(sr)

@@ -1,0 +1,82 @@
+package etw
+
+import (
+	"bytes"
+	"testing"
+)
+
+// The example of MS-XCA §2.4.4: "abc" 100 times, one literal run and one
+// long match whose length takes the nibble, byte and 16-bit forms.
+func TestDecompressXpressSpecExample(t *testing.T) {
+	in := []byte{0xff, 0xff, 0xff, 0x1f, 0x61, 0x62, 0x63, 0x17, 0x00, 0x0f, 0xff, 0x26, 0x01}
+	want := bytes.Repeat([]byte("abc"), 100)
+	got, err := DecompressXpress(in, len(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestDecompressXpressLiterals(t *testing.T) {
+	in := append([]byte{0, 0, 0, 0}, "abcdefghijklmnopqrstuvwxyz"...)
+	got, err := DecompressXpress(in, 26)
+	if err != nil || string(got) != "abcdefghijklmnopqrstuvwxyz" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestDecompressXpressRejectsBadOffset(t *testing.T) {
+	// A match before any output.
+	in := []byte{0, 0, 0, 0x80, 0x08, 0x00}
+	if _, err := DecompressXpress(in, 10); err == nil {
+		t.Fatal("no error for a match reaching before the output")
+	}
+}
+
+func TestGUIDAndBreakpadID(t *testing.T) {
+	g := ParseGUID("6048fdb6-2dcd-41c1-8835-594844ce7143")
+	if s := g.String(); s != "6048fdb6-2dcd-41c1-8835-594844ce7143" {
+		t.Fatalf("String() = %s", s)
+	}
+	// In memory the first three fields are little-endian.
+	if g[0] != 0xb6 || g[3] != 0x60 || g[8] != 0x88 {
+		t.Fatalf("layout %x", g[:])
+	}
+	if id := BreakpadID(g, 2); id != "6048FDB62DCD41C18835594844CE71432" {
+		t.Fatalf("BreakpadID = %s", id)
+	}
+	if id := BreakpadID(g, 0x1a); id != "6048FDB62DCD41C18835594844CE71431a" {
+		t.Fatalf("BreakpadID with age 0x1a = %s", id)
+	}
+	if c := CodeID(0x5010acd2, 0x1be000); c != "5010ACD21be000" {
+		t.Fatalf("CodeID = %s", c)
+	}
+}
+
+func TestNormalizePath(t *testing.T) {
+	for in, want := range map[string]string{
+		`\SystemRoot\system32\ntoskrnl.exe`:     `C:\Windows\system32\ntoskrnl.exe`,
+		`\??\C:\Windows\system32\drivers\x.sys`: `C:\Windows\system32\drivers\x.sys`,
+		`\Device\HarddiskVolume2\Windows\a.dll`: `\Device\HarddiskVolume2\Windows\a.dll`,
+	} {
+		if got := NormalizePath(in); got != want {
+			t.Errorf("NormalizePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseEventTruncated(t *testing.T) {
+	// A SYSTEM64 header claiming more bytes than there are.
+	b := make([]byte, 0x20)
+	b[2], b[3] = HeaderSystem64, 0xC0
+	b[4] = 0x40
+	if _, _, ok := ParseEvent(b); ok {
+		t.Fatal("truncated event accepted")
+	}
+	b[4] = 0x20
+	if _, n, ok := ParseEvent(b); !ok || n != 0x20 {
+		t.Fatalf("empty-payload event: n=%d ok=%v", n, ok)
+	}
+}

@@ -1,0 +1,99 @@
+package etw
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// ErrCorrupt is returned for compressed data that does not decode.
+var ErrCorrupt = errors.New("etw: corrupt XPRESS data")
+
+// DecompressXpress decodes MS-XCA "Plain LZ77" (COMPRESSION_FORMAT_XPRESS),
+// the compression ETW uses for the buffers of a trace logged with
+// EVENT_TRACE_COMPRESSED_MODE, into exactly size bytes (the buffer's
+// SavedOffset minus its header).
+func DecompressXpress(in []byte, size int) ([]byte, error) {
+	out := make([]byte, 0, size)
+	var flags uint32
+	flagCount := 0
+	ip := 0
+	lastHalf := -1 // index of the byte whose high nibble is the next length
+	for len(out) < size {
+		if flagCount == 0 {
+			if ip+4 > len(in) {
+				break
+			}
+			flags = binary.LittleEndian.Uint32(in[ip:])
+			ip += 4
+			flagCount = 32
+		}
+		flagCount--
+		if flags&(1<<flagCount) == 0 {
+			if ip >= len(in) {
+				break
+			}
+			out = append(out, in[ip])
+			ip++
+			continue
+		}
+		if ip+2 > len(in) {
+			break
+		}
+		mb := int(binary.LittleEndian.Uint16(in[ip:]))
+		ip += 2
+		length := mb & 7
+		offset := mb>>3 + 1
+		if length == 7 {
+			if lastHalf < 0 {
+				if ip >= len(in) {
+					return nil, ErrCorrupt
+				}
+				length = int(in[ip] & 15)
+				lastHalf = ip
+				ip++
+			} else {
+				length = int(in[lastHalf] >> 4)
+				lastHalf = -1
+			}
+			if length == 15 {
+				if ip >= len(in) {
+					return nil, ErrCorrupt
+				}
+				length = int(in[ip])
+				ip++
+				if length == 255 {
+					if ip+2 > len(in) {
+						return nil, ErrCorrupt
+					}
+					length = int(binary.LittleEndian.Uint16(in[ip:]))
+					ip += 2
+					if length == 0 {
+						if ip+4 > len(in) {
+							return nil, ErrCorrupt
+						}
+						length = int(binary.LittleEndian.Uint32(in[ip:]))
+						ip += 4
+					}
+					if length < 15+7 {
+						return nil, ErrCorrupt
+					}
+					length -= 15 + 7
+				}
+				length += 15
+			}
+			length += 7
+		}
+		length += 3
+		if offset > len(out) || length < 0 || length > size-len(out) {
+			return nil, ErrCorrupt
+		}
+		start := len(out) - offset
+		for i := 0; i < length; i++ {
+			out = append(out, out[start+i])
+		}
+	}
+	if len(out) != size {
+		return nil, ErrCorrupt
+	}
+	return out, nil
+}

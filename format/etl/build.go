@@ -1,0 +1,483 @@
+package etl
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/format"
+)
+
+// record is one event kept until the end of the trace, when all of them
+// are replayed in time order: buffers of different CPUs interleave, so
+// file order is not time order.
+type record struct {
+	time int64
+	seq  int
+	kind etw.Kind
+	pid  int64 // header PID
+	proc etw.Process
+	thr  etw.Thread
+	name string
+	img  *image
+	smp  etw.Sample
+	cpu  int
+}
+
+// image is an Image event joined with the identity events before it.
+type image struct {
+	etw.Image
+	id   *etw.ImageID
+	rsds *etw.RSDS
+}
+
+type stackKey struct {
+	tid  uint32
+	time int64
+}
+
+// fragment is part of a sample's stack: frames, or a cached stack's key.
+type fragment struct {
+	frames  []uint64
+	key     uint64
+	keyed   bool
+	refTime int64
+}
+
+type keyDef struct {
+	time   int64
+	frames []uint64
+}
+
+type method struct {
+	start, end uint64
+	name       string
+}
+
+type builder struct {
+	haveHeader bool
+	hdr        logHeader
+	recs       []record
+	minTime    int64
+	maxTime    int64
+	haveTime   bool
+	interval   int64 // 100 ns units
+	frags      map[stackKey][]fragment
+	defs       map[uint64][]keyDef
+	methods    map[int64][]method
+	// The identity events of the buffer being read, waiting for their
+	// Image event.
+	curBuf      int
+	pendingID   *etw.ImageID
+	pendingRSDS *etw.RSDS
+	pendingTime int64
+}
+
+func newBuilder() *builder {
+	return &builder{
+		frags:   map[stackKey][]fragment{},
+		defs:    map[uint64][]keyDef{},
+		methods: map[int64][]method{},
+	}
+}
+
+func (b *builder) event(e *etw.Event, cpu, buf int) {
+	if buf != b.curBuf {
+		b.curBuf = buf
+		b.pendingID, b.pendingRSDS = nil, nil
+	}
+	kind := etw.KindOf(e)
+	if kind == etw.KindHeader {
+		if !b.haveHeader {
+			if h, err := parseLogHeader(e); err == nil {
+				b.hdr, b.haveHeader = h, true
+			}
+		}
+		return
+	}
+	if kind == etw.KindOther {
+		return
+	}
+	if e.Time > 0 {
+		if !b.haveTime || e.Time < b.minTime {
+			b.minTime = e.Time
+		}
+		if !b.haveTime || e.Time > b.maxTime {
+			b.maxTime = e.Time
+		}
+		b.haveTime = true
+	}
+	rec := record{time: e.Time, seq: len(b.recs), kind: kind, pid: e.PID, cpu: cpu}
+	switch kind {
+	case etw.KindSample:
+		s, ok := etw.DecodeSample(e.Payload, e.Ptr64)
+		if !ok {
+			return
+		}
+		rec.smp = s
+	case etw.KindSampleInterval:
+		if iv, ok := etw.DecodeSampleInterval(e.Payload); ok {
+			b.interval = int64(iv)
+		}
+		return
+	case etw.KindStack:
+		s, ok := etw.DecodeStack(e.Payload, e.Ptr64)
+		if ok && len(s.Frames) > 0 {
+			k := stackKey{s.TID, s.SampleTime}
+			b.frags[k] = append(b.frags[k], fragment{frames: s.Frames})
+		}
+		return
+	case etw.KindStackKeyKernel, etw.KindStackKeyUser:
+		s, ok := etw.DecodeStackKeyRef(e.Payload, e.Ptr64)
+		if ok {
+			k := stackKey{s.TID, s.SampleTime}
+			b.frags[k] = append(b.frags[k], fragment{key: s.Key, keyed: true, refTime: e.Time})
+		}
+		return
+	case etw.KindStackKeyDef:
+		key, fr, ok := etw.DecodeStackKeyDef(e.Payload, e.Ptr64)
+		if ok {
+			b.defs[key] = append(b.defs[key], keyDef{time: e.Time, frames: fr})
+		}
+		return
+	case etw.KindProcessStart, etw.KindProcessEnd, etw.KindProcessRundown:
+		p, ok := etw.DecodeProcess(e.Payload, e.Ptr64)
+		if !ok {
+			return
+		}
+		rec.proc = p
+		if e.Classic() && e.Type() == 4 || !e.Classic() && e.Opcode == 4 {
+			rec.name = "dcend"
+		}
+	case etw.KindThreadStart, etw.KindThreadEnd, etw.KindThreadRundown:
+		t, ok := etw.DecodeThread(e.Payload)
+		if !ok {
+			return
+		}
+		rec.thr = t
+	case etw.KindThreadName:
+		t, name, ok := etw.DecodeThreadName(e.Payload)
+		if !ok {
+			return
+		}
+		rec.thr, rec.name = t, name
+	case etw.KindImageID:
+		if id, ok := etw.DecodeImageID(e.Payload, e.Ptr64); ok {
+			b.pendingID, b.pendingTime = &id, e.Time
+		}
+		return
+	case etw.KindDbgIDRSDS:
+		if d, ok := etw.DecodeRSDS(e.Payload, e.Ptr64); ok {
+			b.pendingRSDS, b.pendingTime = &d, e.Time
+		}
+		return
+	case etw.KindImageLoad, etw.KindImageRundown, etw.KindImageUnload:
+		im, ok := etw.DecodeImage(e.Payload, e.Ptr64)
+		if !ok {
+			return
+		}
+		img := &image{Image: im}
+		// The identity events come right before their image, with its
+		// timestamp; bases are reused, so join on that, not on the base.
+		if b.pendingTime == e.Time {
+			if b.pendingID != nil && b.pendingID.Base == im.Base {
+				img.id = b.pendingID
+			}
+			if b.pendingRSDS != nil && b.pendingRSDS.Base == im.Base {
+				img.rsds = b.pendingRSDS
+			}
+		}
+		b.pendingID, b.pendingRSDS = nil, nil
+		rec.img = img
+	case etw.KindCLRMethodLoad, etw.KindCLRMethodUnload:
+		m, ok := etw.DecodeMethodLoad(e.Payload)
+		if ok && kind == etw.KindCLRMethodLoad && m.Size > 0 {
+			b.methods[e.PID] = append(b.methods[e.PID], method{m.Start, m.Start + uint64(m.Size), m.FullName()})
+		}
+		return
+	}
+	b.recs = append(b.recs, rec)
+}
+
+// pending is a sample whose stack is assembled at the end of the trace.
+type pending struct {
+	th   *format.Thread
+	proc *format.Process
+	time int64 // ns since the profile's start
+	raw  int64 // the trace's timestamp, which stack events refer to
+	ip   uint64
+	tid  uint32
+}
+
+type procState struct {
+	p        *format.Process
+	ended    bool
+	threads  map[uint32]*format.Thread
+	samples  int
+	loadedAt map[uint64]int // lib base -> samples count when loaded
+}
+
+func (b *builder) profile() *format.Profile {
+	h := &b.hdr
+	freq := h.ticksPerSecond()
+	zero := b.minTime
+	if !b.haveTime || h.headerTime > 0 && h.headerTime < zero {
+		zero = h.headerTime
+	}
+	ns := func(t int64) int64 { return int64(float64(t-zero) * 1e9 / float64(freq)) }
+	start := time.Unix(0, (h.startFileTime-116444736000000000)*100)
+	if h.startFileTime > 0 && h.headerTime > 0 {
+		start = start.Add(time.Duration(ns(zero) - ns(h.headerTime)))
+	}
+	interval := time.Millisecond
+	if b.interval > 0 {
+		interval = time.Duration(b.interval * 100)
+	}
+	arch := "x86_64"
+	if h.pointerSize == 4 {
+		arch = "x86"
+	}
+	prof := &format.Profile{Meta: format.Meta{
+		Product:     "gprof",
+		StartTime:   start,
+		Interval:    interval,
+		OSCPU:       "Windows " + strconv.Itoa(h.major) + "." + strconv.Itoa(h.minor) + "." + strconv.Itoa(h.build),
+		Platform:    "Windows",
+		Arch:        arch,
+		LogicalCPUs: h.cpus,
+		Duration:    ns(b.maxTime),
+		LostEvents:  h.eventsLost + h.buffersLost,
+		Extra:       map[string]string{"source": "ETL file"},
+	}}
+
+	slices.SortStableFunc(b.recs, func(x, y record) int { return cmp.Or(cmp.Compare(x.time, y.time), cmp.Compare(x.seq, y.seq)) })
+	var procs []*procState
+	byPid := map[uint32]*procState{}
+	tids := map[uint32]*procState{} // which process a tid belongs to now
+	var kernelLibs []format.Lib
+	var samples []pending
+
+	getProc := func(pid uint32, name string, t int64) *procState {
+		ps := byPid[pid]
+		if ps == nil || ps.ended {
+			ps = &procState{p: &format.Process{Pid: int(pid), Name: name, Start: t, End: -1, ExitCode: -1},
+				threads: map[uint32]*format.Thread{}, loadedAt: map[uint64]int{}}
+			byPid[pid] = ps
+			procs = append(procs, ps)
+		}
+		if ps.p.Name == "" {
+			ps.p.Name = name
+		}
+		return ps
+	}
+	getThread := func(ps *procState, tid uint32, t int64) *format.Thread {
+		th := ps.threads[tid]
+		if th == nil || th.End >= 0 {
+			th = &format.Thread{Tid: int(tid), Start: t, End: -1, Main: len(ps.p.Threads) == 0}
+			ps.threads[tid] = th
+			ps.p.Threads = append(ps.p.Threads, th)
+		}
+		tids[tid] = ps
+		return th
+	}
+	for i := range b.recs {
+		r := &b.recs[i]
+		t := max(ns(r.time), 0)
+		switch r.kind {
+		case etw.KindProcessStart, etw.KindProcessRundown:
+			if r.name == "dcend" && byPid[r.proc.PID] != nil {
+				break
+			}
+			st := t
+			if r.kind == etw.KindProcessRundown {
+				st = 0
+			}
+			getProc(r.proc.PID, r.proc.ImageName, st)
+		case etw.KindProcessEnd:
+			ps := getProc(r.proc.PID, r.proc.ImageName, t)
+			ps.p.End, ps.p.ExitCode, ps.ended = t, int(r.proc.ExitStatus), true
+		case etw.KindThreadStart, etw.KindThreadRundown:
+			ps := byPid[r.thr.PID]
+			if ps == nil {
+				ps = getProc(r.thr.PID, "", 0)
+			}
+			if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
+				tids[r.thr.TID] = ps
+				break
+			}
+			st := t
+			if r.kind == etw.KindThreadRundown {
+				st = 0
+			}
+			getThread(ps, r.thr.TID, st)
+		case etw.KindThreadEnd:
+			if ps := byPid[r.thr.PID]; ps != nil {
+				if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
+					th.End = t
+				}
+			}
+		case etw.KindThreadName:
+			if ps := byPid[r.thr.PID]; ps != nil {
+				if th := ps.threads[r.thr.TID]; th != nil {
+					th.Name = r.name
+				}
+			}
+		case etw.KindImageLoad, etw.KindImageRundown:
+			lib := makeLib(r.img)
+			if r.img.PID == 0 {
+				kernelLibs = append(kernelLibs, lib)
+				break
+			}
+			ps := byPid[r.img.PID]
+			if ps == nil {
+				ps = getProc(r.img.PID, "", 0)
+			}
+			ps.p.Libs = append(ps.p.Libs, lib)
+			ps.loadedAt[lib.Start] = ps.samples
+		case etw.KindImageUnload:
+			// A module unloaded before any sample of its process landed
+			// (often a DLL mapped as data) would hide the one loaded
+			// at its base later; drop it.
+			ps := byPid[r.img.PID]
+			if ps == nil {
+				break
+			}
+			if n, ok := ps.loadedAt[r.img.Base]; ok && n == ps.samples {
+				ps.p.Libs = slices.DeleteFunc(ps.p.Libs, func(l format.Lib) bool { return l.Start == r.img.Base })
+				delete(ps.loadedAt, r.img.Base)
+			}
+		case etw.KindSample:
+			ps := tids[r.smp.TID]
+			if ps == nil {
+				continue
+			}
+			th := ps.threads[r.smp.TID]
+			if th == nil {
+				continue
+			}
+			ps.samples++
+			samples = append(samples, pending{th: th, proc: ps.p, time: t, raw: r.time, ip: r.smp.IP, tid: r.smp.TID})
+		}
+	}
+
+	// Cached stacks: bind each reference to the first definition of its
+	// key at or after the reference (keys are reused).
+	for _, ds := range b.defs {
+		slices.SortStableFunc(ds, func(x, y keyDef) int { return cmp.Compare(x.time, y.time) })
+	}
+	resolve := func(f fragment) []uint64 {
+		if !f.keyed {
+			return f.frames
+		}
+		ds := b.defs[f.key]
+		if len(ds) == 0 {
+			return nil
+		}
+		i, _ := slices.BinarySearchFunc(ds, f.refTime, func(d keyDef, t int64) int { return cmp.Compare(d.time, t) })
+		if i == len(ds) {
+			i = len(ds) - 1
+		}
+		return ds[i].frames
+	}
+	kernelMin := uint64(0xFFFF800000000000)
+	if h.pointerSize == 4 {
+		kernelMin = 0x80000000
+	}
+	isKernel := func(a uint64) bool { return a >= kernelMin }
+	jit := map[int]([]method){}
+	for pid, ms := range b.methods {
+		slices.SortFunc(ms, func(x, y method) int { return cmp.Compare(x.start, y.start) })
+		jit[int(pid)] = ms
+	}
+	var leaf []format.Frame
+	sampleTick := int64(interval)
+	// Samples reached each thread in time order; the stack table too.
+	for _, s := range samples {
+		var kern, user []uint64
+		for _, f := range b.frags[stackKey{s.tid, s.raw}] {
+			fr := resolve(f)
+			if len(fr) == 0 {
+				continue
+			}
+			if isKernel(fr[0]) {
+				if kern == nil {
+					kern = fr
+				}
+			} else if user == nil {
+				user = fr
+			}
+		}
+		leaf = leaf[:0]
+		addrs := append(append([]uint64(nil), kern...), user...)
+		if len(addrs) == 0 {
+			addrs = []uint64{s.ip}
+		}
+		ms := jit[s.proc.Pid]
+		for _, a := range addrs {
+			f := format.Frame{Address: a, Category: format.CategoryUser}
+			if isKernel(a) {
+				f.Category = format.CategoryKernel
+			} else if m := findMethod(ms, a); m != nil {
+				f = format.Frame{Label: m.name, Category: format.CategoryUser}
+			}
+			leaf = append(leaf, f)
+		}
+		s.th.Samples.Add(s.th.InternStack(leaf), s.time, sampleTick)
+	}
+
+	for _, ps := range procs {
+		if len(ps.p.Threads) == 0 {
+			continue
+		}
+		if ps.p.Pid == 0 && ps.p.Name == "" {
+			ps.p.Name = "Idle"
+		}
+		libs := append(ps.p.Libs, kernelLibs...)
+		ps.p.Libs = format.SortLibs(slices.Clone(libs))
+		prof.Processes = append(prof.Processes, ps.p)
+	}
+	return prof
+}
+
+func findMethod(ms []method, a uint64) *method {
+	i, found := slices.BinarySearchFunc(ms, a, func(m method, a uint64) int { return cmp.Compare(m.start, a) })
+	if !found {
+		i--
+	}
+	if i >= 0 && i < len(ms) && a >= ms[i].start && a < ms[i].end {
+		return &ms[i]
+	}
+	return nil
+}
+
+func makeLib(im *image) format.Lib {
+	path := etw.NormalizePath(im.FileName)
+	l := format.Lib{
+		Start: im.Base,
+		End:   im.Base + im.Size,
+		Name:  etw.BaseName(path),
+		Path:  path,
+	}
+	tds, size := im.TimeDateStamp, im.Size
+	if im.id != nil {
+		if im.id.TimeDateStamp != 0 {
+			tds = im.id.TimeDateStamp
+		}
+		if im.id.Size != 0 {
+			size = im.id.Size
+		}
+	}
+	if tds != 0 {
+		l.CodeID = etw.CodeID(tds, size)
+	}
+	if im.rsds != nil {
+		l.DebugPath = im.rsds.PDBPath
+		l.DebugName = etw.BaseName(im.rsds.PDBPath)
+		l.BreakpadID = etw.BreakpadID(im.rsds.GUID, im.rsds.Age)
+	} else {
+		l.DebugName = l.Name
+	}
+	return l
+}

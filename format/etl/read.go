@@ -1,0 +1,188 @@
+// Package etl reads Event Trace Log files (.etl), as xperf, WPR and
+// PerfView write them, into gprof's profile model, on any OS and in pure
+// Go. It walks the file's buffers (decompressing those written in
+// compressed mode), hands each event to package etw's decoders, and
+// assembles processes, threads, images with their identities, and sampled
+// stacks.
+package etl
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/format"
+)
+
+const bufferHeaderSize = 0x48
+
+// Buffer flags (WMI_BUFFER_HEADER.BufferFlag).
+const (
+	flagCompressed = 0x40
+	flagProcIndex  = 0x20
+)
+
+// Sniff reports whether head, the start of a file, is an ETL file: a WMI
+// buffer header whose first event is the trace's logfile header (a
+// SYSTEM event with HookId 0).
+func Sniff(head []byte) bool {
+	if len(head) < bufferHeaderSize+0x20 {
+		return false
+	}
+	le := binary.LittleEndian
+	size := le.Uint32(head)
+	saved := le.Uint32(head[4:])
+	ev := head[bufferHeaderSize:]
+	return size >= bufferHeaderSize+0x20 && saved <= size &&
+		ev[3] == 0xC0 && (ev[2] == etw.HeaderSystem32 || ev[2] == etw.HeaderSystem64) &&
+		le.Uint16(ev[6:]) == 0 && le.Uint16(ev[4:]) >= 0x20+0x110
+}
+
+// logHeader is what gprof uses of TRACE_LOGFILE_HEADER.
+type logHeader struct {
+	pointerSize    int
+	cpus           int
+	major, minor   int
+	build          int
+	eventsLost     uint64
+	buffersLost    uint64
+	perfFreq       int64
+	startFileTime  int64
+	clockType      uint32
+	cpuMHz         uint32
+	headerTime     int64
+	loggerModeMask uint32
+}
+
+func parseLogHeader(e *etw.Event) (h logHeader, err error) {
+	p := e.Payload
+	ptr := 4
+	if e.Ptr64 {
+		ptr = 8
+	}
+	tail := 56 + 2*ptr + 172
+	tail = (tail + 7) &^ 7
+	if len(p) < tail+32 {
+		return h, errors.New("logfile header too short")
+	}
+	le := binary.LittleEndian
+	h.major, h.minor = int(p[4]), int(p[5])
+	h.build = int(le.Uint32(p[8:]))
+	h.cpus = int(le.Uint32(p[12:]))
+	h.loggerModeMask = le.Uint32(p[32:])
+	h.pointerSize = int(le.Uint32(p[44:]))
+	h.eventsLost = uint64(le.Uint32(p[48:]))
+	h.cpuMHz = le.Uint32(p[52:])
+	h.perfFreq = int64(le.Uint64(p[tail+8:]))
+	h.startFileTime = int64(le.Uint64(p[tail+16:]))
+	h.clockType = le.Uint32(p[tail+24:])
+	h.buffersLost = uint64(le.Uint32(p[tail+28:]))
+	h.headerTime = e.Time
+	if h.pointerSize != 4 && h.pointerSize != 8 {
+		h.pointerSize = ptr
+	}
+	return h, nil
+}
+
+// ticksPerSecond is the frequency of the trace's event timestamps.
+func (h *logHeader) ticksPerSecond() int64 {
+	switch h.clockType {
+	case 2: // system time: 100 ns units
+		return 10_000_000
+	case 3: // CPU cycle counter
+		if h.cpuMHz > 0 {
+			return int64(h.cpuMHz) * 1_000_000
+		}
+	}
+	if h.perfFreq > 0 {
+		return h.perfFreq
+	}
+	return 10_000_000
+}
+
+// Options selects what Read keeps.
+type Options struct{}
+
+// Read reads an ETL file.
+func Read(r io.Reader) (*format.Profile, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if !Sniff(data) {
+		return nil, errors.New("not an ETL file: no WMI buffer header with a logfile header")
+	}
+	b := newBuilder()
+	if err := walk(data, b.event); err != nil {
+		return nil, err
+	}
+	if !b.haveHeader {
+		return nil, errors.New("ETL file has no logfile header")
+	}
+	return b.profile(), nil
+}
+
+// walk calls fn for every event of every buffer, in file order, with the
+// buffer's CPU and the buffer's index.
+func walk(data []byte, fn func(e *etw.Event, cpu int, buf int)) error {
+	le := binary.LittleEndian
+	// A buffer decompresses to at most the session's buffer size, which
+	// the logfile header (in the first, uncompressed buffer) gives.
+	maxSaved := 1 << 20
+	if len(data) >= bufferHeaderSize+0x24 {
+		if n := int(le.Uint32(data[bufferHeaderSize+0x20:])); n >= 4096 && n <= 64<<20 {
+			maxSaved = n
+		}
+	}
+	for off, buf := 0, 0; off+bufferHeaderSize <= len(data); buf++ {
+		size := int(le.Uint32(data[off:]))
+		if size < bufferHeaderSize || size > len(data)-off {
+			if buf == 0 {
+				return fmt.Errorf("ETL buffer at offset %d has a bad size %d", off, size)
+			}
+			return nil // a truncated last buffer: keep what came before
+		}
+		hdr := data[off : off+bufferHeaderSize]
+		saved := int(le.Uint32(hdr[4:]))
+		flags := le.Uint16(hdr[0x34:])
+		cpu := int(hdr[0x28])
+		if flags&flagProcIndex != 0 {
+			cpu = int(le.Uint16(hdr[0x28:]))
+		}
+		var events []byte
+		if flags&flagCompressed != 0 {
+			if saved < bufferHeaderSize || saved > maxSaved {
+				off += size
+				continue
+			}
+			out, err := etw.DecompressXpress(data[off+bufferHeaderSize:off+size], saved-bufferHeaderSize)
+			if err != nil {
+				// One bad buffer loses its events, not the trace.
+				off += size
+				continue
+			}
+			events = out
+		} else {
+			end := saved
+			if end <= bufferHeaderSize || end > size {
+				end = int(le.Uint32(hdr[8:])) // CurrentOffset
+				if end <= bufferHeaderSize || end > size {
+					end = size
+				}
+			}
+			events = data[off+bufferHeaderSize : off+end]
+		}
+		for p := 0; p < len(events); {
+			e, n, ok := etw.ParseEvent(events[p:])
+			if !ok || n <= 0 {
+				break
+			}
+			fn(&e, cpu, buf)
+			p += n
+		}
+		off += size
+	}
+	return nil
+}

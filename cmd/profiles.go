@@ -57,6 +57,7 @@ Examples:
 			outputFlag,
 			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
 			symbolDirFlag,
+			convertPidFlag, convertNameFlag,
 		},
 		Action: func(c *cli.Context) error {
 			out, err := outputFile(c)
@@ -83,6 +84,9 @@ Examples:
 			ph.set("reading " + inName(in))
 			p, _, err := readProfile(in)
 			if err != nil {
+				return err
+			}
+			if p, err = filterProcesses(c, p); err != nil {
 				return err
 			}
 			ph.set("resolving names")

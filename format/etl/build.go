@@ -362,25 +362,10 @@ func (b *builder) profile() *format.Profile {
 		}
 	}
 
-	// Cached stacks: bind each reference to the first definition of its
-	// key at or after the reference (keys are reused).
 	for _, ds := range b.defs {
 		slices.SortStableFunc(ds, func(x, y keyDef) int { return cmp.Compare(x.time, y.time) })
 	}
-	resolve := func(f fragment) []uint64 {
-		if !f.keyed {
-			return f.frames
-		}
-		ds := b.defs[f.key]
-		if len(ds) == 0 {
-			return nil
-		}
-		i, _ := slices.BinarySearchFunc(ds, f.refTime, func(d keyDef, t int64) int { return cmp.Compare(d.time, t) })
-		if i == len(ds) {
-			i = len(ds) - 1
-		}
-		return ds[i].frames
-	}
+	resolve := b.resolve
 	kernelMin := uint64(0xFFFF800000000000)
 	if h.pointerSize == 4 {
 		kernelMin = 0x80000000
@@ -439,6 +424,24 @@ func (b *builder) profile() *format.Profile {
 		prof.Processes = append(prof.Processes, ps.p)
 	}
 	return prof
+}
+
+// resolve returns the frames of a stack fragment. Cached stacks: bind each
+// reference to the first definition of its key at or after the reference
+// (keys are reused). b.defs must be sorted by time.
+func (b *builder) resolve(f fragment) []uint64 {
+	if !f.keyed {
+		return f.frames
+	}
+	ds := b.defs[f.key]
+	if len(ds) == 0 {
+		return nil
+	}
+	i, _ := slices.BinarySearchFunc(ds, f.refTime, func(d keyDef, t int64) int { return cmp.Compare(d.time, t) })
+	if i == len(ds) {
+		i = len(ds) - 1
+	}
+	return ds[i].frames
 }
 
 func findMethod(ms []method, a uint64) *method {

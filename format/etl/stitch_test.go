@@ -1,0 +1,65 @@
+package etl
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/gprof-dev/gprof/etw"
+)
+
+// TestStackLeafIsSampleIP checks the binding of stack events to samples:
+// the leaf of a sample's stack, once cached stack keys are resolved, is the
+// sampled instruction. Binding a reused key to the wrong definition (the
+// last one, say) breaks this for a third of the samples.
+func TestStackLeafIsSampleIP(t *testing.T) {
+	b := newBuilder()
+	if err := walk(perfView(t), b.event); err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range b.defs {
+		slices.SortStableFunc(ds, func(x, y keyDef) int { return cmp.Compare(x.time, y.time) })
+	}
+	withStack, leafIP, both := 0, 0, 0
+	for _, r := range b.recs {
+		if r.kind != etw.KindSample {
+			continue
+		}
+		var kern, user []uint64
+		for _, f := range b.frags[stackKey{r.smp.TID, r.time}] {
+			switch a := b.resolve(f); {
+			case len(a) == 0:
+			case a[0] >= 0xFFFF800000000000:
+				kern = a
+			default:
+				user = a
+			}
+		}
+		leaf := kern
+		if leaf == nil {
+			leaf = user
+		}
+		if leaf == nil {
+			continue
+		}
+		withStack++
+		if leaf[0] == r.smp.IP {
+			leafIP++
+		}
+		if kern != nil && user != nil {
+			both++
+		}
+	}
+	// Nearly every non-idle sample (88,809 less the Idle process's 82,128)
+	// has a stack.
+	if withStack < 6500 {
+		t.Errorf("%d samples have a stack", withStack)
+	}
+	if leafIP < withStack*999/1000 {
+		t.Errorf("the leaf is the sampled IP in %d of %d stacks", leafIP, withStack)
+	}
+	// The kernel and user halves of a stack come in separate events.
+	if both < 300 {
+		t.Errorf("%d samples joined a kernel and a user half", both)
+	}
+}

@@ -80,3 +80,26 @@ func TestParseEventTruncated(t *testing.T) {
 		t.Fatalf("empty-payload event: n=%d ok=%v", n, ok)
 	}
 }
+
+func TestDecodeThreadV4Name(t *testing.T) {
+	p := []byte{0x10, 0, 0, 0, 0x20, 0, 0, 0} // PID 16, TID 32
+	p = append(p, make([]byte, 7*8+8)...)
+	for _, c := range "worker" {
+		p = append(p, byte(c), 0)
+	}
+	p = append(p, 0, 0)
+	th, ok := DecodeThread(p, true, 4)
+	if !ok || th.PID != 16 || th.TID != 32 || th.Name != "worker" {
+		t.Fatalf("v4: %+v %v", th, ok)
+	}
+	th, ok = DecodeThread(p, true, 3)
+	if !ok || th.Name != "" {
+		t.Fatalf("v3 has no name: %+v %v", th, ok)
+	}
+	// 32-bit pointers.
+	p32 := append([]byte{1, 0, 0, 0, 2, 0, 0, 0}, make([]byte, 7*4+8)...)
+	p32 = append(p32, 'x', 0, 0, 0)
+	if th, ok := DecodeThread(p32, false, 4); !ok || th.Name != "x" {
+		t.Fatalf("v4 32-bit: %+v %v", th, ok)
+	}
+}

@@ -72,7 +72,7 @@ type Event struct {
 	Provider GUID
 	Opcode   uint8
 	ID       uint16 // EVENT_HEADER event id
-	Version  uint8
+	Version  uint8  // the payload's layout version
 	// PID and TID from the header; PERFINFO headers have neither (-1).
 	PID, TID int64
 	Time     int64 // raw timestamp (QPC ticks for clock type 1)
@@ -117,6 +117,7 @@ func ParseEvent(b []byte) (e Event, next int, ok bool) {
 			return e, 0, false
 		}
 		size = int(le.Uint16(b[4:]))
+		e.Version = b[0]
 		e.HookID = le.Uint16(b[6:])
 		e.TID = int64(le.Uint32(b[8:]))
 		e.PID = int64(le.Uint32(b[12:]))
@@ -129,6 +130,7 @@ func ParseEvent(b []byte) (e Event, next int, ok bool) {
 			return e, 0, false
 		}
 		size = int(le.Uint16(b[4:]))
+		e.Version = b[0]
 		e.HookID = le.Uint16(b[6:])
 		e.Time = int64(le.Uint64(b[8:]))
 		e.PID, e.TID = -1, -1

@@ -292,14 +292,34 @@ func DecodeProcess(p []byte, ptr64 bool) (pr Process, ok bool) {
 // Thread is a Thread Start/End/DCStart/DCEnd payload's identity.
 type Thread struct {
 	PID, TID uint32
+	// Name is the thread's description, which version 4 of the event
+	// (Windows 10 1709 and later) carries.
+	Name string
 }
 
-// DecodeThread decodes the leading PID and TID of a Thread payload.
-func DecodeThread(p []byte) (t Thread, ok bool) {
-	r := reader{b: p}
+// DecodeThread decodes a Thread Start/End/DCStart/DCEnd payload of the
+// given version: its PID and TID, and from version 4 on its name.
+func DecodeThread(p []byte, ptr64 bool, version uint8) (t Thread, ok bool) {
+	r := reader{b: p, ptr64: ptr64}
 	t.PID = r.u32()
 	t.TID = r.u32()
-	return t, !r.bad
+	if r.bad {
+		return t, false
+	}
+	if version >= 4 {
+		// StackBase, StackLimit, UserStackBase, UserStackLimit,
+		// Affinity, Win32StartAddr, TebBase; SubProcessTag; four
+		// priority and flag bytes.
+		for i := 0; i < 7; i++ {
+			r.ptr()
+		}
+		r.u32()
+		r.u32()
+		if !r.bad {
+			t.Name = r.utf16()
+		}
+	}
+	return t, true
 }
 
 // DecodeThreadName decodes a Thread SetName payload.

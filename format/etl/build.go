@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gprof-dev/gprof/etw"
@@ -152,7 +153,7 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 			rec.name = "dcend"
 		}
 	case etw.KindThreadStart, etw.KindThreadEnd, etw.KindThreadRundown:
-		t, ok := etw.DecodeThread(e.Payload)
+		t, ok := etw.DecodeThread(e.Payload, e.Ptr64, e.Version)
 		if !ok {
 			return
 		}
@@ -305,13 +306,18 @@ func (b *builder) profile() *format.Profile {
 			}
 			if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
 				tids[r.thr.TID] = ps
+				if r.thr.Name != "" {
+					th.Name = r.thr.Name
+				}
 				break
 			}
 			st := t
 			if r.kind == etw.KindThreadRundown {
 				st = 0
 			}
-			getThread(ps, r.thr.TID, st)
+			if th := getThread(ps, r.thr.TID, st); r.thr.Name != "" {
+				th.Name = r.thr.Name
+			}
 		case etw.KindThreadEnd:
 			if ps := byPid[r.thr.PID]; ps != nil {
 				if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
@@ -336,6 +342,9 @@ func (b *builder) profile() *format.Profile {
 			}
 			ps.p.Libs = append(ps.p.Libs, lib)
 			ps.loadedAt[lib.Start] = ps.samples
+			if ps.p.Name == "" && strings.HasSuffix(strings.ToLower(lib.Name), ".exe") {
+				ps.p.Name = lib.Name
+			}
 		case etw.KindImageUnload:
 			// A module unloaded before any sample of its process landed
 			// (often a DLL mapped as data) would hide the one loaded
@@ -395,6 +404,9 @@ func (b *builder) profile() *format.Profile {
 			}
 		}
 		leaf = leaf[:0]
+		if n := len(kern); n > 0 && !isKernel(kern[n-1]) {
+			user = nil // a whole stack in one event
+		}
 		addrs := append(append([]uint64(nil), kern...), user...)
 		if len(addrs) == 0 {
 			addrs = []uint64{s.ip}

@@ -7,6 +7,7 @@
 package etl
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func Sniff(head []byte) bool {
 	ev := head[bufferHeaderSize:]
 	return size >= bufferHeaderSize+0x20 && saved <= size &&
 		ev[3] == 0xC0 && (ev[2] == etw.HeaderSystem32 || ev[2] == etw.HeaderSystem64) &&
-		le.Uint16(ev[6:]) == 0 && le.Uint16(ev[4:]) >= 0x20+0x110
+		le.Uint16(ev[6:]) == 0 && le.Uint16(ev[4:]) >= 0x20+0x100
 }
 
 // logHeader is what gprof uses of TRACE_LOGFILE_HEADER.
@@ -105,17 +106,16 @@ func (h *logHeader) ticksPerSecond() int64 {
 // Options selects what Read keeps.
 type Options struct{}
 
-// Read reads an ETL file.
+// Read reads an ETL file. It reads one buffer at a time: what it keeps is
+// the decoded events a profile needs, not the file.
 func Read(r io.Reader) (*format.Profile, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	if !Sniff(data) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	head, _ := br.Peek(sniffSize)
+	if !Sniff(head) {
 		return nil, errors.New("not an ETL file: no WMI buffer header with a logfile header")
 	}
 	b := newBuilder()
-	if err := walk(data, b.event); err != nil {
+	if err := walk(br, b.event); err != nil {
 		return nil, err
 	}
 	if !b.haveHeader {
@@ -124,44 +124,62 @@ func Read(r io.Reader) (*format.Profile, error) {
 	return b.profile(), nil
 }
 
+// sniffSize is how much of the file Sniff needs.
+const sniffSize = bufferHeaderSize + 0x20 + 0x24
+
+// maxBuffer bounds the size of one buffer, on disk or decompressed; ETW's
+// own limit is 16 MB.
+const maxBuffer = 64 << 20
+
 // walk calls fn for every event of every buffer, in file order, with the
-// buffer's CPU and the buffer's index.
-func walk(data []byte, fn func(e *etw.Event, cpu int, buf int)) error {
+// buffer's CPU and the buffer's index. Events do not outlive the call:
+// fn must copy what it keeps.
+func walk(r io.Reader, fn func(e *etw.Event, cpu int, buf int)) error {
 	le := binary.LittleEndian
 	// A buffer decompresses to at most the session's buffer size, which
 	// the logfile header (in the first, uncompressed buffer) gives.
 	maxSaved := 1 << 20
-	if len(data) >= bufferHeaderSize+0x24 {
-		if n := int(le.Uint32(data[bufferHeaderSize+0x20:])); n >= 4096 && n <= 64<<20 {
-			maxSaved = n
-		}
-	}
-	for off, buf := 0, 0; off+bufferHeaderSize <= len(data); buf++ {
-		size := int(le.Uint32(data[off:]))
-		if size < bufferHeaderSize || size > len(data)-off {
+	hdr := make([]byte, bufferHeaderSize)
+	for buf := 0; ; buf++ {
+		if _, err := io.ReadFull(r, hdr); err != nil {
 			if buf == 0 {
-				return fmt.Errorf("ETL buffer at offset %d has a bad size %d", off, size)
+				return fmt.Errorf("cannot read the ETL file's first buffer: %w", err)
 			}
-			return nil // a truncated last buffer: keep what came before
+			return nil // the end, or a truncated last buffer: keep what came before
 		}
-		hdr := data[off : off+bufferHeaderSize]
+		size := int(le.Uint32(hdr))
+		if size < bufferHeaderSize || size > maxBuffer {
+			if buf == 0 {
+				return fmt.Errorf("ETL buffer 0 has a bad size %d", size)
+			}
+			return nil // garbage after the last buffer
+		}
+		data := make([]byte, size-bufferHeaderSize)
+		if _, err := io.ReadFull(r, data); err != nil {
+			if buf == 0 {
+				return fmt.Errorf("the ETL file's first buffer is cut short: %w", err)
+			}
+			return nil
+		}
+		if buf == 0 && len(data) >= 0x24 {
+			if n := int(le.Uint32(data[0x20:])); n >= 4096 && n <= maxBuffer {
+				maxSaved = n
+			}
+		}
 		saved := int(le.Uint32(hdr[4:]))
 		flags := le.Uint16(hdr[0x34:])
 		cpu := int(hdr[0x28])
 		if flags&flagProcIndex != 0 {
 			cpu = int(le.Uint16(hdr[0x28:]))
 		}
-		var events []byte
+		events := data
 		if flags&flagCompressed != 0 {
 			if saved < bufferHeaderSize || saved > maxSaved {
-				off += size
 				continue
 			}
-			out, err := etw.DecompressXpress(data[off+bufferHeaderSize:off+size], saved-bufferHeaderSize)
+			out, err := etw.DecompressXpress(data, saved-bufferHeaderSize)
 			if err != nil {
-				// One bad buffer loses its events, not the trace.
-				off += size
-				continue
+				continue // one bad buffer loses its events, not the trace
 			}
 			events = out
 		} else {
@@ -172,7 +190,7 @@ func walk(data []byte, fn func(e *etw.Event, cpu int, buf int)) error {
 					end = size
 				}
 			}
-			events = data[off+bufferHeaderSize : off+end]
+			events = data[:end-bufferHeaderSize]
 		}
 		for p := 0; p < len(events); {
 			e, n, ok := etw.ParseEvent(events[p:])
@@ -182,7 +200,5 @@ func walk(data []byte, fn func(e *etw.Event, cpu int, buf int)) error {
 			fn(&e, cpu, buf)
 			p += n
 		}
-		off += size
 	}
-	return nil
 }

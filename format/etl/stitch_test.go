@@ -1,6 +1,7 @@
 package etl
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // last one, say) breaks this for a third of the samples.
 func TestStackLeafIsSampleIP(t *testing.T) {
 	b := newBuilder()
-	if err := walk(perfView(t), b.event); err != nil {
+	if err := walk(bytes.NewReader(perfView(t)), b.event); err != nil {
 		t.Fatal(err)
 	}
 	for _, ds := range b.defs {

@@ -16,15 +16,19 @@ import (
 // file order is not time order.
 type record struct {
 	time int64
-	seq  int
+	seq  int32
 	kind etw.Kind
-	pid  int64 // header PID
+	tid  uint32 // a sample's thread
+	ip   uint64 // a sample's instruction pointer
+	ev   *event // what other events say; nil for samples, which are most
+}
+
+// event is what a process, thread or image event says.
+type event struct {
 	proc etw.Process
 	thr  etw.Thread
 	name string
 	img  *image
-	smp  etw.Sample
-	cpu  int
 }
 
 // image is an Image event joined with the identity events before it.
@@ -110,14 +114,17 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 		}
 		b.haveTime = true
 	}
-	rec := record{time: e.Time, seq: len(b.recs), kind: kind, pid: e.PID, cpu: cpu}
+	rec := record{time: e.Time, seq: int32(len(b.recs)), kind: kind}
+	if kind != etw.KindSample {
+		rec.ev = &event{}
+	}
 	switch kind {
 	case etw.KindSample:
 		s, ok := etw.DecodeSample(e.Payload, e.Ptr64)
 		if !ok {
 			return
 		}
-		rec.smp = s
+		rec.tid, rec.ip = s.TID, s.IP
 	case etw.KindSampleInterval:
 		if iv, ok := etw.DecodeSampleInterval(e.Payload); ok {
 			b.interval = int64(iv)
@@ -148,22 +155,22 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 		if !ok {
 			return
 		}
-		rec.proc = p
+		rec.ev.proc = p
 		if e.Classic() && e.Type() == 4 || !e.Classic() && e.Opcode == 4 {
-			rec.name = "dcend"
+			rec.ev.name = "dcend"
 		}
 	case etw.KindThreadStart, etw.KindThreadEnd, etw.KindThreadRundown:
 		t, ok := etw.DecodeThread(e.Payload, e.Ptr64, e.Version)
 		if !ok {
 			return
 		}
-		rec.thr = t
+		rec.ev.thr = t
 	case etw.KindThreadName:
 		t, name, ok := etw.DecodeThreadName(e.Payload)
 		if !ok {
 			return
 		}
-		rec.thr, rec.name = t, name
+		rec.ev.thr, rec.ev.name = t, name
 	case etw.KindImageID:
 		if id, ok := etw.DecodeImageID(e.Payload, e.Ptr64); ok {
 			b.pendingID, b.pendingTime = &id, e.Time
@@ -191,7 +198,7 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 			}
 		}
 		b.pendingID, b.pendingRSDS = nil, nil
-		rec.img = img
+		rec.ev.img = img
 	case etw.KindCLRMethodLoad, etw.KindCLRMethodUnload:
 		m, ok := etw.DecodeMethodLoad(e.Payload)
 		if ok && kind == etw.KindCLRMethodLoad && m.Size > 0 {
@@ -288,26 +295,26 @@ func (b *builder) profile() *format.Profile {
 		t := max(ns(r.time), 0)
 		switch r.kind {
 		case etw.KindProcessStart, etw.KindProcessRundown:
-			if r.name == "dcend" && byPid[r.proc.PID] != nil {
+			if r.ev.name == "dcend" && byPid[r.ev.proc.PID] != nil {
 				break
 			}
 			st := t
 			if r.kind == etw.KindProcessRundown {
 				st = 0
 			}
-			getProc(r.proc.PID, r.proc.ImageName, st)
+			getProc(r.ev.proc.PID, r.ev.proc.ImageName, st)
 		case etw.KindProcessEnd:
-			ps := getProc(r.proc.PID, r.proc.ImageName, t)
-			ps.p.End, ps.p.ExitCode, ps.ended = t, int(r.proc.ExitStatus), true
+			ps := getProc(r.ev.proc.PID, r.ev.proc.ImageName, t)
+			ps.p.End, ps.p.ExitCode, ps.ended = t, int(r.ev.proc.ExitStatus), true
 		case etw.KindThreadStart, etw.KindThreadRundown:
-			ps := byPid[r.thr.PID]
+			ps := byPid[r.ev.thr.PID]
 			if ps == nil {
-				ps = getProc(r.thr.PID, "", 0)
+				ps = getProc(r.ev.thr.PID, "", 0)
 			}
-			if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
-				tids[r.thr.TID] = ps
-				if r.thr.Name != "" {
-					th.Name = r.thr.Name
+			if th := ps.threads[r.ev.thr.TID]; th != nil && th.End < 0 {
+				tids[r.ev.thr.TID] = ps
+				if r.ev.thr.Name != "" {
+					th.Name = r.ev.thr.Name
 				}
 				break
 			}
@@ -315,30 +322,30 @@ func (b *builder) profile() *format.Profile {
 			if r.kind == etw.KindThreadRundown {
 				st = 0
 			}
-			if th := getThread(ps, r.thr.TID, st); r.thr.Name != "" {
-				th.Name = r.thr.Name
+			if th := getThread(ps, r.ev.thr.TID, st); r.ev.thr.Name != "" {
+				th.Name = r.ev.thr.Name
 			}
 		case etw.KindThreadEnd:
-			if ps := byPid[r.thr.PID]; ps != nil {
-				if th := ps.threads[r.thr.TID]; th != nil && th.End < 0 {
+			if ps := byPid[r.ev.thr.PID]; ps != nil {
+				if th := ps.threads[r.ev.thr.TID]; th != nil && th.End < 0 {
 					th.End = t
 				}
 			}
 		case etw.KindThreadName:
-			if ps := byPid[r.thr.PID]; ps != nil {
-				if th := ps.threads[r.thr.TID]; th != nil {
-					th.Name = r.name
+			if ps := byPid[r.ev.thr.PID]; ps != nil {
+				if th := ps.threads[r.ev.thr.TID]; th != nil {
+					th.Name = r.ev.name
 				}
 			}
 		case etw.KindImageLoad, etw.KindImageRundown:
-			lib := makeLib(r.img)
-			if r.img.PID == 0 {
+			lib := makeLib(r.ev.img)
+			if r.ev.img.PID == 0 {
 				kernelLibs = append(kernelLibs, lib)
 				break
 			}
-			ps := byPid[r.img.PID]
+			ps := byPid[r.ev.img.PID]
 			if ps == nil {
-				ps = getProc(r.img.PID, "", 0)
+				ps = getProc(r.ev.img.PID, "", 0)
 			}
 			ps.p.Libs = append(ps.p.Libs, lib)
 			ps.loadedAt[lib.Start] = ps.samples
@@ -349,25 +356,25 @@ func (b *builder) profile() *format.Profile {
 			// A module unloaded before any sample of its process landed
 			// (often a DLL mapped as data) would hide the one loaded
 			// at its base later; drop it.
-			ps := byPid[r.img.PID]
+			ps := byPid[r.ev.img.PID]
 			if ps == nil {
 				break
 			}
-			if n, ok := ps.loadedAt[r.img.Base]; ok && n == ps.samples {
-				ps.p.Libs = slices.DeleteFunc(ps.p.Libs, func(l format.Lib) bool { return l.Start == r.img.Base })
-				delete(ps.loadedAt, r.img.Base)
+			if n, ok := ps.loadedAt[r.ev.img.Base]; ok && n == ps.samples {
+				ps.p.Libs = slices.DeleteFunc(ps.p.Libs, func(l format.Lib) bool { return l.Start == r.ev.img.Base })
+				delete(ps.loadedAt, r.ev.img.Base)
 			}
 		case etw.KindSample:
-			ps := tids[r.smp.TID]
+			ps := tids[r.tid]
 			if ps == nil {
 				continue
 			}
-			th := ps.threads[r.smp.TID]
+			th := ps.threads[r.tid]
 			if th == nil {
 				continue
 			}
 			ps.samples++
-			samples = append(samples, pending{th: th, proc: ps.p, time: t, raw: r.time, ip: r.smp.IP, tid: r.smp.TID})
+			samples = append(samples, pending{th: th, proc: ps.p, time: t, raw: r.time, ip: r.ip, tid: r.tid})
 		}
 	}
 

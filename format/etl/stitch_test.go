@@ -27,7 +27,7 @@ func TestStackLeafIsSampleIP(t *testing.T) {
 			continue
 		}
 		var kern, user []uint64
-		for _, f := range b.frags[stackKey{r.smp.TID, r.time}] {
+		for _, f := range b.frags[stackKey{r.tid, r.time}] {
 			switch a := b.resolve(f); {
 			case len(a) == 0:
 			case a[0] >= 0xFFFF800000000000:
@@ -44,7 +44,7 @@ func TestStackLeafIsSampleIP(t *testing.T) {
 			continue
 		}
 		withStack++
-		if leaf[0] == r.smp.IP {
+		if leaf[0] == r.ip {
 			leafIP++
 		}
 		if kern != nil && user != nil {

@@ -27,6 +27,10 @@ var (
 	// KernelTraceControlGUID is the provider of the ImageID and DbgID_RSDS
 	// events xperf, WPR and PerfView add when they merge a trace.
 	KernelTraceControlGUID = ParseGUID("b3e675d7-2554-4f18-830b-2762732560de")
+	// SysConfigExGUID is the provider of the system configuration
+	// events a merged trace carries, among them how NT device paths map to
+	// drive letters.
+	SysConfigExGUID = ParseGUID("9b79ee91-b5fd-41c0-a243-4248e266e9d0")
 	// The .NET runtime's providers, for naming JIT-compiled code.
 	CLRGUID        = ParseGUID("e13c0d23-ccbc-4e12-931b-d9cc2eee27e4")
 	CLRRundownGUID = ParseGUID("a669021c-c450-4609-a035-5af59af4df18")
@@ -58,6 +62,7 @@ const (
 	KindDbgIDRSDS       // KernelTraceControl DbgID_RSDS
 	KindCLRMethodLoad   // CLR MethodLoadVerbose, MethodDCStart/EndVerbose
 	KindCLRMethodUnload // CLR MethodUnloadVerbose
+	KindVolumeMapping   // SysConfigEx VolumeMapping: NT path prefix to DOS path
 )
 
 // KindOf classifies e.
@@ -88,6 +93,10 @@ func KindOf(e *Event) Kind {
 			return KindImageID
 		case 36:
 			return KindDbgIDRSDS
+		}
+	case SysConfigExGUID:
+		if e.Opcode == 35 {
+			return KindVolumeMapping
 		}
 	case CLRGUID:
 		switch e.ID {
@@ -458,6 +467,15 @@ func (m *MethodLoad) FullName() string {
 		return m.Name
 	}
 	return m.Namespace + "::" + m.Name
+}
+
+// DecodeVolumeMapping decodes a SysConfigEx VolumeMapping payload: an NT
+// path prefix (\Device\HarddiskVolume2\) and the DOS path it is (C:\).
+func DecodeVolumeMapping(p []byte) (nt, dos string, ok bool) {
+	r := reader{b: p}
+	nt = r.utf16()
+	dos = r.utf16()
+	return nt, dos, nt != ""
 }
 
 // NormalizePath turns a kernel path into one a user recognizes:

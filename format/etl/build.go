@@ -72,6 +72,7 @@ type builder struct {
 	frags      map[stackKey][]fragment
 	defs       map[uint64][]keyDef
 	methods    map[int64][]method
+	volumes    [][2]string // NT path prefix, drive path
 	// The identity events of the buffer being read, waiting for their
 	// Image event.
 	curBuf      int
@@ -199,6 +200,11 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 		}
 		b.pendingID, b.pendingRSDS = nil, nil
 		rec.ev.img = img
+	case etw.KindVolumeMapping:
+		if nt, dos, ok := etw.DecodeVolumeMapping(e.Payload); ok && len(dos) >= 2 && dos[1] == ':' {
+			b.volumes = append(b.volumes, [2]string{nt, dos})
+		}
+		return
 	case etw.KindCLRMethodLoad, etw.KindCLRMethodUnload:
 		m, ok := etw.DecodeMethodLoad(e.Payload)
 		if ok && kind == etw.KindCLRMethodLoad && m.Size > 0 {
@@ -338,7 +344,7 @@ func (b *builder) profile() *format.Profile {
 				}
 			}
 		case etw.KindImageLoad, etw.KindImageRundown:
-			lib := makeLib(r.ev.img)
+			lib := makeLib(r.ev.img, b.volumes)
 			if r.ev.img.PID == 0 {
 				kernelLibs = append(kernelLibs, lib)
 				break
@@ -463,6 +469,44 @@ func (b *builder) resolve(f fragment) []uint64 {
 	return ds[i].frames
 }
 
+// dosPath gives a kernel path the drive letter the trace's volume mappings
+// say its device has.
+func dosPath(p string, volumes [][2]string) string {
+	best := -1
+	for i, v := range volumes {
+		if len(v[0]) <= len(p) && strings.EqualFold(p[:len(v[0])], v[0]) && (best < 0 || len(v[0]) > len(volumes[best][0])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		v := volumes[best]
+		rest := p[len(v[0]):]
+		if !strings.HasSuffix(v[1], `\`) && !strings.HasPrefix(rest, `\`) {
+			rest = `\` + rest
+		} else if strings.HasSuffix(v[1], `\`) && strings.HasPrefix(rest, `\`) {
+			rest = rest[1:]
+		}
+		return v[1] + rest
+	}
+	p = etw.NormalizePath(p)
+	// A path with no device (\Windows\System32\kernel32.dll, as user-mode
+	// image loads have them) is on the system drive.
+	if strings.HasPrefix(p, `\`) && !strings.HasPrefix(p, `\\`) && !hasPrefixFold(p, `\Device\`) {
+		drive := "C:"
+		for _, v := range volumes {
+			if strings.EqualFold(v[0], `\SystemRoot\`) {
+				drive = v[1][:2]
+			}
+		}
+		p = drive + p
+	}
+	return p
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
 func findMethod(ms []method, a uint64) *method {
 	i, found := slices.BinarySearchFunc(ms, a, func(m method, a uint64) int { return cmp.Compare(m.start, a) })
 	if !found {
@@ -474,8 +518,8 @@ func findMethod(ms []method, a uint64) *method {
 	return nil
 }
 
-func makeLib(im *image) format.Lib {
-	path := etw.NormalizePath(im.FileName)
+func makeLib(im *image, volumes [][2]string) format.Lib {
+	path := dosPath(im.FileName, volumes)
 	l := format.Lib{
 		Start: im.Base,
 		End:   im.Base + im.Size,

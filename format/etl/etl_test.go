@@ -188,6 +188,9 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add(cut)
 	f.Add(cut[:4096])
+	if um, err := os.ReadFile("testdata/usermode.etl"); err == nil {
+		f.Add(um)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Read(bytes.NewReader(b))
 		if err != nil {

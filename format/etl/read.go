@@ -121,7 +121,11 @@ func Read(r io.Reader) (*format.Profile, error) {
 	if !b.haveHeader {
 		return nil, errors.New("ETL file has no logfile header")
 	}
-	return b.profile(), nil
+	p := b.profile()
+	if len(p.Processes) == 0 {
+		return nil, errors.New("the ETL trace has no kernel process, thread or sample events (a user-mode only trace?): record it with the kernel provider's PROC_THREAD, LOADER and PROFILE flags (xperf -on PROC_THREAD+LOADER+PROFILE -stackwalk Profile, or WPR's CPU profile)")
+	}
+	return p, nil
 }
 
 // sniffSize is how much of the file Sniff needs.

@@ -3,7 +3,9 @@ package etl
 import (
 	"bytes"
 	"cmp"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/etw"
@@ -62,5 +64,20 @@ func TestStackLeafIsSampleIP(t *testing.T) {
 	// The kernel and user halves of a stack come in separate events.
 	if both < 300 {
 		t.Errorf("%d samples joined a kernel and a user half", both)
+	}
+}
+
+// A trace of user-mode providers only is an ETL file, but not a profile.
+func TestUserModeOnlyTrace(t *testing.T) {
+	data, err := os.ReadFile("testdata/usermode.etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Sniff(data) {
+		t.Fatal("usermode.etl is not recognized as an ETL file")
+	}
+	_, err = Read(bytes.NewReader(data))
+	if err == nil || !strings.Contains(err.Error(), "PROFILE") {
+		t.Fatalf("err = %v, want one saying how to record a profile", err)
 	}
 }

@@ -79,6 +79,33 @@ func TestParseEventTruncated(t *testing.T) {
 	if _, n, ok := ParseEvent(b); !ok || n != 0x20 {
 		t.Fatalf("empty-payload event: n=%d ok=%v", n, ok)
 	}
+	// An unknown header type (a WPP message) is skipped by its size.
+	m := make([]byte, 0x30)
+	m[0], m[2], m[3] = 0x1c, 0x0f, 0xC0
+	if e, n, ok := ParseEvent(m); !ok || n != 0x20 || KindOf(&e) != KindOther {
+		t.Fatalf("message header: n=%d ok=%v", n, ok)
+	}
+}
+
+func TestDecodeProcessVersions(t *testing.T) {
+	// Version 4, 64-bit: key, pid, ppid, session, exit, DTB, flags, no SID.
+	p := make([]byte, 8)
+	p = append(p, 0x3c, 0x0e, 0, 0, 0x2c, 0, 0, 0, 1, 0, 0, 0, 0x03, 0x01, 0, 0)
+	p = append(p, make([]byte, 8)...) // DTB
+	v3 := append(append([]byte(nil), p...), 0, 0, 0, 0)
+	v3 = append(v3, "a.exe\x00"...)
+	v3 = append(v3, 'c', 0, 0, 0)
+	v4 := append(append([]byte(nil), p...), 0, 0, 0, 0) // flags
+	v4 = append(v4, v3[len(p):]...)
+	for _, c := range []struct {
+		b   []byte
+		ver uint8
+	}{{v3, 3}, {v4, 4}} {
+		pr, ok := DecodeProcess(c.b, true, c.ver)
+		if !ok || pr.PID != 3644 || pr.ParentPID != 44 || pr.ImageName != "a.exe" || pr.CommandLine != "c" {
+			t.Errorf("v%d: %+v %v", c.ver, pr, ok)
+		}
+	}
 }
 
 func TestDecodeThreadV4Name(t *testing.T) {

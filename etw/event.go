@@ -201,7 +201,10 @@ func ParseEvent(b []byte) (e Event, next int, ok bool) {
 			}
 		}
 	default:
-		return e, 0, false
+		// A header gprof has no use for (WPP messages, timed or WNODE
+		// events): skip it by the size at its start, as the others.
+		hdr = 8
+		size = int(le.Uint16(b[0:]))
 	}
 	if size < hdr || size > len(b) {
 		return e, 0, false

@@ -264,8 +264,9 @@ type Process struct {
 	CommandLine    string
 }
 
-// DecodeProcess decodes a Process payload of version 3 or 4.
-func DecodeProcess(p []byte, ptr64 bool) (pr Process, ok bool) {
+// DecodeProcess decodes a Process payload of version 3 (Vista, 7) or later
+// (which add a Flags field before the SID).
+func DecodeProcess(p []byte, ptr64 bool, version uint8) (pr Process, ok bool) {
 	r := reader{b: p, ptr64: ptr64}
 	r.ptr() // UniqueProcessKey
 	pr.PID = r.u32()
@@ -273,7 +274,9 @@ func DecodeProcess(p []byte, ptr64 bool) (pr Process, ok bool) {
 	pr.SessionID = r.u32()
 	pr.ExitStatus = int32(r.u32())
 	r.ptr() // DirectoryTableBase
-	r.u32() // Flags
+	if version >= 4 {
+		r.u32() // Flags
+	}
 	if r.bad {
 		return pr, false
 	}

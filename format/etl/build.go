@@ -152,7 +152,7 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 		}
 		return
 	case etw.KindProcessStart, etw.KindProcessEnd, etw.KindProcessRundown:
-		p, ok := etw.DecodeProcess(e.Payload, e.Ptr64)
+		p, ok := etw.DecodeProcess(e.Payload, e.Ptr64, e.Version)
 		if !ok {
 			return
 		}

@@ -87,9 +87,13 @@ func DecompressXpress(in []byte, size int) ([]byte, error) {
 		if offset > len(out) || length < 0 || length > size-len(out) {
 			return nil, ErrCorrupt
 		}
-		start := len(out) - offset
-		for i := 0; i < length; i++ {
-			out = append(out, out[start+i])
+		// Copy at most offset bytes at a time: an overlapping match
+		// repeats its last offset bytes, which are then all written.
+		for start := len(out) - offset; length > 0; {
+			n := min(length, offset)
+			out = append(out, out[start:start+n]...)
+			start += n
+			length -= n
 		}
 	}
 	if len(out) != size {

@@ -131,9 +131,9 @@ func Read(r io.Reader) (*format.Profile, error) {
 // sniffSize is how much of the file Sniff needs.
 const sniffSize = bufferHeaderSize + 0x20 + 0x24
 
-// maxBuffer bounds the size of one buffer, on disk or decompressed; ETW's
-// own limit is 16 MB.
-const maxBuffer = 64 << 20
+// maxBuffer bounds the size of one buffer, on disk or decompressed: ETW's
+// own limit.
+const maxBuffer = 16 << 20
 
 // walk calls fn for every event of every buffer, in file order, with the
 // buffer's CPU and the buffer's index. Events do not outlive the call:

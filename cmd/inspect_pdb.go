@@ -56,14 +56,27 @@ func inspectPDB(w io.Writer, path string, addrs []string) error {
 	}
 	for i, rva := range rvas {
 		s, ok := f.Lookup(rva)
-		switch {
-		case !ok:
+		if !ok {
 			fmt.Fprintf(w, "%s\t??\n", addrs[i])
-		case s.File != "":
-			fmt.Fprintf(w, "%s\t%s+%#x\t%s:%d\n", addrs[i], s.Name, rva-s.RVA, s.File, s.Line)
-		default:
-			fmt.Fprintf(w, "%s\t%s+%#x\n", addrs[i], s.Name, rva-s.RVA)
+			continue
 		}
+		line := fmt.Sprintf("%s\t%s+%#x", addrs[i], s.Name, rva-s.RVA)
+		if s.File != "" {
+			line += fmt.Sprintf("\t%s:%d", s.File, s.Line)
+		}
+		// The linker's names for the same code: functions folded into
+		// this one, and the decorated public names.
+		var also []string
+		if len(s.Folded) > 0 {
+			also = append(also, "folded: "+strings.Join(s.Folded, ", "))
+		}
+		if len(s.Publics) > 0 {
+			also = append(also, "public: "+strings.Join(s.Publics, ", "))
+		}
+		if len(also) > 0 {
+			line += "\t[" + strings.Join(also, "; ") + "]"
+		}
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -426,21 +426,33 @@ type Symbol struct {
 	File   string
 	Line   int
 	Public bool // named from the public symbols only (no module record)
+	// Folded names the other functions the linker folded into this one
+	// (identical code, one address); Publics the linker names (decorated)
+	// at its start.
+	Folded  []string
+	Publics []string
 }
 
 // Lookup resolves an image-relative address.
 func (f *File) Lookup(rva uint32) (Symbol, bool) {
 	var s Symbol
 	i, found := slices.BinarySearchFunc(f.Funcs, rva, func(fn Func, r uint32) int { return cmp.Compare(fn.RVA, r) })
-	if !found {
+	if found {
+		for i+1 < len(f.Funcs) && f.Funcs[i+1].RVA == rva {
+			i++
+		}
+	} else {
 		i--
 	}
 	// Funcs may repeat at one RVA (a thunk and its procedure); look at
 	// the few that start last at or before rva for one that covers it.
-	for k := 0; i >= 0 && k < 4; i, k = i-1, k+1 {
+	for k := 0; i >= 0 && k < 8; i, k = i-1, k+1 {
 		fn := f.Funcs[i]
 		if rva < fn.RVA+fn.Size || fn.Size == 0 && rva == fn.RVA {
 			s = Symbol{Name: fn.Name, RVA: fn.RVA}
+			for j := i - 1; j >= 0 && f.Funcs[j].RVA == fn.RVA; j-- {
+				s.Folded = append(s.Folded, f.Funcs[j].Name)
+			}
 			break
 		}
 	}
@@ -451,6 +463,12 @@ func (f *File) Lookup(rva uint32) (Symbol, bool) {
 		}
 		s = Symbol{Name: p.Name, RVA: p.RVA, Public: true}
 	}
+	for _, p := range f.Publics {
+		if p.Valid && p.Function && p.RVA == s.RVA && p.Name != s.Name {
+			s.Publics = append(s.Publics, p.Name)
+		}
+	}
+	slices.Sort(s.Publics)
 	j, found := slices.BinarySearchFunc(f.lines, rva, func(l line, r uint32) int { return cmp.Compare(l.rva, r) })
 	if found {
 		for j+1 < len(f.lines) && f.lines[j+1].rva == rva {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,17 @@ func TestLookup(t *testing.T) {
 		if !ok || s.Name != c.name || c.line != 0 && s.Line != c.line {
 			t.Errorf("Lookup(%#x) = %+v, %v; want %s line %d", c.rva, s, ok, c.name, c.line)
 		}
+	}
+	// Identical functions folded by the linker share one address.
+	s, _ := f.Lookup(0x1954)
+	names := append([]string{s.Name}, s.Folded...)
+	for _, want := range []string{"_get_startup_commit_mode", "_matherr", "__scrt_initialize_winrt"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Lookup(0x1954): %v lacks %s", names, want)
+		}
+	}
+	if s, _ := f.Lookup(0x1000); !slices.Equal(s.Publics, []string{"_main"}) {
+		t.Errorf("main's public names: %v", s.Publics)
 	}
 	if s, _ := f.Lookup(0x1000); !strings.HasSuffix(s.File, `CppCon\CppCon.cpp`) {
 		t.Errorf("main's file = %q", s.File)

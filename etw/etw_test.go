@@ -2,6 +2,7 @@ package etw
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -128,5 +129,26 @@ func TestDecodeThreadV4Name(t *testing.T) {
 	p32 = append(p32, 'x', 0, 0, 0)
 	if th, ok := DecodeThread(p32, false, 4); !ok || th.Name != "x" {
 		t.Fatalf("v4 32-bit: %+v %v", th, ok)
+	}
+}
+
+func TestReadPEIdentity(t *testing.T) {
+	id, err := ReadPEIdentity("testdata/hello-mingw.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !id.HasRSDS || id.Age != 1 || id.SizeOfImage == 0 || id.TimeDateStamp == 0 {
+		t.Fatalf("identity %+v", id)
+	}
+	// x86_64-w64-mingw32-objdump -p: "(format RSDS signature
+	// ed9d3dd756f35375d8af177bd0351b0a age 1 pdb (none))", SizeOfImage d000.
+	if got := id.BreakpadID(); got != "ED9D3DD756F35375D8AF177BD0351B0A1" {
+		t.Errorf("BreakpadID = %s", got)
+	}
+	if c := id.CodeID(); c != fmt.Sprintf("%08Xd000", id.TimeDateStamp) {
+		t.Errorf("CodeID = %s", c)
+	}
+	if _, err := ReadPEIdentity("testdata/README.md"); err == nil {
+		t.Error("no error for a file that is not a PE")
 	}
 }

@@ -73,6 +73,7 @@ type builder struct {
 	defs       map[uint64][]keyDef
 	methods    map[int64][]method
 	volumes    [][2]string // NT path prefix, drive path
+	onDisk     map[string]*etw.PEIdentity
 	// The identity events of the buffer being read, waiting for their
 	// Image event.
 	curBuf      int
@@ -345,6 +346,9 @@ func (b *builder) profile() *format.Profile {
 			}
 		case etw.KindImageLoad, etw.KindImageRundown:
 			lib := makeLib(r.ev.img, b.volumes)
+			if lib.BreakpadID == "" {
+				b.identityFromDisk(&lib, r.ev.img)
+			}
 			if r.ev.img.PID == 0 {
 				kernelLibs = append(kernelLibs, lib)
 				break
@@ -467,6 +471,32 @@ func (b *builder) resolve(f fragment) []uint64 {
 		i = len(ds) - 1
 	}
 	return ds[i].frames
+}
+
+// identityFromDisk fills in the identity of an image the trace has no
+// RSDS event for from the file on disk, when the trace is read where it
+// was recorded and the file is still the one that was loaded (same size,
+// and same TimeDateStamp when the trace has one).
+func (b *builder) identityFromDisk(l *format.Lib, im *image) {
+	if b.onDisk == nil {
+		b.onDisk = map[string]*etw.PEIdentity{}
+	}
+	id, seen := b.onDisk[l.Path]
+	if !seen {
+		if got, err := etw.ReadPEIdentity(l.Path); err == nil {
+			id = &got
+		}
+		b.onDisk[l.Path] = id
+	}
+	if id == nil || !id.HasRSDS || uint64(id.SizeOfImage) != im.Size || im.TimeDateStamp != 0 && im.TimeDateStamp != id.TimeDateStamp {
+		return
+	}
+	l.BreakpadID = id.BreakpadID()
+	l.CodeID = id.CodeID()
+	if id.PDBPath != "" {
+		l.DebugPath = id.PDBPath
+		l.DebugName = etw.BaseName(id.PDBPath)
+	}
 }
 
 // dosPath gives a kernel path the drive letter the trace's volume mappings

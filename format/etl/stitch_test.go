@@ -81,3 +81,27 @@ func TestUserModeOnlyTrace(t *testing.T) {
 		t.Fatalf("err = %v, want one saying how to record a profile", err)
 	}
 }
+
+// An image the trace has no RSDS event for takes its identity from the
+// file on disk, if it is the one that was loaded.
+func TestIdentityFromDisk(t *testing.T) {
+	path := "../../etw/testdata/hello-mingw.exe"
+	id, err := etw.ReadPEIdentity(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBuilder()
+	im := &image{Image: etw.Image{Base: 0x400000, Size: uint64(id.SizeOfImage), TimeDateStamp: id.TimeDateStamp, FileName: path}}
+	l := makeLib(im, nil)
+	b.identityFromDisk(&l, im)
+	if l.BreakpadID != id.BreakpadID() || l.CodeID != id.CodeID() {
+		t.Errorf("lib %+v", l)
+	}
+	// Another build at that path (its size differs) is not the image.
+	im2 := &image{Image: etw.Image{Base: 0x400000, Size: uint64(id.SizeOfImage) + 0x1000, FileName: path}}
+	l2 := makeLib(im2, nil)
+	b.identityFromDisk(&l2, im2)
+	if l2.BreakpadID != "" {
+		t.Errorf("identity taken from another build: %+v", l2)
+	}
+}

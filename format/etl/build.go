@@ -297,12 +297,23 @@ func (b *builder) profile() *format.Profile {
 		tids[tid] = ps
 		return th
 	}
+	// Which process each tid belongs to, by the rundown and end events
+	// that say so, in time order.
+	owners := map[uint32][]owner{}
+	for i := range b.recs {
+		if r := &b.recs[i]; r.kind == etw.KindThreadRundown || r.kind == etw.KindThreadEnd {
+			owners[r.ev.thr.TID] = append(owners[r.ev.thr.TID], owner{r.time, r.ev.thr.PID})
+		}
+	}
 	for i := range b.recs {
 		r := &b.recs[i]
 		t := max(ns(r.time), 0)
 		switch r.kind {
 		case etw.KindProcessStart, etw.KindProcessRundown:
-			if r.ev.name == "dcend" && byPid[r.ev.proc.PID] != nil {
+			if ps := byPid[r.ev.proc.PID]; r.ev.name == "dcend" && ps != nil {
+				if ps.p.Name == "" {
+					ps.p.Name = r.ev.proc.ImageName
+				}
 				break
 			}
 			st := t
@@ -376,12 +387,22 @@ func (b *builder) profile() *format.Profile {
 			}
 		case etw.KindSample:
 			ps := tids[r.tid]
-			if ps == nil {
-				continue
+			var th *format.Thread
+			if ps != nil {
+				th = ps.threads[r.tid]
 			}
-			th := ps.threads[r.tid]
 			if th == nil {
-				continue
+				// A thread the trace names only later: in a circular
+				// (WPR's default, in-memory) trace the start rundown is
+				// overwritten, and the end rundown names the threads.
+				pid, ok := laterOwner(owners[r.tid], r.time)
+				if !ok {
+					continue
+				}
+				if ps = byPid[pid]; ps == nil {
+					ps = getProc(pid, "", 0)
+				}
+				th = getThread(ps, r.tid, 0)
 			}
 			ps.samples++
 			samples = append(samples, pending{th: th, proc: ps.p, time: t, raw: r.time, ip: r.ip, tid: r.tid})
@@ -535,6 +556,22 @@ func dosPath(p string, volumes [][2]string) string {
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// owner says that a thread event at time named the thread's process.
+type owner struct {
+	time int64
+	pid  uint32
+}
+
+// laterOwner returns the process the first rundown or end event of a
+// thread at or after time names.
+func laterOwner(os []owner, time int64) (uint32, bool) {
+	i, _ := slices.BinarySearchFunc(os, time, func(o owner, t int64) int { return cmp.Compare(o.time, t) })
+	if i == len(os) {
+		return 0, false
+	}
+	return os[i].pid, true
 }
 
 func findMethod(ms []method, a uint64) *method {

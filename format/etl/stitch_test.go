@@ -105,3 +105,42 @@ func TestIdentityFromDisk(t *testing.T) {
 		t.Errorf("identity taken from another build: %+v", l2)
 	}
 }
+
+// A circular trace loses its start rundown: threads and processes that
+// existed before it began are named only by the end rundown, after their
+// samples. Their samples must still be kept.
+func TestCircularTraceKeepsSamples(t *testing.T) {
+	count := func(drop bool) map[string]int {
+		b := newBuilder()
+		if err := walk(bytes.NewReader(perfView(t)), b.event); err != nil {
+			t.Fatal(err)
+		}
+		if drop {
+			first := int64(-1)
+			for _, r := range b.recs {
+				if r.kind == etw.KindSample && (first < 0 || r.time < first) {
+					first = r.time
+				}
+			}
+			b.recs = slices.DeleteFunc(b.recs, func(r record) bool {
+				return r.time < first && (r.kind == etw.KindThreadRundown || r.kind == etw.KindProcessRundown)
+			})
+		}
+		out := map[string]int{}
+		for _, pr := range b.profile().Processes {
+			for _, th := range pr.Threads {
+				out[pr.Name] += th.Samples.Len()
+			}
+		}
+		return out
+	}
+	full, circular := count(false), count(true)
+	if full["PerfView.exe"] == 0 {
+		t.Fatalf("no PerfView.exe samples: %v", full)
+	}
+	for _, name := range []string{"PerfView.exe", "MsMpEng.exe", "dwm.exe", "Idle", "Test.x86.exe"} {
+		if circular[name] != full[name] {
+			t.Errorf("%s: %d samples without the start rundown, %d with it", name, circular[name], full[name])
+		}
+	}
+}

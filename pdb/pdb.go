@@ -44,6 +44,9 @@ type File struct {
 	Funcs    []Func // sorted by RVA
 	lines    []line // sorted by RVA
 	files    []string
+	// funcPublics are the Publics that name functions in a known
+	// section, sorted by RVA.
+	funcPublics []Public
 }
 
 // Section is one section header of the image, from the DBI stream's
@@ -204,6 +207,12 @@ func Parse(data []byte) (*File, error) {
 		f.readLines(s[symBytes+c11Bytes:symBytes+c11Bytes+c13Bytes], strtab, fileIndex)
 	}
 	slices.SortStableFunc(f.Funcs, func(a, b Func) int { return cmp.Compare(a.RVA, b.RVA) })
+	for _, p := range f.Publics {
+		if p.Valid && p.Function {
+			f.funcPublics = append(f.funcPublics, p)
+		}
+	}
+	slices.SortStableFunc(f.funcPublics, func(a, b Public) int { return cmp.Compare(a.RVA, b.RVA) })
 	slices.SortStableFunc(f.lines, func(a, b line) int { return cmp.Compare(a.rva, b.rva) })
 	return f, nil
 }
@@ -463,9 +472,9 @@ func (f *File) Lookup(rva uint32) (Symbol, bool) {
 		}
 		s = Symbol{Name: p.Name, RVA: p.RVA, Public: true}
 	}
-	for _, p := range f.Publics {
-		if p.Valid && p.Function && p.RVA == s.RVA && p.Name != s.Name {
-			s.Publics = append(s.Publics, p.Name)
+	for _, name := range f.publicsAt(s.RVA) {
+		if name != s.Name {
+			s.Publics = append(s.Publics, name)
 		}
 	}
 	slices.Sort(s.Publics)
@@ -486,19 +495,34 @@ func (f *File) Lookup(rva uint32) (Symbol, bool) {
 // public returns the function public symbol at or before rva, within its
 // section.
 func (f *File) public(rva uint32) (Public, bool) {
-	var best Public
-	ok := false
-	for _, p := range f.Publics {
-		if !p.Valid || !p.Function || p.RVA > rva || ok && p.RVA <= best.RVA {
-			continue
+	ps := f.funcPublics
+	i, found := slices.BinarySearchFunc(ps, rva, func(p Public, r uint32) int { return cmp.Compare(p.RVA, r) })
+	if found {
+		for i+1 < len(ps) && ps[i+1].RVA == rva {
+			i++
 		}
-		sec := f.Sections[p.Section-1]
-		if rva >= sec.RVA+max(sec.VirtualSize, 1) {
-			continue
-		}
-		best, ok = p, true
+	} else {
+		i--
 	}
-	return best, ok
+	if i < 0 {
+		return Public{}, false
+	}
+	p := ps[i]
+	if sec := f.Sections[p.Section-1]; rva >= sec.RVA+max(sec.VirtualSize, 1) {
+		return Public{}, false
+	}
+	return p, true
+}
+
+// publicsAt returns the names of the function publics at rva.
+func (f *File) publicsAt(rva uint32) []string {
+	ps := f.funcPublics
+	i, _ := slices.BinarySearchFunc(ps, rva, func(p Public, r uint32) int { return cmp.Compare(p.RVA, r) })
+	var out []string
+	for ; i < len(ps) && ps[i].RVA == rva; i++ {
+		out = append(out, ps[i].Name)
+	}
+	return out
 }
 
 func cstring(b []byte) string {

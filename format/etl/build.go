@@ -74,6 +74,11 @@ type builder struct {
 	methods    map[int64][]method
 	volumes    [][2]string // NT path prefix, drive path
 	onDisk     map[string]*etw.PEIdentity
+	// Every identity event by image, and the images that had none right
+	// before them, for a trace that does not keep them together.
+	ids      map[imageKey][]timedID
+	unjoined []timedImage
+	joined   map[*etw.RSDS]bool // RSDS events joined to the image after them
 	// The identity events of the buffer being read, waiting for their
 	// Image event.
 	curBuf      int
@@ -87,6 +92,53 @@ func newBuilder() *builder {
 		frags:   map[stackKey][]fragment{},
 		defs:    map[uint64][]keyDef{},
 		methods: map[int64][]method{},
+		ids:     map[imageKey][]timedID{},
+		joined:  map[*etw.RSDS]bool{},
+	}
+}
+
+type imageKey struct {
+	pid  uint32
+	base uint64
+}
+
+type timedID struct {
+	time int64
+	id   *etw.ImageID
+	rsds *etw.RSDS
+}
+
+type timedImage struct {
+	time int64
+	img  *image
+}
+
+// joinLoose gives the images that had no identity events right before
+// them those of the same process and base nearest in time, that no other
+// image took.
+func (b *builder) joinLoose() {
+	for _, u := range b.unjoined {
+		var bestID, bestRSDS *timedID
+		dist := func(t *timedID) int64 { return max(t.time-u.time, u.time-t.time) }
+		cands := b.ids[imageKey{u.img.PID, u.img.Base}]
+		for i := range cands {
+			c := &cands[i]
+			if c.id != nil && (bestID == nil || dist(c) < dist(bestID)) {
+				bestID = c
+			}
+			if c.rsds != nil && !b.joined[c.rsds] && (bestRSDS == nil || dist(c) < dist(bestRSDS)) {
+				bestRSDS = c
+			}
+		}
+		// The ImageID's size is the PE's SizeOfImage, which a driver's
+		// small section alignment leaves short of the pages mapped.
+		pages := func(n uint64) uint64 { return (n + 0xfff) &^ 0xfff }
+		if u.img.id == nil && bestID != nil && (bestID.id.Size == 0 || pages(bestID.id.Size) == pages(u.img.Size)) {
+			u.img.id = bestID.id
+		}
+		if u.img.rsds == nil && bestRSDS != nil {
+			u.img.rsds = bestRSDS.rsds
+		}
 	}
 }
 
@@ -176,11 +228,15 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 	case etw.KindImageID:
 		if id, ok := etw.DecodeImageID(e.Payload, e.Ptr64); ok {
 			b.pendingID, b.pendingTime = &id, e.Time
+			k := imageKey{id.PID, id.Base}
+			b.ids[k] = append(b.ids[k], timedID{e.Time, &id, nil})
 		}
 		return
 	case etw.KindDbgIDRSDS:
 		if d, ok := etw.DecodeRSDS(e.Payload, e.Ptr64); ok {
 			b.pendingRSDS, b.pendingTime = &d, e.Time
+			k := imageKey{d.PID, d.Base}
+			b.ids[k] = append(b.ids[k], timedID{e.Time, nil, &d})
 		}
 		return
 	case etw.KindImageLoad, etw.KindImageRundown, etw.KindImageUnload:
@@ -197,9 +253,13 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 			}
 			if b.pendingRSDS != nil && b.pendingRSDS.Base == im.Base {
 				img.rsds = b.pendingRSDS
+				b.joined[img.rsds] = true
 			}
 		}
 		b.pendingID, b.pendingRSDS = nil, nil
+		if img.id == nil || img.rsds == nil {
+			b.unjoined = append(b.unjoined, timedImage{e.Time, img})
+		}
 		rec.ev.img = img
 	case etw.KindVolumeMapping:
 		if nt, dos, ok := etw.DecodeVolumeMapping(e.Payload); ok && len(dos) >= 2 && dos[1] == ':' {
@@ -267,6 +327,7 @@ func (b *builder) profile() *format.Profile {
 		Extra:       map[string]string{"source": "ETL file"},
 	}}
 
+	b.joinLoose()
 	slices.SortStableFunc(b.recs, func(x, y record) int { return cmp.Or(cmp.Compare(x.time, y.time), cmp.Compare(x.seq, y.seq)) })
 	var procs []*procState
 	byPid := map[uint32]*procState{}

@@ -144,3 +144,36 @@ func TestCircularTraceKeepsSamples(t *testing.T) {
 		}
 	}
 }
+
+// A merger that does not put the identity events right before their image
+// still gets them joined, by process and base.
+func TestLooseIdentityJoin(t *testing.T) {
+	libsOf := func(loose bool) map[string]string {
+		b := newBuilder()
+		walk(bytes.NewReader(perfView(t)), func(e *etw.Event, cpu, buf int) {
+			if loose && (etw.KindOf(e) == etw.KindImageID || etw.KindOf(e) == etw.KindDbgIDRSDS) {
+				e.Time += 1e7 // a second later: no longer adjacent
+			}
+			b.event(e, cpu, buf)
+		})
+		out := map[string]string{}
+		for _, pr := range b.profile().Processes {
+			if pr.Pid != 3644 {
+				continue
+			}
+			for _, l := range pr.Libs {
+				out[l.Path] = l.BreakpadID + " " + l.CodeID
+			}
+		}
+		return out
+	}
+	adjacent, loose := libsOf(false), libsOf(true)
+	if len(adjacent) < 100 {
+		t.Fatalf("%d libs", len(adjacent))
+	}
+	for path, id := range adjacent {
+		if loose[path] != id {
+			t.Errorf("%s: %q joined loosely, %q adjacent", path, loose[path], id)
+		}
+	}
+}

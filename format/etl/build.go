@@ -69,6 +69,7 @@ type builder struct {
 	maxTime    int64
 	haveTime   bool
 	interval   int64 // 100 ns units
+	samples    int   // SampledProfile events
 	frags      map[stackKey][]fragment
 	defs       map[uint64][]keyDef
 	methods    map[int64][]method
@@ -179,6 +180,7 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 			return
 		}
 		rec.tid, rec.ip = s.TID, s.IP
+		b.samples++
 	case etw.KindSampleInterval:
 		if iv, ok := etw.DecodeSampleInterval(e.Payload); ok {
 			b.interval = int64(iv)

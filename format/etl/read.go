@@ -122,8 +122,12 @@ func Read(r io.Reader) (*format.Profile, error) {
 		return nil, errors.New("ETL file has no logfile header")
 	}
 	p := b.profile()
-	if len(p.Processes) == 0 {
-		return nil, errors.New("the ETL trace has no kernel process, thread or sample events (a user-mode only trace?): record it with the kernel provider's PROC_THREAD, LOADER and PROFILE flags (xperf -on PROC_THREAD+LOADER+PROFILE -stackwalk Profile, or WPR's CPU profile)")
+	const how = "record it with the kernel provider's PROC_THREAD, LOADER and PROFILE flags (xperf -on PROC_THREAD+LOADER+PROFILE -stackwalk Profile, or WPR's CPU profile)"
+	switch {
+	case b.samples == 0:
+		return nil, errors.New("the ETL trace has no CPU samples (kernel PerfInfo SampledProfile events): " + how)
+	case len(p.Processes) == 0:
+		return nil, errors.New("the ETL trace has CPU samples but no kernel thread events to tell whose they are: " + how)
 	}
 	return p, nil
 }

@@ -46,7 +46,9 @@ the tools that read pprof (samples and CPU time as values, thread and
 process as labels, mappings with build IDs, names with inline frames).
 
 It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
-that writes the format), so they open in the Firefox Profiler.
+that writes the format), so they open in the Firefox Profiler, and Windows
+ETL traces (xperf, WPR, PerfView), on any OS; a kernel trace holds the whole
+system, and --pid and --name keep some of its processes.
 
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz

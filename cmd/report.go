@@ -22,7 +22,8 @@ func reportCommand() *cli.Command {
 		Description: `Prints, per thread (most samples first), the samples and CPU time, and the
 functions with the most self time (the function was running) and total time
 (it was on the stack), in percent of the thread's samples; then per-process
-totals and all threads together. Reads Gecko, processed and pprof profiles;
+totals and all threads together. Reads Gecko, processed and pprof profiles
+and Windows ETL traces;
 names come from the profile, else from the binaries on disk.
 
 --tree prints the call tree instead (roots are thread names), --format

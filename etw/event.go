@@ -4,7 +4,11 @@
 // walks and cached stack keys, process, thread and image loads with their
 // rundowns, and image identities). It is platform-neutral: the ETL file
 // reader (format/etl) feeds it buffers from a file on any OS, and a live
-// Windows backend can feed it the payloads its real-time session delivers.
+// Windows backend can feed it the payloads its real-time session delivers:
+// it fills an Event from the EVENT_RECORD (Provider from ProviderId; ID,
+// Version and Opcode from the descriptor; Ptr64 from
+// EVENT_HEADER_FLAG_64_BIT_HEADER; PID, TID, TimeStamp; Payload from
+// UserData), and KindOf and the Decode functions then work as for a file.
 package etw
 
 import (

@@ -13,12 +13,19 @@ var ErrCorrupt = errors.New("etw: corrupt XPRESS data")
 // EVENT_TRACE_COMPRESSED_MODE, into exactly size bytes (the buffer's
 // SavedOffset minus its header).
 func DecompressXpress(in []byte, size int) ([]byte, error) {
-	out := make([]byte, 0, size)
+	return AppendXpress(make([]byte, 0, size), in, size)
+}
+
+// AppendXpress is DecompressXpress appending to dst, so that a reader can
+// reuse one buffer for all of a file's buffers.
+func AppendXpress(dst, in []byte, size int) ([]byte, error) {
+	base := len(dst)
+	out := dst
 	var flags uint32
 	flagCount := 0
 	ip := 0
 	lastHalf := -1 // index of the byte whose high nibble is the next length
-	for len(out) < size {
+	for len(out)-base < size {
 		if flagCount == 0 {
 			if ip+4 > len(in) {
 				break
@@ -84,7 +91,7 @@ func DecompressXpress(in []byte, size int) ([]byte, error) {
 			length += 7
 		}
 		length += 3
-		if offset > len(out) || length < 0 || length > size-len(out) {
+		if offset > len(out)-base || length < 0 || length > size-(len(out)-base) {
 			return nil, ErrCorrupt
 		}
 		// Copy at most offset bytes at a time: an overlapping match
@@ -96,7 +103,7 @@ func DecompressXpress(in []byte, size int) ([]byte, error) {
 			length -= n
 		}
 	}
-	if len(out) != size {
+	if len(out)-base != size {
 		return nil, ErrCorrupt
 	}
 	return out, nil

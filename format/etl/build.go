@@ -330,7 +330,9 @@ func (b *builder) profile() *format.Profile {
 	}}
 
 	b.joinLoose()
-	slices.SortStableFunc(b.recs, func(x, y record) int { return cmp.Or(cmp.Compare(x.time, y.time), cmp.Compare(x.seq, y.seq)) })
+	// seq makes the order total, so an unstable sort keeps file order
+	// among equal times.
+	slices.SortFunc(b.recs, func(x, y record) int { return cmp.Or(cmp.Compare(x.time, y.time), cmp.Compare(x.seq, y.seq)) })
 	var procs []*procState
 	byPid := map[uint32]*procState{}
 	tids := map[uint32]*procState{} // which process a tid belongs to now

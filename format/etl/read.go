@@ -148,6 +148,7 @@ func walk(r io.Reader, fn func(e *etw.Event, cpu int, buf int)) error {
 	// the logfile header (in the first, uncompressed buffer) gives.
 	maxSaved := 1 << 20
 	hdr := make([]byte, bufferHeaderSize)
+	var scratch, data []byte
 	for buf := 0; ; buf++ {
 		if _, err := io.ReadFull(r, hdr); err != nil {
 			if buf == 0 {
@@ -162,7 +163,10 @@ func walk(r io.Reader, fn func(e *etw.Event, cpu int, buf int)) error {
 			}
 			return nil // garbage after the last buffer
 		}
-		data := make([]byte, size-bufferHeaderSize)
+		if cap(data) < size-bufferHeaderSize {
+			data = make([]byte, size-bufferHeaderSize)
+		}
+		data = data[:size-bufferHeaderSize]
 		if _, err := io.ReadFull(r, data); err != nil {
 			if buf == 0 {
 				return fmt.Errorf("the ETL file's first buffer is cut short: %w", err)
@@ -185,11 +189,11 @@ func walk(r io.Reader, fn func(e *etw.Event, cpu int, buf int)) error {
 			if saved < bufferHeaderSize || saved > maxSaved {
 				continue
 			}
-			out, err := etw.DecompressXpress(data, saved-bufferHeaderSize)
+			out, err := etw.AppendXpress(scratch[:0], data, saved-bufferHeaderSize)
 			if err != nil {
 				continue // one bad buffer loses its events, not the trace
 			}
-			events = out
+			scratch, events = out, out
 		} else {
 			end := saved
 			if end <= bufferHeaderSize || end > size {

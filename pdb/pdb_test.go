@@ -232,6 +232,9 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(data)
+	if small, err := os.ReadFile("testdata/CsDesktopProj.pdb"); err == nil {
+		f.Add(small)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Parse(b)
 		if err != nil {

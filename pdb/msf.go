@@ -98,6 +98,11 @@ func (m *msf) block(i int) ([]byte, error) {
 }
 
 func (m *msf) read(blocks []uint32, size int) ([]byte, error) {
+	// Blocks are distinct, so no stream is larger than the file; a size
+	// that says otherwise would only make a huge allocation.
+	if size < 0 || size > len(m.data) || len(blocks) > len(m.data)/m.blockSize+1 {
+		return nil, errors.New("stream is larger than the file")
+	}
 	out := make([]byte, 0, size)
 	for _, b := range blocks {
 		blk, err := m.block(int(b))

@@ -226,6 +226,21 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// A stream directory claiming a stream larger than the file is refused
+// before anything is allocated for it.
+func TestParseHugeStream(t *testing.T) {
+	data, err := os.ReadFile(cppcon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(nil), data...)
+	// NumDirectoryBytes: the directory itself claims 1 GB.
+	b[44], b[45], b[46], b[47] = 0, 0, 0, 0x40
+	if _, err := Parse(b); err == nil {
+		t.Error("a 1 GB directory was accepted")
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	data, err := os.ReadFile(cppcon)
 	if err != nil {

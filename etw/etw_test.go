@@ -152,3 +152,12 @@ func TestReadPEIdentity(t *testing.T) {
 		t.Error("no error for a file that is not a PE")
 	}
 }
+
+func TestKindOfLost(t *testing.T) {
+	for op, want := range map[uint8]Kind{32: KindLost, 33: KindLost, 34: KindLost, 0: KindOther} {
+		e := Event{HeaderType: HeaderFull64, Provider: EventTraceGUID, Opcode: op}
+		if got := KindOf(&e); got != want {
+			t.Errorf("EventTrace opcode %d: kind %d, want %d", op, got, want)
+		}
+	}
+}

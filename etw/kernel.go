@@ -27,6 +27,10 @@ var (
 	// KernelTraceControlGUID is the provider of the ImageID and DbgID_RSDS
 	// events xperf, WPR and PerfView add when they merge a trace.
 	KernelTraceControlGUID = ParseGUID("b3e675d7-2554-4f18-830b-2762732560de")
+	// EventTraceGUID is the provider of the logger's own events, the
+	// logfile header among them, and of the lost-event reports of a
+	// real-time session.
+	EventTraceGUID = ParseGUID("68fdd900-4a3e-11d1-84f4-0000f80464e3")
 	// SysConfigExGUID is the provider of the system configuration
 	// events a merged trace carries, among them how NT device paths map to
 	// drive letters.
@@ -63,6 +67,7 @@ const (
 	KindCLRMethodLoad   // CLR MethodLoadVerbose, MethodDCStart/EndVerbose
 	KindCLRMethodUnload // CLR MethodUnloadVerbose
 	KindVolumeMapping   // SysConfigEx VolumeMapping: NT path prefix to DOS path
+	KindLost            // EventTrace RTLostEvent, RTLostBuffer, RTLostFile
 )
 
 // KindOf classifies e.
@@ -93,6 +98,10 @@ func KindOf(e *Event) Kind {
 			return KindImageID
 		case 36:
 			return KindDbgIDRSDS
+		}
+	case EventTraceGUID:
+		if e.Opcode >= 32 && e.Opcode <= 34 {
+			return KindLost
 		}
 	case SysConfigExGUID:
 		if e.Opcode == 35 {

@@ -68,8 +68,9 @@ type builder struct {
 	minTime    int64
 	maxTime    int64
 	haveTime   bool
-	interval   int64 // 100 ns units
-	samples    int   // SampledProfile events
+	interval   int64  // 100 ns units
+	samples    int    // SampledProfile events
+	lost       uint64 // lost-event reports
 	frags      map[stackKey][]fragment
 	defs       map[uint64][]keyDef
 	methods    map[int64][]method
@@ -263,6 +264,9 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 			b.unjoined = append(b.unjoined, timedImage{e.Time, img})
 		}
 		rec.ev.img = img
+	case etw.KindLost:
+		b.lost++
+		return
 	case etw.KindVolumeMapping:
 		if nt, dos, ok := etw.DecodeVolumeMapping(e.Payload); ok && len(dos) >= 2 && dos[1] == ':' {
 			b.volumes = append(b.volumes, [2]string{nt, dos})
@@ -325,7 +329,7 @@ func (b *builder) profile() *format.Profile {
 		Arch:        arch,
 		LogicalCPUs: h.cpus,
 		Duration:    ns(b.maxTime),
-		LostEvents:  h.eventsLost + h.buffersLost,
+		LostEvents:  h.eventsLost + h.buffersLost + b.lost,
 		Extra:       map[string]string{"source": "ETL file"},
 	}}
 

@@ -155,9 +155,14 @@ func TestReadPEIdentity(t *testing.T) {
 
 func TestKindOfLost(t *testing.T) {
 	for op, want := range map[uint8]Kind{32: KindLost, 33: KindLost, 34: KindLost, 0: KindOther} {
-		e := Event{HeaderType: HeaderFull64, Provider: EventTraceGUID, Opcode: op}
+		e := Event{HeaderType: HeaderFull64, Provider: LostEventGUID, Opcode: op}
 		if got := KindOf(&e); got != want {
-			t.Errorf("EventTrace opcode %d: kind %d, want %d", op, got, want)
+			t.Errorf("RT_LostEvent opcode %d: kind %d, want %d", op, got, want)
 		}
+	}
+	// The logger's EndExtension (EventTrace opcode 32) is not a loss.
+	e := Event{HeaderType: HeaderFull64, Provider: ParseGUID("68fdd900-4a3e-11d1-84f4-0000f80464e3"), Opcode: 32}
+	if KindOf(&e) != KindOther {
+		t.Error("EventTrace EndExtension counted as lost")
 	}
 }

@@ -27,10 +27,10 @@ var (
 	// KernelTraceControlGUID is the provider of the ImageID and DbgID_RSDS
 	// events xperf, WPR and PerfView add when they merge a trace.
 	KernelTraceControlGUID = ParseGUID("b3e675d7-2554-4f18-830b-2762732560de")
-	// EventTraceGUID is the provider of the logger's own events, the
-	// logfile header among them, and of the lost-event reports of a
-	// real-time session.
-	EventTraceGUID = ParseGUID("68fdd900-4a3e-11d1-84f4-0000f80464e3")
+	// LostEventGUID is the provider of a real-time session's lost-event
+	// reports (RT_LostEvent). Not EventTraceGUID's opcodes 32 and up,
+	// which are EndExtension and other logger events.
+	LostEventGUID = ParseGUID("6a399ae0-4bc6-4de9-870b-3657f8947e7e")
 	// SysConfigExGUID is the provider of the system configuration
 	// events a merged trace carries, among them how NT device paths map to
 	// drive letters.
@@ -67,7 +67,7 @@ const (
 	KindCLRMethodLoad   // CLR MethodLoadVerbose, MethodDCStart/EndVerbose
 	KindCLRMethodUnload // CLR MethodUnloadVerbose
 	KindVolumeMapping   // SysConfigEx VolumeMapping: NT path prefix to DOS path
-	KindLost            // EventTrace RTLostEvent, RTLostBuffer, RTLostFile
+	KindLost            // RT_LostEvent RTLostEvent, RTLostBuffer, RTLostFile
 )
 
 // KindOf classifies e.
@@ -99,7 +99,7 @@ func KindOf(e *Event) Kind {
 		case 36:
 			return KindDbgIDRSDS
 		}
-	case EventTraceGUID:
+	case LostEventGUID:
 		if e.Opcode >= 32 && e.Opcode <= 34 {
 			return KindLost
 		}

@@ -73,10 +73,10 @@ func TestPerfViewTrace(t *testing.T) {
 			total += th.Samples.Len()
 		}
 	}
-	// 88,809 SampledProfile events; 4 are of threads the trace never
-	// names.
-	if total < 88_800 || total > 88_809 {
-		t.Errorf("%d samples, want the trace's 88,809 SampledProfile events less a few", total)
+	// 88,809 SampledProfile events, all of threads the trace names (4
+	// of them only after their samples, by their end events).
+	if total != 88_809 {
+		t.Errorf("%d samples, want the trace's 88,809 SampledProfile events", total)
 	}
 	if n := len(p.Processes); n < 30 {
 		t.Errorf("%d processes", n)

@@ -24,7 +24,7 @@ func inspectCommand() *cli.Command {
 		Name:      "inspect",
 		Usage:     "print a binary's identity and resolve addresses in it",
 		ArgsUsage: "FILE [ADDR...]",
-		Description: `Prints what gprof knows a binary (ELF, Mach-O thin or fat, or PE) by: its
+		Description: `Prints what gprof knows a binary (ELF, Mach-O thin or fat, PE, or a PDB) by: its
 debug name and path, breakpad ID (debug ID) and code ID as profiles and
 symbol servers name it, its architecture and relative-address base, and
 whether it has symbols, DWARF and unwind information, and which separate
@@ -39,7 +39,8 @@ vaddr for ELF. Use it when a profile's frames come out unnamed.
 Examples:
    ./bin/gprof inspect ./bin/gprof
    ./bin/gprof inspect --json ./app.exe 1400 14a0
-   ./bin/gprof inspect --arch arm64 --symbol-dir ./dsyms ./app 9f660`,
+   ./bin/gprof inspect --arch arm64 --symbol-dir ./dsyms ./app 9f660
+   ./bin/gprof inspect CppCon.pdb 0x1000 0x12ea   # a PDB on its own`,
 		Flags: []cli.Flag{
 			symbolDirFlag,
 			&cli.StringFlag{Name: "arch", Usage: "the slice of a fat Mach-O file to read, by `NAME` (arm64, x86_64, ...; default: the host's, else the first)"},
@@ -48,6 +49,11 @@ Examples:
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return usagef("inspect needs a FILE: gprof inspect FILE [ADDR...]")
+			}
+			if isPDB(c.Args().First()) {
+				// A PDB on its own: its identity, and image-relative
+				// addresses resolved in it.
+				return inspectPDBFile(c.App.Writer, c.Args().First(), c.Args().Tail())
 			}
 			var addrs []uint64
 			for _, a := range c.Args().Slice()[1:] {

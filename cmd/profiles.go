@@ -49,11 +49,13 @@ the tools that read pprof (samples and CPU time as values, thread and
 process as labels, mappings with build IDs, names with inline frames).
 
 It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
-that writes the format), so they open in the Firefox Profiler, and perf.data
+that writes the format), so they open in the Firefox Profiler; perf.data
 files that Linux 'perf record' wrote (-g, or --call-graph dwarf, whose
-stacks gprof unwinds itself; pipe mode and -z too). Their binaries are found
+stacks gprof unwinds itself; pipe mode and -z too), whose binaries are found
 by path, or in perf's build-id cache (~/.debug) when the path now holds
-another build; only the first sampling event of a recording is converted.
+another build (only the first sampling event of a recording is converted);
+and Windows ETL traces (xperf, WPR, PerfView), on any OS: a kernel trace
+holds the whole system, and --pid and --name keep some of its processes.
 
 Examples:
    ./bin/gprof convert profile.json.gz -o processed.json.gz
@@ -65,6 +67,7 @@ Examples:
 			outputFlag,
 			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
 			symbolDirFlag,
+			convertPidFlag, convertNameFlag,
 		},
 		Action: func(c *cli.Context) error {
 			out, err := outputFile(c)
@@ -79,7 +82,7 @@ Examples:
 			if to != load.Processed && to != load.Gecko && to != load.PProf {
 				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
-			return rewriteProfile(c, in, out, false, func(load.Kind) load.Kind { return to })
+			return rewriteProfile(c, in, out, false, func(load.Kind) load.Kind { return to }, func(p *format.Profile) (*format.Profile, error) { return filterProcesses(c, p) })
 		},
 	}
 }
@@ -121,7 +124,7 @@ Examples:
 					return in
 				}
 				return kind
-			})
+			}, nil)
 		},
 	}
 }
@@ -130,7 +133,8 @@ Examples:
 // its names, and writes it to out in the format kind picks from the
 // input's. fresh resolves every name again, keeping the old ones that no
 // longer resolve; otherwise only names the profile lacks are looked up.
-func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.Kind) load.Kind) error {
+// filter, when not nil, narrows the profile before names are resolved.
+func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.Kind) load.Kind, filter func(*format.Profile) (*format.Profile, error)) error {
 	if err := checkSymbolDirs(c); err != nil {
 		return err
 	}
@@ -144,6 +148,11 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.K
 	p, inKind, err := readProfile(in)
 	if err != nil {
 		return err
+	}
+	if filter != nil {
+		if p, err = filter(p); err != nil {
+			return err
+		}
 	}
 	old := p.Symbols
 	if fresh {

@@ -23,8 +23,8 @@ func reportCommand() *cli.Command {
 functions with the most self time (the function was running) and total time
 (it was on the stack), in percent of the thread's samples; then per-process
 totals and all threads together. Reads Gecko, processed and pprof profiles,
-and perf.data files; names come from the profile, else from the binaries on
-disk.
+perf.data files and Windows ETL traces; names come from the profile, else
+from the binaries on disk.
 
 --tree prints the call tree instead (roots are thread names), --format
 collapsed prints folded stacks ("thread;outer;...;leaf COUNT", for

@@ -46,11 +46,13 @@ _gprof() {
         ;;
     convert)
         case $prev in
+            --name) return ;;
             --output|-o) __gprof_files; return ;;
             --to) __gprof_words "processed gecko pprof"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
+            --pid) __gprof_pids; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --pid --name --help -h"; else __gprof_files; fi
         ;;
     symbolicate)
         case $prev in

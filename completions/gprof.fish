@@ -70,6 +70,8 @@ complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand -
 complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
 complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof' -d 'output FORMAT'
 complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__fish_complete_pids)' -d 'keep only process PID'
+complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
 complete -c gprof -n '__gprof_using convert' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using convert' -F
 

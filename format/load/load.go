@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/etl"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
@@ -24,6 +25,7 @@ const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
 	PProf     Kind = "pprof"
+	ETL       Kind = "etl"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -115,6 +117,10 @@ func Reader(r io.Reader) (*format.Profile, Kind, error) {
 			p, err := im.Read(src, info)
 			return p, im.Kind, err
 		}
+	}
+	if etl.Sniff(head) {
+		p, err := etl.Read(src)
+		return p, ETL, err
 	}
 	if pprof.Sniff(head) {
 		p, err := pprof.Read(src)

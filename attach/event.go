@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost.
+// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost, *Switch.
 type Event interface{ eventTime() int64 }
 
 // Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
@@ -38,6 +38,21 @@ type Sample struct {
 	// in Stack when the backend leaves user-space unwinding to the caller.
 	Regs      *Regs
 	StackCopy []byte
+	// Switch marks a sample taken as the thread was switched out (with
+	// Options.OffCPU): its stack is where the thread blocked or was
+	// preempted, and it used no CPU. The Switch event that follows says
+	// which.
+	Switch bool
+}
+
+// Switch reports a thread leaving (Out) or returning to a CPU, with
+// Options.OffCPU. Preempt says a thread switched out was still runnable
+// (involuntary preemption) rather than blocked.
+type Switch struct {
+	Time     int64
+	Pid, Tid int
+	Out      bool
+	Preempt  bool
 }
 
 // Regs are the user registers an unwinder needs, in a portable shape.
@@ -101,6 +116,7 @@ func (e *Comm) eventTime() int64   { return e.Time }
 func (e *Fork) eventTime() int64   { return e.Time }
 func (e *Exit) eventTime() int64   { return e.Time }
 func (e *Lost) eventTime() int64   { return e.Time }
+func (e *Switch) eventTime() int64 { return e.Time }
 
 // Options configure a recording.
 type Options struct {
@@ -121,6 +137,10 @@ type Options struct {
 	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
 	CallGraph string
 	StackSize int
+	// OffCPU also reports each thread's context switches (Switch events)
+	// and a stack sample at each switch out (Sample.Switch), so that time
+	// off the CPU can be sampled too.
+	OffCPU bool
 	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
 	Backend string
 	// Notice receives one-line, human-readable notices (fallbacks, lost

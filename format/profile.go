@@ -23,6 +23,25 @@ const (
 	CategoryKernel                 // kernel code
 )
 
+// Categories of the off-CPU samples of a recording with off-CPU sampling
+// (OffCPUCategories): a thread blocked (waiting on I/O, a lock, a timer),
+// or preempted while still runnable. "Idle" with the colour "transparent"
+// is the Firefox Profiler's own convention for time a thread spends
+// waiting.
+const (
+	CategoryIdle Category = iota + 3
+	CategoryPreempted
+)
+
+// OffCPUCategories are DefaultCategories plus those of off-CPU samples.
+var OffCPUCategories = []CategoryInfo{
+	{Name: "Other", Color: "grey"},
+	{Name: "User", Color: "yellow"},
+	{Name: "Kernel", Color: "orange"},
+	{Name: "Idle", Color: "transparent"},
+	{Name: "Preempted", Color: "lightblue"},
+}
+
 // CategoryInfo describes one category in the order of Category values.
 type CategoryInfo struct {
 	Name  string

@@ -57,6 +57,12 @@ type builder struct {
 
 	bound bound
 
+	// off tracks threads off the CPU (see offcpu.go); offCPU is set once
+	// a switch was seen, offSamples counts the samples made of them.
+	off        map[*format.Thread]*offState
+	offCPU     bool
+	offSamples uint64
+
 	frames []format.Frame // scratch, reused per sample
 	addrs  []uint64       // scratch
 }
@@ -131,6 +137,8 @@ func (b *builder) handle(ev attach.Event) {
 		b.exit(e)
 	case *attach.Lost:
 		b.lost += e.Count
+	case *attach.Switch:
+		b.contextSwitch(e)
 	}
 }
 
@@ -201,6 +209,7 @@ func (b *builder) exit(e *attach.Exit) {
 		return
 	}
 	if th := pr.threads[e.Tid]; th != nil && th.End < 0 {
+		b.flushOff(th, b.off[th], e.Time)
 		th.End = b.rel(e.Time)
 	}
 	if e.Tid == e.Pid {
@@ -219,6 +228,7 @@ func (b *builder) endProcess(pr *proc, t int64) {
 	pr.p.End = b.rel(t)
 	for _, th := range pr.p.Threads {
 		if th.End < 0 {
+			b.flushOff(th, b.off[th], t)
 			th.End = pr.p.End
 		}
 	}
@@ -228,7 +238,9 @@ func (b *builder) sample(s *attach.Sample) {
 	pr := b.process(s.Pid, s.Time)
 	th := b.thread(pr, s.Tid, s.Time)
 	pr.sampled = true
-	b.samples++
+	if !s.Switch {
+		b.samples++
+	}
 
 	addrs := b.addrs[:0]
 	if s.Regs != nil && b.unwindUser != nil {
@@ -240,7 +252,7 @@ func (b *builder) sample(s *attach.Sample) {
 	b.addrs = addrs
 
 	frames := b.frames[:0]
-	if s.InKernel && s.KernelFrames == 0 {
+	if s.InKernel && s.KernelFrames == 0 && !s.Switch {
 		// In the kernel, whose stack was not asked for (or not
 		// permitted): one frame stands for it, above the user stack
 		// that entered it.
@@ -254,6 +266,10 @@ func (b *builder) sample(s *attach.Sample) {
 		frames = append(frames, format.Frame{Address: a, Category: c})
 	}
 	b.frames = frames
+	if s.Switch {
+		b.switchSample(th, frames)
+		return
+	}
 	now := b.rel(s.Time)
 	th.Samples.Add(th.InternStack(frames), now, s.CPUDelta)
 	b.bound.after(b, now)
@@ -263,6 +279,10 @@ func (b *builder) sample(s *attach.Sample) {
 // in order of appearance, dropping processes that never ran a sampled or
 // named thread (for example gprof's own launch helper before exec).
 func (b *builder) finish(end int64) []*proc {
+	b.flushAllOff(end)
+	if b.offCPU {
+		b.profile.Meta.Categories = format.OffCPUCategories
+	}
 	var out []*proc
 	for _, pr := range b.all {
 		if pr.p.End >= 0 && pr.p.End > b.rel(end) {

@@ -76,6 +76,7 @@ Examples:
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.BoolFlag{Name: "off-cpu", Usage: "also sample threads while they are off the CPU (blocked or preempted), at the same interval of wall-clock time, with the stack they blocked in: every thread gets a sample per interval of its life"},
+			&cli.BoolFlag{Name: "no-counters", Usage: "do not sample each process's memory and CPU use, nor gprof's own overhead, at the interval"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
 			&cli.IntFlag{Name: "stack-size", Value: 16384, Usage: "bytes of user stack copied per sample in dwarf mode (`BYTES`, max 65528)"},
@@ -318,6 +319,7 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 	}
 	o.Attach.Kernel = c.Bool("kernel")
 	o.Attach.OffCPU = c.Bool("off-cpu")
+	o.NoCounters = c.Bool("no-counters")
 	o.Symbolize = !c.Bool("no-symbols")
 	if err := checkSymbolDirs(c); err != nil {
 		return o, err

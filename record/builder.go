@@ -44,6 +44,8 @@ type builder struct {
 
 	// onMap, when set, sees every mapping as it arrives.
 	onMap func(pid int, m *attach.Map)
+	// onProcessStart, when set, runs when a pid is first seen.
+	onProcessStart func(pid int)
 	// onProcessExit, when set, runs when a process's main thread exits,
 	// while what it leaves behind (a JIT map) may still be there.
 	onProcessExit func(pid int)
@@ -89,6 +91,9 @@ func (b *builder) process(pid int, t int64) *proc {
 	}
 	b.procs[pid] = pr
 	b.all = append(b.all, pr)
+	if b.onProcessStart != nil {
+		b.onProcessStart(pid)
+	}
 	return pr
 }
 

@@ -20,6 +20,9 @@ type Options struct {
 	// stores the names in the profile.
 	Symbolize  bool
 	SymbolDirs []string
+	// NoCounters turns off the per-process memory and CPU counters and
+	// the measure of gprof's own overhead.
+	NoCounters bool
 	// MaxBytes and Keep bound a long recording: past MaxBytes of profile
 	// data in memory, or for data older than Keep, the oldest samples are
 	// discarded. Zero means no bound.
@@ -88,6 +91,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.onMap = libs.observe
 
 	b.onProcessExit = libs.processExited
+	var counters *counterSampler
+	if probe := newCounterProbe(); probe != nil && !opts.NoCounters {
+		counters = newCounterSampler(prof.Meta.Interval, probe)
+		b.onProcessStart = counters.started
+		b.onProcessExit = func(pid int) {
+			libs.processExited(pid)
+			counters.exited(pid)
+		}
+		counters.start()
+	}
 	b.onTick = libs.tick
 	// Samples that carry registers and a stack copy (dwarf mode, or the
 	// ptrace backend whatever the mode) are unwound here.
@@ -122,6 +135,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
+	if counters != nil {
+		counters.stop()
+	}
 	end := attach.MonotonicNow()
 	if err != nil {
 		return nil, err
@@ -147,6 +163,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		pr.p.Libs = libs.libsFor(pr)
 		prof.Processes = append(prof.Processes, pr.p)
 		out.Threads += len(pr.p.Threads)
+	}
+	if counters != nil {
+		counters.attach(prof, t0)
 	}
 	// Exec images count once: the same count report prints.
 	out.Processes = prof.ProcessCount()

@@ -269,3 +269,22 @@ func TestWriteFileGzip(t *testing.T) {
 		t.Error("WriteFile and Write differ")
 	}
 }
+
+// Counters and overhead reach the processed output with their process's
+// main thread, and the front-end's display for each kind of counter.
+func TestWriteCountersAndOverhead(t *testing.T) {
+	p := testProfile()
+	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
+	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	out := decode(t, writeTest(t, p))
+	check(t, out, "counters", `[{"category":"Memory","description":"RSS","display":{"color":"orange","graphType":"line-accumulated","label":"Memory","markerSchemaLocation":"timeline-memory","sortWeight":20,"tooltipRows":[{"format":{"unit":"bytes"},"label":"relative memory at this time","labelKey":"memory-relative","source":"accumulated","type":"value"},{"format":{"unit":"bytes"},"label":"memory range in graph","labelKey":"memory-range","source":"count-range","type":"value"},{"format":{"unit":"number"},"label":"allocations and deallocations since the previous sample","labelKey":"memory-operations","source":"sample-number","type":"value"}],"unit":"bytes"},"mainThreadIndex":0,"name":"Memory","pid":"100","samples":{"count":[4096,-1024],"length":2,"time":[1,2]}}]`)
+	ov := out["profilerOverhead"].([]any)
+	if len(ov) != 1 {
+		t.Fatalf("profilerOverhead %v", ov)
+	}
+	o := ov[0].(map[string]any)
+	check(t, o, "samples", `{"counters":[500,700],"expiredMarkerCleaning":[0,0],"length":2,"locking":[0,0],"threads":[1500,300],"time":[1,2]}`)
+	check(t, o, "statistics.samplingCount", "2")
+	check(t, o, "mainThreadIndex", "0")
+}

@@ -42,6 +42,12 @@ var OffCPUCategories = []CategoryInfo{
 	{Name: "Preempted", Color: "lightblue"},
 }
 
+// OffCPUMarkerType is the payload type of the markers of long waits off
+// the CPU. Their Data holds "function" (the innermost function of the
+// stack it waited in), "stack" (its callers), and where known "syscall"
+// and "wchan" (the kernel function it slept in).
+const OffCPUMarkerType = "OffCPU"
+
 // CategoryInfo describes one category in the order of Category values.
 type CategoryInfo struct {
 	Name  string

@@ -64,6 +64,7 @@ type builder struct {
 	off        map[*format.Thread]*offState
 	offCPU     bool
 	offSamples uint64
+	waits      []waitRef // markers of long waits, to name (nameWaits)
 
 	frames []format.Frame // scratch, reused per sample
 	addrs  []uint64       // scratch
@@ -272,7 +273,7 @@ func (b *builder) sample(s *attach.Sample) {
 	}
 	b.frames = frames
 	if s.Switch {
-		b.switchSample(th, frames)
+		b.switchSample(pr, th, frames)
 		return
 	}
 	now := b.rel(s.Time)

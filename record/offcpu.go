@@ -1,6 +1,8 @@
 package record
 
 import (
+	"time"
+
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
 )
@@ -29,6 +31,7 @@ const (
 // Stacks are kept as frames, not stack indexes, because a bounded
 // recording compacts stack tables (bound.dropBefore).
 type offState struct {
+	pr         *format.Process
 	pending    []format.Frame // stack of the latest switch-out sample, leaf first
 	hasPending bool
 	offAt      int64          // monotonic ns it went off the CPU; -1 while on it
@@ -36,13 +39,13 @@ type offState struct {
 	credit     int64          // off time not yet sampled, ns
 }
 
-func (b *builder) offOf(th *format.Thread) *offState {
+func (b *builder) offOf(pr *proc, th *format.Thread) *offState {
 	st := b.off[th]
 	if st == nil {
 		if b.off == nil {
 			b.off = map[*format.Thread]*offState{}
 		}
-		st = &offState{offAt: -1}
+		st = &offState{pr: pr.p, offAt: -1}
 		b.off[th] = st
 	}
 	return st
@@ -50,8 +53,8 @@ func (b *builder) offOf(th *format.Thread) *offState {
 
 // switchSample keeps the stack of a switch-out sample for the Switch event
 // that follows it.
-func (b *builder) switchSample(th *format.Thread, frames []format.Frame) {
-	st := b.offOf(th)
+func (b *builder) switchSample(pr *proc, th *format.Thread, frames []format.Frame) {
+	st := b.offOf(pr, th)
 	st.pending = append(st.pending[:0], frames...)
 	st.hasPending = true
 }
@@ -66,7 +69,7 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 	if th == nil {
 		return
 	}
-	st := b.offOf(th)
+	st := b.offOf(pr, th)
 	if !e.Out {
 		b.flushOff(th, st, e.Time)
 		return
@@ -118,7 +121,31 @@ func (b *builder) flushOff(th *format.Thread, st *offState, t int64) {
 		b.bound.after(b, now)
 	}
 	st.credit = total % iv
+	if t-st.offAt >= max(waitMarkerIntervals*iv, int64(time.Millisecond)) {
+		b.waitMarker(th, st, t)
+	}
 	st.offAt = -1
+}
+
+// waitMarkerIntervals: waits of at least this many intervals get a marker.
+const waitMarkerIntervals = 10
+
+// waitMarker marks th's wait that ends at monotonic t. Its payload names
+// the functions once names are known (nameWaits).
+func (b *builder) waitMarker(th *format.Thread, st *offState, t int64) {
+	name, cat := "Blocked", format.CategoryIdle
+	if len(st.frames) > 0 && st.frames[0].Label == PreemptedLabel {
+		name, cat = "Preempted", format.CategoryPreempted
+	}
+	th.Markers = append(th.Markers, format.Marker{
+		Name: name, Start: b.rel(st.offAt), End: b.rel(t), Phase: format.PhaseInterval, Category: cat,
+		Data: map[string]any{"type": format.OffCPUMarkerType},
+	})
+	var frames []format.Frame
+	if len(st.frames) > 1 {
+		frames = append(frames, st.frames[1:]...)
+	}
+	b.waits = append(b.waits, waitRef{pr: st.pr, th: th, marker: len(th.Markers) - 1, frames: frames})
 }
 
 // flushAllOff samples every thread still off the CPU up to monotonic t,

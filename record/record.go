@@ -199,6 +199,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		out.SymbolicatedAddresses = st.Resolved
 		out.RejectedDebugFiles = st.RejectedDebugFiles()
 	}
+	nameWaits(prof, b.waits)
 	return out, nil
 }
 

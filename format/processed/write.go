@@ -615,7 +615,7 @@ func (b *builder) collectSchemas() []markerSchema {
 	types := map[string]map[string]string{}
 	for _, t := range b.threads {
 		for _, m := range t.th.Markers {
-			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) {
+			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || typ == format.OffCPUMarkerType {
 				continue // described by lifecycle.Schema
 			}
 			if m.Data == nil {

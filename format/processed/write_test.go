@@ -189,7 +189,11 @@ func TestWriteMarkerPayloads(t *testing.T) {
 		`"name":"GprofProcess","tableLabel":"{marker.name}: {marker.data.name}","tooltipLabel":"{marker.name}: {marker.data.name}"},`+
 		`{"chartLabel":"{marker.data.threadName}","display":["marker-chart","marker-table"],"fields":[`+
 		`{"format":"string","key":"threadName","label":"Name","searchable":true},{"format":"tid","key":"tid","label":"Thread","searchable":true}],`+
-		`"name":"GprofThread","tableLabel":"{marker.name}: {marker.data.threadName}","tooltipLabel":"{marker.name}: {marker.data.threadName}"}]`)
+		`"name":"GprofThread","tableLabel":"{marker.name}: {marker.data.threadName}","tooltipLabel":"{marker.name}: {marker.data.threadName}"},`+
+		`{"chartLabel":"{marker.data.function}","display":["marker-chart","marker-table","timeline-overview"],"fields":[`+
+		`{"format":"string","key":"function","label":"Waiting in","searchable":true},{"format":"string","key":"stack","label":"Called from","searchable":true},`+
+		`{"format":"string","key":"syscall","label":"System call","searchable":true},{"format":"string","key":"wchan","label":"Wait channel","searchable":true}],`+
+		`"name":"OffCPU","tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","tooltipLabel":"{marker.name} in {marker.data.function}"}]`)
 	th0 := out["threads"].([]any)[0].(map[string]any)
 	check(t, th0, "markers.startTime", `[0,1,null]`)
 	check(t, th0, "markers.endTime", `[null,2,3]`)

@@ -182,6 +182,63 @@ func TestOffCPUKnownSplit(t *testing.T) {
 
 func must(f float64, _ int) float64 { return f }
 
+// TestOffCPUProcessedCPU: the processed output carries the same CPU
+// deltas as the Gecko profile, thread by thread, and report --by cpu ranks
+// the computing function first where --by wall ranks the wait.
+func TestOffCPUProcessedCPU(t *testing.T) {
+	bin := buildC(t, "offcpu")
+	dir := t.TempDir()
+	out, conv := filepath.Join(dir, "offcpu.json"), filepath.Join(dir, "offcpu.processed.json")
+	r := gprof(t, "record", "--off-cpu", "-q", "-o", out, "--", bin, "0.5")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	if r := gprof(t, "convert", "-o", conv, out); r.code != 0 {
+		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
+	}
+	sums := func(path string, processed bool) map[string]float64 {
+		m := map[string]float64{}
+		for _, th := range readRaw(t, path)["threads"].([]any) {
+			tm := th.(map[string]any)
+			samples := tm["samples"].(map[string]any)
+			sum := 0.0
+			if processed {
+				for _, v := range samples["threadCPUDelta"].([]any) {
+					if v != nil {
+						sum += v.(float64)
+					}
+				}
+			} else {
+				for _, row := range samples["data"].([]any) {
+					if v := row.([]any)[3]; v != nil {
+						sum += v.(float64)
+					}
+				}
+			}
+			m[tm["gprofName"].(string)] = sum
+		}
+		return m
+	}
+	g, p := sums(out, false), sums(conv, true)
+	if len(g) != 3 {
+		t.Fatalf("threads %v", g)
+	}
+	for name, v := range g {
+		if math.Abs(p[name]-v) > 1e-6*v+1e-3 {
+			t.Errorf("%s: CPU %.3f µs in the Gecko profile, %.3f µs in the processed one", name, v, p[name])
+		}
+	}
+	// Waiting (blocked, or preempted on a busy machine) is most of the
+	// worker's wall-clock time, and none of its CPU time.
+	for by, first := range map[string]string{"wall": "[blocked] [preempted]", "cpu": "compute"} {
+		rep := runReport(t, out, "--by", by, "--thread", "worker")
+		if len(rep.All.TopSelf) == 0 || !containsStr(strings.Fields(first), rep.All.TopSelf[0].Name) {
+			t.Errorf("report --by %s: top self %+v, want %s first", by, rep.All.TopSelf, first)
+		}
+	}
+}
+
 // TestOffCPUSleep: `record --off-cpu -- sleep 1` is a second of samples in
 // nanosleep, where a CPU-only profile has next to none.
 func TestOffCPUSleep(t *testing.T) {

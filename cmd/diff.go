@@ -41,6 +41,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "fail-if", Usage: "exit 3 when `RULE` is broken beyond the noise (repeatable; see above)"},
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: 10, Usage: "list at most `N` functions per list (-1 for all)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema version in the \"version\" field)"},
+			&cli.StringFlag{Name: "by", Value: "wall", Usage: "compare functions by `MEASURE`: wall (shares of samples: wall-clock time in profiles recorded with --off-cpu) or cpu (shares of the CPU time the samples carry)"},
 			symbolDirFlag,
 		},
 		Action: runDiff,
@@ -60,6 +61,9 @@ func runDiff(c *cli.Context) error {
 	}
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
+	}
+	if by := c.String("by"); by != report.ByWall && by != report.ByCPU {
+		return usagef("unknown --by %q: use wall or cpu", by)
 	}
 	if err := checkSymbolDirs(c); err != nil {
 		return err
@@ -100,7 +104,7 @@ func runDiff(c *cli.Context) error {
 		return err
 	}
 	printNotices(notes)
-	res := diff.Compare(b, n, rules)
+	res := diff.CompareBy(b, n, rules, c.String("by"))
 	if c.Bool("json") {
 		err = diff.WriteJSON(os.Stdout, res)
 	} else {

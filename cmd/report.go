@@ -41,6 +41,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
+			&cli.StringFlag{Name: "by", Value: "wall", Usage: "rank functions by `MEASURE`: wall (samples: wall-clock time in a profile recorded with --off-cpu) or cpu (the CPU time the samples carry); both are shown"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON, the same as --format json (schema version in the \"version\" field)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			&cli.BoolFlag{Name: "tree", Usage: "print the call tree (text format)"},
@@ -64,6 +65,9 @@ func runReport(c *cli.Context) error {
 	}
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
+	}
+	if by := c.String("by"); by != report.ByWall && by != report.ByCPU {
+		return usagef("unknown --by %q: use wall or cpu", by)
 	}
 	form := c.String("format")
 	if c.Bool("json") {
@@ -131,7 +135,7 @@ func runReport(c *cli.Context) error {
 		o := report.TreeOptions{Depth: c.Int("depth"), MinPct: c.Float64("min-pct"), Width: width}
 		write = func(w io.Writer) error { return report.WriteTree(w, t, o) }
 	default:
-		r := report.Build(p, report.Options{Top: c.Int("top")})
+		r := report.Build(p, report.Options{Top: c.Int("top"), By: c.String("by")})
 		if form == "json" {
 			write = func(w io.Writer) error { return report.WriteJSON(w, r) }
 		} else {

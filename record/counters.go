@@ -1,6 +1,8 @@
 package record
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +25,11 @@ type counterSampler struct {
 	series map[int]*procSeries
 
 	over format.Overhead // times are monotonic ns until attach
-	done chan struct{}
-	wg   sync.WaitGroup
+	// power holds the energy counters' readings, by name.
+	powerTime []int64
+	power     map[string][]float64
+	done      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // procSeries is one pid's readings, as absolute values.
@@ -41,6 +46,17 @@ type counterProbe interface {
 	selfCPU() int64
 	threadCPU() int64
 	now() int64 // monotonic ns, the backends' clock
+	// energy returns the machine's energy counters (Joules since an
+	// arbitrary start, by name); nil when there are none.
+	energy() []energyReading
+	// powerState says why there is no energy, "" when there is.
+	powerState() string
+	close()
+}
+
+type energyReading struct {
+	name   string
+	joules float64
 }
 
 func newCounterSampler(interval time.Duration, probe counterProbe) *counterSampler {
@@ -72,6 +88,7 @@ func (c *counterSampler) start() {
 func (c *counterSampler) stop() {
 	close(c.done)
 	c.wg.Wait()
+	c.probe.close()
 }
 
 func (c *counterSampler) run() {
@@ -107,6 +124,15 @@ func (c *counterSampler) run() {
 			s.time = append(s.time, now)
 			s.rss = append(s.rss, rss)
 			s.cpu = append(s.cpu, cpu)
+		}
+		if e := c.probe.energy(); len(e) > 0 {
+			if c.power == nil {
+				c.power = map[string][]float64{}
+			}
+			c.powerTime = append(c.powerTime, now)
+			for _, r := range e {
+				c.power[r.name] = append(c.power[r.name], r.joules)
+			}
 		}
 		counters := c.probe.threadCPU() - c0
 		self := c.probe.selfCPU()
@@ -150,6 +176,7 @@ func (c *counterSampler) attach(p *format.Profile, t0 int64) {
 			pr.Counters = append(pr.Counters, mem, cpu)
 		}
 	}
+	c.attachPower(p, rel)
 	if len(c.over.Time) > 0 {
 		o := c.over
 		o.Time = make([]int64, len(c.over.Time))
@@ -158,4 +185,50 @@ func (c *counterSampler) attach(p *format.Profile, t0 int64) {
 		}
 		p.Overhead = &o
 	}
+}
+
+// pWhPerJoule converts Joules to the picowatt-hours the front-end's power
+// tracks count.
+const pWhPerJoule = 1e12 / 3600
+
+// attachPower gives the first process the machine's energy counters, as
+// the Gecko profiler gives them to the parent process, and says in the
+// profile's meta when there are none: no power PMU, as in most VMs, or
+// one whose counters do not count.
+func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
+	if p.Meta.Extra == nil {
+		p.Meta.Extra = map[string]string{}
+	}
+	if why := c.probe.powerState(); why != "" {
+		p.Meta.Extra["power"] = why
+		return
+	}
+	if len(p.Processes) == 0 {
+		return
+	}
+	var names []string
+	for name := range c.power {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	counted := false
+	for _, name := range names {
+		v := c.power[name]
+		ctr := format.Counter{Name: "Power: " + name, Category: "power", Description: "Energy of " + name + " (perf's power PMU), pWh since the previous sample"}
+		for i := 1; i < len(v); i++ {
+			d := int64((v[i] - v[i-1]) * pWhPerJoule)
+			counted = counted || d != 0
+			ctr.Time = append(ctr.Time, rel(c.powerTime[i]))
+			ctr.Count = append(ctr.Count, max(d, 0))
+		}
+		if len(ctr.Time) > 0 {
+			p.Processes[0].Counters = append(p.Processes[0].Counters, ctr)
+		}
+	}
+	if !counted {
+		p.Processes[0].Counters = slices.DeleteFunc(p.Processes[0].Counters, func(c format.Counter) bool { return c.Category == "power" })
+		p.Meta.Extra["power"] = "the power PMU's counters (" + strings.Join(names, ", ") + ") did not count, as in most VMs: no energy recorded"
+		return
+	}
+	p.Meta.Extra["power"] = strings.Join(names, ", ")
 }

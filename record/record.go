@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	b.onProcessExit = libs.processExited
 	var counters *counterSampler
-	if probe := newCounterProbe(); probe != nil && !opts.NoCounters {
+	if probe := counterProbeFor(opts); probe != nil {
 		counters = newCounterSampler(prof.Meta.Interval, probe)
 		b.onProcessStart = counters.started
 		b.onProcessExit = func(pid int) {
@@ -227,6 +227,15 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 		m.Extra["host"] = h
 	}
 	return m
+}
+
+// counterProbeFor returns the probe counters are read with, or nil when
+// they are not wanted or cannot be read here.
+func counterProbeFor(opts Options) counterProbe {
+	if opts.NoCounters {
+		return nil
+	}
+	return newCounterProbe()
 }
 
 // backendRecord is attach.Record; tests replace it with a scripted backend.

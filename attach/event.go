@@ -148,6 +148,15 @@ type Options struct {
 	Notice func(string)
 }
 
+// SwitchStackCap is the most switch-out stacks a second a thread's event
+// takes: twice the sampling rate, at least 1000.
+func SwitchStackCap(interval time.Duration) int {
+	if interval <= 0 {
+		interval = time.Millisecond
+	}
+	return max(2*int(time.Second/interval), 1000)
+}
+
 // Result summarizes a finished recording.
 type Result struct {
 	// ExitCode is the launched command's exit status (128+signal when it

@@ -473,9 +473,15 @@ func (s *perfSession) switchAttr() unix.PerfEventAttr {
 	a := s.attr
 	a.Type = unix.PERF_TYPE_SOFTWARE
 	a.Config = unix.PERF_COUNT_SW_CONTEXT_SWITCHES
-	a.Sample = 1
-	a.Bits &^= unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
+	// Every switch of a thread that switches less often than the cap
+	// (period 1); above it the kernel lengthens the period to keep to
+	// the cap, and the waits it skips are shown at the thread's previous
+	// stack (the builder counts them). A stack copy per switch at tens
+	// of thousands of switches a second would overflow the rings.
+	a.Sample = uint64(SwitchStackCap(s.opts.Interval))
+	a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
 		unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitContextSwitch | bitBuildID
+	a.Bits |= unix.PerfBitFreq
 	// The sample is taken in the scheduler, in kernel mode: excluding
 	// kernel mode would exclude every sample. Its kernel stack is still
 	// left out unless asked for.

@@ -65,6 +65,9 @@ type builder struct {
 	offCPU     bool
 	offSamples uint64
 	waits      []waitRef // markers of long waits, to name (nameWaits)
+	// switches counts switches out; unstacked those without a stack of
+	// their own (beyond the backend's cap), shown at the previous one.
+	switches, unstacked uint64
 
 	frames []format.Frame // scratch, reused per sample
 	addrs  []uint64       // scratch

@@ -82,6 +82,10 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 		label = format.Frame{Label: PreemptedLabel, Category: format.CategoryPreempted}
 	}
 	st.frames = append(st.frames[:0], label)
+	b.switches++
+	if !st.hasPending {
+		b.unstacked++
+	}
 	if st.hasPending {
 		st.frames = append(st.frames, st.pending...)
 	} else if n := th.Samples.Len(); n > 0 {
@@ -89,8 +93,8 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 		// latest stack is the best guess of where it stopped.
 		for s := th.Samples.Stack[n-1]; s != format.NoStack; s = th.Stacks.Prefix[s] {
 			f := th.Frames.Frames[th.Stacks.Frame[s]]
-			if len(st.frames) == 1 && (f.Label == BlockedLabel || f.Label == PreemptedLabel) {
-				continue // the leaf of an earlier off-CPU sample
+			if len(st.frames) == 1 && (f.Label == BlockedLabel || f.Label == PreemptedLabel || f.Label == KernelLabel) {
+				continue // the leaf of an earlier off-CPU sample, or kernel mode
 			}
 			st.frames = append(st.frames, f)
 		}

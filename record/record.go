@@ -62,6 +62,9 @@ type Result struct {
 	NoStackReason         string
 	Backend, Event        string
 	SymbolicatedAddresses int
+	// OffCPUSwitches counts the times threads went off the CPU (with
+	// --off-cpu); OffCPUUnstacked those with no stack of their own.
+	OffCPUSwitches, OffCPUUnstacked uint64
 	// RejectedDebugFiles says which debug files were skipped as another
 	// build's, one line each, for the user to hear of.
 	RejectedDebugFiles []string
@@ -166,6 +169,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if counters != nil {
 		counters.attach(prof, t0)
+	}
+	if b.offCPU {
+		prof.Meta.Extra["offcpu_switches"] = fmt.Sprint(b.switches)
+		prof.Meta.Extra["offcpu_unstacked"] = fmt.Sprint(b.unstacked)
+		out.OffCPUSwitches, out.OffCPUUnstacked = b.switches, b.unstacked
+		if b.unstacked > 0 && opts.Attach.Notice != nil {
+			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (stacks are taken at most %d times a second per thread); they are shown at the thread's previous stack",
+				b.unstacked, b.switches, attach.SwitchStackCap(opts.Attach.Interval)))
+		}
 	}
 	// Exec images count once: the same count report prints.
 	out.Processes = prof.ProcessCount()

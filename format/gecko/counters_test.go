@@ -1,7 +1,9 @@
 package gecko
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/gprof-dev/gprof/format"
@@ -52,5 +54,28 @@ func TestWriteCountersAndOverhead(t *testing.T) {
 	}
 	if po.Statistics["samplingCount"] != 2 || po.Statistics["meanOverhead"] != 1.5 || po.Statistics["maxCounter"] != 0.7 {
 		t.Errorf("overhead statistics %v", po.Statistics)
+	}
+}
+
+// Counters and overhead read back as written, so convert keeps them.
+func TestReadCountersAndOverhead(t *testing.T) {
+	p := testProfile()
+	child := p.Processes[1]
+	child.Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+		Time: []int64{child.Start + 1e6, child.Start + 2e6}, Count: []int64{4096, -1024}}}
+	p.Processes[0].Counters = []format.Counter{{Name: "processCPU", Category: "CPU", Description: "CPU",
+		Time: []int64{3e6}, Count: []int64{250000}}}
+	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	got, err := Read(bytes.NewReader(encode(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pr := range p.Processes {
+		if !reflect.DeepEqual(got.Processes[i].Counters, pr.Counters) {
+			t.Errorf("process %d counters %+v, want %+v", i, got.Processes[i].Counters, pr.Counters)
+		}
+	}
+	if !reflect.DeepEqual(got.Overhead, p.Overhead) {
+		t.Errorf("overhead %+v, want %+v", got.Overhead, p.Overhead)
 	}
 }

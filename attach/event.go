@@ -141,20 +141,15 @@ type Options struct {
 	// and a stack sample at each switch out (Sample.Switch), so that time
 	// off the CPU can be sampled too.
 	OffCPU bool
+	// OffCPUCap, when positive, caps the switch-out stacks of each thread
+	// at about this many a second of its time on a CPU (perf's frequency
+	// mode); 0 takes a stack at every switch.
+	OffCPUCap int
 	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
 	Backend string
 	// Notice receives one-line, human-readable notices (fallbacks, lost
 	// data); nil discards them.
 	Notice func(string)
-}
-
-// SwitchStackCap is the most switch-out stacks a second a thread's event
-// takes: twice the sampling rate, at least 1000.
-func SwitchStackCap(interval time.Duration) int {
-	if interval <= 0 {
-		interval = time.Millisecond
-	}
-	return max(2*int(time.Second/interval), 1000)
 }
 
 // Result summarizes a finished recording.

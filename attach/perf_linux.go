@@ -249,6 +249,11 @@ func (s *perfSession) configure() error {
 	}
 	s.periodIsNs = periodIsNs
 	s.pages = ringPages(rate, stackSize)
+	if o.OffCPU {
+		// Two switch records per wait (tens of thousands a second for
+		// a thread that waits often) and capped switch stacks on top.
+		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
+	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
 	if o.OffCPU {
@@ -473,15 +478,21 @@ func (s *perfSession) switchAttr() unix.PerfEventAttr {
 	a := s.attr
 	a.Type = unix.PERF_TYPE_SOFTWARE
 	a.Config = unix.PERF_COUNT_SW_CONTEXT_SWITCHES
-	// Every switch of a thread that switches less often than the cap
-	// (period 1); above it the kernel lengthens the period to keep to
-	// the cap, and the waits it skips are shown at the thread's previous
-	// stack (the builder counts them). A stack copy per switch at tens
-	// of thousands of switches a second would overflow the rings.
-	a.Sample = uint64(SwitchStackCap(s.opts.Interval))
+	// Every switch by default (period 1). With a cap, the kernel's
+	// frequency mode lengthens the period to keep each thread's event
+	// near the cap: it counts per second of the thread's time on a CPU,
+	// so a thread that wakes briefly and often is held well below it.
+	// The waits it skips are shown at the thread's previous stack (the
+	// builder counts them).
+	a.Sample = 1
+	if s.opts.OffCPUCap > 0 {
+		a.Sample = uint64(s.opts.OffCPUCap)
+		a.Bits |= unix.PerfBitFreq
+	} else {
+		a.Bits &^= unix.PerfBitFreq
+	}
 	a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
 		unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitContextSwitch | bitBuildID
-	a.Bits |= unix.PerfBitFreq
 	// The sample is taken in the scheduler, in kernel mode: excluding
 	// kernel mode would exclude every sample. Its kernel stack is still
 	// left out unless asked for.

@@ -25,12 +25,26 @@ type counterSampler struct {
 	series map[int]*procSeries
 
 	over format.Overhead // times are monotonic ns until attach
+	// threads holds, every threadEvery loops, each thread's CPU time as
+	// the scheduler counts it, by tid, to calibrate CPU deltas with.
+	threads map[int]*threadSeries
+	loops   int
+	scratch map[int]int64
 	// power holds the energy counters' readings, by name.
 	powerTime []int64
 	power     map[string][]float64
 	done      chan struct{}
 	wg        sync.WaitGroup
 }
+
+// threadSeries is one thread's first and latest CPU time readings.
+type threadSeries struct {
+	firstT, firstCPU, lastT, lastCPU int64
+}
+
+// threadEvery is how many loops apart threads' CPU times are read: a file
+// per thread, so less often than the process counters.
+const threadEvery = 10
 
 // procSeries is one pid's readings, as absolute values.
 type procSeries struct {
@@ -49,6 +63,9 @@ type counterProbe interface {
 	// energy returns the machine's energy counters (Joules since an
 	// arbitrary start, by name); nil when there are none.
 	energy() []energyReading
+	// threadCPU reads the scheduler's CPU time of every thread of pid
+	// (ns, by tid) into into.
+	threadsCPU(pid int, into map[int]int64)
 	// powerState says why there is no energy, "" when there is.
 	powerState() string
 	close()
@@ -134,6 +151,25 @@ func (c *counterSampler) run() {
 				c.power[r.name] = append(c.power[r.name], r.joules)
 			}
 		}
+		if c.loops%threadEvery == 0 {
+			if c.threads == nil {
+				c.threads, c.scratch = map[int]*threadSeries{}, map[int]int64{}
+			}
+			for _, pid := range pids {
+				clear(c.scratch)
+				c.probe.threadsCPU(pid, c.scratch)
+				t := c.probe.now()
+				for tid, cpu := range c.scratch {
+					ts := c.threads[tid]
+					if ts == nil {
+						ts = &threadSeries{firstT: t, firstCPU: cpu}
+						c.threads[tid] = ts
+					}
+					ts.lastT, ts.lastCPU = t, cpu
+				}
+			}
+		}
+		c.loops++
 		counters := c.probe.threadCPU() - c0
 		self := c.probe.selfCPU()
 		c.over.Time = append(c.over.Time, c.probe.now())
@@ -177,6 +213,7 @@ func (c *counterSampler) attach(p *format.Profile, t0 int64) {
 		}
 	}
 	c.attachPower(p, rel)
+	c.calibrate(p, rel)
 	if len(c.over.Time) > 0 {
 		o := c.over
 		o.Time = make([]int64, len(c.over.Time))
@@ -231,4 +268,46 @@ func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
 		return
 	}
 	p.Meta.Extra["power"] = strings.Join(names, ", ")
+}
+
+// calibrate scales each thread's CPU deltas between its first and latest
+// CPU time readings so that they add up to what the scheduler counted
+// there. The sampling clock (perf's cpu-clock) runs a few percent fast of
+// the scheduler's count on a loaded machine (it also counts some of the
+// context switch, and the sampling interrupt); the Gecko model's CPU
+// delta is the thread's own CPU time, which the scheduler's count is.
+// Samples outside the readings keep their deltas.
+func (c *counterSampler) calibrate(p *format.Profile, rel func(int64) int64) {
+	for _, pr := range p.Processes {
+		for _, th := range pr.Threads {
+			ts := c.threads[th.Tid]
+			if ts == nil || ts.lastT <= ts.firstT {
+				continue
+			}
+			from, to := rel(ts.firstT), rel(ts.lastT)
+			if from < th.Start || th.End >= 0 && to > th.End {
+				continue // the tid's readings are another thread's
+			}
+			sm := &th.Samples
+			var sum int64
+			for i, t := range sm.Time {
+				if t > from && t <= to && sm.CPUDelta[i] > 0 {
+					sum += sm.CPUDelta[i]
+				}
+			}
+			want := ts.lastCPU - ts.firstCPU
+			if sum <= 0 || want <= 0 {
+				continue
+			}
+			scale := float64(want) / float64(sum)
+			if scale < 0.5 || scale > 2 {
+				continue // readings and samples disagree too much to trust
+			}
+			for i, t := range sm.Time {
+				if t > from && t <= to && sm.CPUDelta[i] > 0 {
+					sm.CPUDelta[i] = int64(float64(sm.CPUDelta[i])*scale + 0.5)
+				}
+			}
+		}
+	}
 }

@@ -90,6 +90,38 @@ func (p *linuxProbe) read(pid int) (rss, cpu int64, ok bool) {
 	return pages * p.page, ts.Nano(), true
 }
 
+func (p *linuxProbe) threadsCPU(pid int, into map[int]int64) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fd, err := unix.Open(dir+"/"+e.Name()+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		n, err := unix.Read(fd, p.buf[:])
+		unix.Close(fd)
+		if err != nil || n <= 0 {
+			continue
+		}
+		// schedstat: time on the CPU (ns), time waiting, timeslices.
+		var ns int64
+		for _, b := range p.buf[:n] {
+			if b < '0' || b > '9' {
+				break
+			}
+			ns = ns*10 + int64(b-'0')
+		}
+		into[tid] = ns
+	}
+}
+
 func (p *linuxProbe) selfCPU() int64 { return clockNs(unix.CLOCK_PROCESS_CPUTIME_ID) }
 
 func (p *linuxProbe) threadCPU() int64 { return clockNs(unix.CLOCK_THREAD_CPUTIME_ID) }

@@ -18,6 +18,7 @@ func (f *fakeProbe) threadCPU() int64              { return 0 }
 func (f *fakeProbe) now() int64                    { return 0 }
 func (f *fakeProbe) energy() []energyReading       { return nil }
 func (f *fakeProbe) powerState() string            { return f.why }
+func (f *fakeProbe) threadsCPU(int, map[int]int64) {}
 func (f *fakeProbe) close()                        {}
 
 // Energy becomes a "power" counter of the first process in pWh per

@@ -175,8 +175,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		prof.Meta.Extra["offcpu_unstacked"] = fmt.Sprint(b.unstacked)
 		out.OffCPUSwitches, out.OffCPUUnstacked = b.switches, b.unstacked
 		if b.unstacked > 0 && opts.Attach.Notice != nil {
-			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (stacks are taken at most %d times a second per thread); they are shown at the thread's previous stack",
-				b.unstacked, b.switches, attach.SwitchStackCap(opts.Attach.Interval)))
+			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (--off-cpu-cap, or stacks not permitted); they are shown at the thread's previous stack",
+				b.unstacked, b.switches))
 		}
 	}
 	// Exec images count once: the same count report prints.

@@ -55,3 +55,24 @@ func TestAttachPower(t *testing.T) {
 		t.Errorf("meta power %q", p.Meta.Extra["power"])
 	}
 }
+
+// CPU deltas between a thread's first and latest CPU time readings are
+// scaled to add up to them; samples outside keep theirs.
+func TestCalibrateCPU(t *testing.T) {
+	th := &format.Thread{Tid: 7, End: -1}
+	for i, d := range []int64{1e6, 1e6, 1e6, 0, 1e6, 1e6} {
+		th.Samples.Add(format.NoStack, int64(i+1)*1e6, d)
+	}
+	p := &format.Profile{Processes: []*format.Process{{Pid: 7, End: -1, Threads: []*format.Thread{th}}}}
+	c := newCounterSampler(1e6, &fakeProbe{})
+	// Readings at 1.5 ms and 5.5 ms: samples at 2..5 ms (3 ms of deltas)
+	// took 2.7 ms by the scheduler's count.
+	c.threads = map[int]*threadSeries{7: {firstT: 1.5e6, firstCPU: 1e6, lastT: 5.5e6, lastCPU: 3.7e6}}
+	c.calibrate(p, func(t int64) int64 { return t })
+	want := []int64{1e6, 0.9e6, 0.9e6, 0, 0.9e6, 1e6}
+	for i, w := range want {
+		if got := th.Samples.CPUDelta[i]; got != w {
+			t.Errorf("sample %d: CPU delta %d, want %d", i, got, w)
+		}
+	}
+}

@@ -33,6 +33,10 @@ run() {
 		c=$(cpu "$tmp/gprof" record --off-cpu -q --json -o "$tmp/p.json" -- "$tmp/pingpong" "$secs")
 		set -- $(target); s=$(grep '"samples"' "$tmp/out" | tr -dc 0-9); l=$(grep '"lost"' "$tmp/out" | tr -dc 0-9)
 		echo "gprof-offcpu $1 $2 $(echo "$c - $2" | bc) $s $l" ;;
+	gprof-offcpu-cap)
+		c=$(cpu "$tmp/gprof" record --off-cpu --off-cpu-cap 2000 -q --json -o "$tmp/p.json" -- "$tmp/pingpong" "$secs")
+		set -- $(target); s=$(grep '"samples"' "$tmp/out" | tr -dc 0-9); l=$(grep '"lost"' "$tmp/out" | tr -dc 0-9)
+		echo "gprof-offcpu-cap $1 $2 $(echo "$c - $2" | bc) $s $l" ;;
 	perf-sched)
 		c=$(cpu perf record -q -e sched:sched_switch -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$secs")
 		set -- $(target)
@@ -43,9 +47,9 @@ run() {
 	esac
 }
 for r in $(seq "$rounds"); do
-	set -- unprofiled gprof gprof-offcpu perf-sched
+	set -- unprofiled gprof gprof-offcpu gprof-offcpu-cap perf-sched
 	# rotate the order each round
 	i=0
-	while [ $i -lt $((r % 4)) ]; do v=$1; shift; set -- "$@" "$v"; i=$((i + 1)); done
+	while [ $i -lt $((r % 5)) ]; do v=$1; shift; set -- "$@" "$v"; i=$((i + 1)); done
 	for v in "$@"; do run "$v"; done
 done

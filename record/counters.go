@@ -44,7 +44,7 @@ type threadSeries struct {
 
 // threadEvery is how many loops apart threads' CPU times are read: a file
 // per thread, so less often than the process counters.
-const threadEvery = 10
+const threadEvery = 2
 
 // procSeries is one pid's readings, as absolute values.
 type procSeries struct {

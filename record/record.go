@@ -96,9 +96,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.onProcessExit = libs.processExited
 	var counters *counterSampler
 	if probe := counterProbeFor(opts); probe != nil {
-		// At the interval, as the Gecko sampler does, but no faster than
-		// 1 kHz: the readings cost the targets a little too.
-		counters = newCounterSampler(max(prof.Meta.Interval, time.Millisecond), probe)
+		// The Gecko sampler reads counters in the loop that samples its
+		// threads; gprof's perf backend has no such loop (the kernel
+		// samples), and a thread of its own waking at 1 kHz doubled the
+		// kernel share of a CPU-bound target on a saturated machine (it
+		// preempts the target). So counters are read every
+		// counterPeriod, or at the interval when that is longer.
+		counters = newCounterSampler(max(prof.Meta.Interval, counterPeriod), probe)
 		b.onProcessStart = counters.started
 		b.onProcessExit = func(pid int) {
 			libs.processExited(pid)
@@ -242,6 +246,9 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 	}
 	return m
 }
+
+// counterPeriod is the shortest time between two readings of counters.
+const counterPeriod = 10 * time.Millisecond
 
 // counterProbeFor returns the probe counters are read with, or nil when
 // they are not wanted or cannot be read here.

@@ -141,15 +141,16 @@ func (b *builder) waitMarker(th *format.Thread, st *offState, t int64) {
 	if len(st.frames) > 0 && st.frames[0].Label == PreemptedLabel {
 		name, cat = "Preempted", format.CategoryPreempted
 	}
+	data := map[string]any{"type": format.OffCPUMarkerType}
 	th.Markers = append(th.Markers, format.Marker{
 		Name: name, Start: b.rel(st.offAt), End: b.rel(t), Phase: format.PhaseInterval, Category: cat,
-		Data: map[string]any{"type": format.OffCPUMarkerType},
+		Data: data,
 	})
 	var frames []format.Frame
 	if len(st.frames) > 1 {
 		frames = append(frames, st.frames[1:]...)
 	}
-	b.waits = append(b.waits, waitRef{pr: st.pr, th: th, marker: len(th.Markers) - 1, frames: frames})
+	b.waits = append(b.waits, waitRef{pr: st.pr, data: data, blocked: name == "Blocked", frames: frames})
 }
 
 // flushAllOff samples every thread still off the CPU up to monotonic t,

@@ -10,11 +10,13 @@ import (
 
 // waitRef is a wait marker whose payload is named once the profile's
 // names are resolved: frames is the stack it waited in, leaf first.
+// The payload map is shared with the marker, so it is found even after a
+// bounded recording dropped older markers.
 type waitRef struct {
-	pr     *format.Process
-	th     *format.Thread
-	marker int
-	frames []format.Frame
+	pr      *format.Process
+	data    map[string]any
+	blocked bool
+	frames  []format.Frame
 }
 
 // stackNames is how many callers a wait marker lists.
@@ -28,9 +30,6 @@ func nameWaits(p *format.Profile, waits []waitRef) {
 	libsOf := map[*format.Process][]format.Lib{}
 	kernel, kernOK := p.Symbols.KernelLib()
 	for _, w := range waits {
-		if w.marker >= len(w.th.Markers) {
-			continue
-		}
 		libs, ok := libsOf[w.pr]
 		if !ok {
 			libs = slices.Clone(w.pr.Libs)
@@ -57,11 +56,10 @@ func nameWaits(p *format.Profile, waits []waitRef) {
 				}
 			}
 		}
-		m := &w.th.Markers[w.marker]
-		if m.Name != "Blocked" {
+		if !w.blocked {
 			syscall, wchan = "", "" // preempted: not a wait of its own
 		}
-		d := m.Data
+		d := w.data
 		if len(user) > 0 {
 			d["function"] = user[0]
 			d["stack"] = strings.Join(user[1:min(len(user), 1+stackNames)], " ← ")

@@ -251,7 +251,7 @@ func (s *perfSession) configure() error {
 	s.pages = ringPages(rate, stackSize)
 	if o.OffCPU {
 		// Two switch records per wait (tens of thousands a second for
-		// a thread that waits often) and capped switch stacks on top.
+		// a thread that waits often) and a stack at each switch out.
 		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
 	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes

@@ -292,3 +292,21 @@ func TestWriteCountersAndOverhead(t *testing.T) {
 	check(t, o, "statistics.samplingCount", "2")
 	check(t, o, "mainThreadIndex", "0")
 }
+
+// Counters and overhead read back as written.
+func TestReadCountersAndOverhead(t *testing.T) {
+	p := testProfile()
+	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
+	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	got, err := Read(bytes.NewReader(writeTest(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Processes[0].Counters, p.Processes[0].Counters) {
+		t.Errorf("counters %+v, want %+v", got.Processes[0].Counters, p.Processes[0].Counters)
+	}
+	if !reflect.DeepEqual(got.Overhead, p.Overhead) {
+		t.Errorf("overhead %+v, want %+v", got.Overhead, p.Overhead)
+	}
+}

@@ -181,7 +181,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		prof.Meta.Extra["offcpu_unstacked"] = fmt.Sprint(b.unstacked)
 		out.OffCPUSwitches, out.OffCPUUnstacked = b.switches, b.unstacked
 		if b.unstacked > 0 && opts.Attach.Notice != nil {
-			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (--off-cpu-cap, or stacks not permitted); they are shown at the thread's previous stack",
+			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (capped by --off-cpu-cap, not permitted, or dropped with a full ring); they are shown at the thread's previous stack",
 				b.unstacked, b.switches))
 		}
 	}

@@ -41,7 +41,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
-			&cli.StringFlag{Name: "by", Value: "wall", Usage: "rank functions by `MEASURE`: wall (samples: wall-clock time in a profile recorded with --off-cpu) or cpu (the CPU time the samples carry); both are shown"},
+			&cli.StringFlag{Name: "by", Value: "wall", Usage: "rank functions by `MEASURE`: wall (samples: wall-clock time in a profile recorded with --off-cpu) or cpu (the CPU time the samples carry); both are shown. --tree and collapsed stacks count samples"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON, the same as --format json (schema version in the \"version\" field)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			&cli.BoolFlag{Name: "tree", Usage: "print the call tree (text format)"},

@@ -53,6 +53,9 @@ type Switch struct {
 	Pid, Tid int
 	Out      bool
 	Preempt  bool
+	// Wchan is the kernel function a thread switched out sleeps in, when
+	// the backend read it (ptrace, from /proc/PID/task/TID/wchan).
+	Wchan string
 }
 
 // Regs are the user registers an unwinder needs, in a portable shape.

@@ -1065,7 +1065,7 @@ func TestDecodeSwitch(t *testing.T) {
 	if len(b.events) != 5 {
 		t.Fatalf("%d events: %+v", len(b.events), b.events)
 	}
-	want := []Switch{{5555, 7, 8, true, false}, {5555, 7, 8, true, true}, {5555, 7, 8, false, false}}
+	want := []Switch{{5555, 7, 8, true, false, ""}, {5555, 7, 8, true, true, ""}, {5555, 7, 8, false, false, ""}}
 	for i, w := range want {
 		if got := *b.events[i].(*Switch); got != w {
 			t.Errorf("switch %d: %+v, want %+v", i, got, w)

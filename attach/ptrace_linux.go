@@ -871,6 +871,7 @@ func (s *ptSampler) switchOut(pr *ptProc, th *ptThread, tid, cpu int) {
 	if th.asleepAt == 0 {
 		th.asleepAt = MonotonicNow()
 	}
+	wchan := readWchan(pr.pid, tid)
 	sm, outside := s.sampleThread(pr, tid, cpu)
 	s.keepSyscall = false
 	if sm == nil {
@@ -883,9 +884,19 @@ func (s *ptSampler) switchOut(pr *ptProc, th *ptThread, tid, cpu int) {
 		s.refreshMaps(pr, sm.Time)
 	}
 	s.emit(sm)
-	s.emit(&Switch{Time: t, Pid: pr.pid, Tid: tid, Out: true})
+	s.emit(&Switch{Time: t, Pid: pr.pid, Tid: tid, Out: true, Wchan: wchan})
 	th.off, th.asleepAt = true, 0
 	th.woke = true // the stop cost it a little CPU time
+}
+
+// readWchan returns the kernel function tid sleeps in, or "" ("0" when the
+// kernel hides it).
+func readWchan(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/wchan", pid, tid))
+	if err != nil || len(b) == 0 || string(b) == "0" {
+		return ""
+	}
+	return string(b)
 }
 
 // sampleThread stops tid, takes its registers and stack, and lets it go.

@@ -36,6 +36,7 @@ type offState struct {
 	hasPending bool
 	offAt      int64          // monotonic ns it went off the CPU; -1 while on it
 	frames     []format.Frame // stack of its off-CPU samples while off
+	wchan      string         // where it sleeps, when the backend said
 	credit     int64          // off time not yet sampled, ns
 }
 
@@ -100,6 +101,7 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 		}
 	}
 	st.offAt = e.Time
+	st.wchan = e.Wchan
 	st.hasPending = false
 }
 
@@ -150,7 +152,7 @@ func (b *builder) waitMarker(th *format.Thread, st *offState, t int64) {
 	if len(st.frames) > 1 {
 		frames = append(frames, st.frames[1:]...)
 	}
-	b.waits = append(b.waits, waitRef{pr: st.pr, data: data, blocked: name == "Blocked", frames: frames})
+	b.waits = append(b.waits, waitRef{pr: st.pr, data: data, blocked: name == "Blocked", frames: frames, wchan: st.wchan})
 }
 
 // flushAllOff samples every thread still off the CPU up to monotonic t,

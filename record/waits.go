@@ -17,6 +17,7 @@ type waitRef struct {
 	data    map[string]any
 	blocked bool
 	frames  []format.Frame
+	wchan   string // from the backend, when it read it
 }
 
 // stackNames is how many callers a wait marker lists.
@@ -37,7 +38,7 @@ func nameWaits(p *format.Profile, waits []waitRef) {
 			libsOf[w.pr] = libs
 		}
 		var user []string
-		var syscall, wchan string
+		syscall, wchan := "", w.wchan
 		for i, f := range w.frames {
 			for _, name := range frameNames(p, libs, kernel, kernOK, f, i > 0) {
 				if f.Category != format.CategoryKernel {

@@ -53,3 +53,20 @@ func TestWaitMarkers(t *testing.T) {
 		}
 	}
 }
+
+// A backend's wait channel (ptrace reads /proc) names the wait when the
+// stack has no kernel frames.
+func TestWaitMarkerWchanFromBackend(t *testing.T) {
+	b := newTestBuilder()
+	b.profile.Meta.Interval = 1e6
+	b.handle(mapEv(1000*ms, 10, 0x1000, 0x9000, "/bin/app"))
+	b.handle(&attach.Sample{Time: 1001 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1300}})
+	b.handle(&attach.Switch{Time: 1001 * ms, Pid: 10, Tid: 10, Out: true, Wchan: "pipe_read"})
+	b.handle(&attach.Switch{Time: 1031 * ms, Pid: 10, Tid: 10})
+	procs := b.finish(1040 * ms)
+	nameWaits(b.profile, b.waits)
+	m := procs[0].p.Threads[0].Markers
+	if len(m) != 1 || m[0].Data["wchan"] != "pipe_read" {
+		t.Errorf("markers %+v", m)
+	}
+}

@@ -136,6 +136,11 @@ type decoder struct {
 
 	trailerLen  int // bytes of sample_id trailer on non-sample records
 	trailerTime int // offset of time from the trailer start; -1 if none
+	trailerTid  int // offset of pid, tid from the trailer start; -1 if none
+
+	// switchIDs names the events (by PERF_SAMPLE_IDENTIFIER) that sample
+	// context switches for off-CPU stacks; their samples are Switch ones.
+	switchIDs map[uint64]bool
 
 	// statMaps fills Dev/Inode of MMAP2 records that carry a build-id
 	// instead, by stat'ing the mapping; off in tests of hand-made records.
@@ -192,11 +197,14 @@ func (d *decoder) cpuDelta(tid, cpu int, count uint64) int64 {
 }
 
 func newDecoder(sampleType uint64, regs regsLayout, periodIsNs bool) *decoder {
-	d := &decoder{sampleType: sampleType, regs: regs, periodIsNs: periodIsNs, trailerTime: -1, statMaps: true, readArgv: true}
+	d := &decoder{sampleType: sampleType, regs: regs, periodIsNs: periodIsNs, trailerTime: -1, trailerTid: -1, statMaps: true, readArgv: true}
 	for _, bit := range []uint64{unix.PERF_SAMPLE_TID, unix.PERF_SAMPLE_TIME, unix.PERF_SAMPLE_ID, unix.PERF_SAMPLE_STREAM_ID, unix.PERF_SAMPLE_CPU, unix.PERF_SAMPLE_IDENTIFIER} {
 		if sampleType&bit != 0 {
-			if bit == unix.PERF_SAMPLE_TIME {
+			switch bit {
+			case unix.PERF_SAMPLE_TIME:
 				d.trailerTime = d.trailerLen
+			case unix.PERF_SAMPLE_TID:
+				d.trailerTid = d.trailerLen
 			}
 			d.trailerLen += 8
 		}
@@ -276,6 +284,19 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		b.events = append(b.events, &Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_THROTTLE:
 		d.throttled = true
+	case unix.PERF_RECORD_SWITCH:
+		// Header and sample_id trailer only; the trailer names the task.
+		if d.trailerTid < 0 || len(rec) < 8+d.trailerLen {
+			return
+		}
+		off := len(rec) - d.trailerLen + d.trailerTid
+		b.events = append(b.events, &Switch{
+			Time:    d.trailerTimeOf(rec),
+			Pid:     int(ne.Uint32(rec[off:])),
+			Tid:     int(ne.Uint32(rec[off+4:])),
+			Out:     misc&unix.PERF_RECORD_MISC_SWITCH_OUT != 0,
+			Preempt: misc&unix.PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0,
+		})
 	}
 }
 
@@ -292,7 +313,7 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 		if !need(8) {
 			return nil
 		}
-		p += 8
+		s.Switch = d.switchIDs[u64()]
 	}
 	if st&unix.PERF_SAMPLE_IP != 0 {
 		if !need(8) {
@@ -331,7 +352,9 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 			return nil
 		}
 		period := u64()
-		if d.periodIsNs {
+		if s.Switch {
+			s.CPUDelta = 0 // a count of switches, not of time
+		} else if d.periodIsNs {
 			s.CPUDelta = int64(period)
 		}
 	}
@@ -341,7 +364,7 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 			return nil
 		}
 		count := u64()
-		if d.readCPU {
+		if d.readCPU && !s.Switch {
 			if delta := d.cpuDelta(s.Tid, s.CPU, count); delta >= 0 {
 				if s.CPUDelta >= 0 {
 					d.noStack += delta - s.CPUDelta

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost.
+// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost, *Switch.
 type Event interface{ eventTime() int64 }
 
 // Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
@@ -38,6 +38,24 @@ type Sample struct {
 	// in Stack when the backend leaves user-space unwinding to the caller.
 	Regs      *Regs
 	StackCopy []byte
+	// Switch marks a sample taken as the thread was switched out (with
+	// Options.OffCPU): its stack is where the thread blocked or was
+	// preempted, and it used no CPU. The Switch event that follows says
+	// which.
+	Switch bool
+}
+
+// Switch reports a thread leaving (Out) or returning to a CPU, with
+// Options.OffCPU. Preempt says a thread switched out was still runnable
+// (involuntary preemption) rather than blocked.
+type Switch struct {
+	Time     int64
+	Pid, Tid int
+	Out      bool
+	Preempt  bool
+	// Wchan is the kernel function a thread switched out sleeps in, when
+	// the backend read it (ptrace, from /proc/PID/task/TID/wchan).
+	Wchan string
 }
 
 // Regs are the user registers an unwinder needs, in a portable shape.
@@ -114,6 +132,7 @@ func (e *Comm) eventTime() int64   { return e.Time }
 func (e *Fork) eventTime() int64   { return e.Time }
 func (e *Exit) eventTime() int64   { return e.Time }
 func (e *Lost) eventTime() int64   { return e.Time }
+func (e *Switch) eventTime() int64 { return e.Time }
 
 // Options configure a recording.
 type Options struct {
@@ -134,6 +153,14 @@ type Options struct {
 	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
 	CallGraph string
 	StackSize int
+	// OffCPU also reports each thread's context switches (Switch events)
+	// and a stack sample at each switch out (Sample.Switch), so that time
+	// off the CPU can be sampled too.
+	OffCPU bool
+	// OffCPUCap, when positive, caps the switch-out stacks of each thread
+	// at about this many a second of its time on a CPU (perf's frequency
+	// mode); 0 takes a stack at every switch.
+	OffCPUCap int
 	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
 	Backend string
 	// Notice receives one-line, human-readable notices (fallbacks, lost

@@ -79,6 +79,8 @@ type perfSession struct {
 	kernelDenied bool
 	paranoid     int
 	periodIsNs   bool
+	// switchStacksDenied: off-CPU stacks cannot be sampled (see openSwitches).
+	switchStacksDenied bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -202,6 +204,14 @@ func (s *perfSession) configure() error {
 	a.Bits |= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
 		unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv |
 		unix.PerfBitWatermark | bitBuildID
+	if o.OffCPU {
+		// Switch records say when each thread leaves and returns to a
+		// CPU; a second event per task and CPU (see openTask) samples
+		// the stack at each switch out. The identifier tells its samples
+		// from the clock's in the shared ring.
+		a.Bits |= unix.PerfBitContextSwitch
+		a.Sample_type |= unix.PERF_SAMPLE_IDENTIFIER
+	}
 	if !o.Kernel {
 		// Samples in kernel mode are kept, without their kernel stack: a
 		// thread's time in system calls is part of its CPU time, and its
@@ -239,8 +249,16 @@ func (s *perfSession) configure() error {
 	}
 	s.periodIsNs = periodIsNs
 	s.pages = ringPages(rate, stackSize)
+	if o.OffCPU {
+		// Two switch records per wait (tens of thousands a second for
+		// a thread that waits often) and a stack at each switch out.
+		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
+	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
+	if o.OffCPU {
+		s.dec.switchIDs = map[uint64]bool{}
+	}
 	s.cpus = onlineCPUs()
 	return nil
 }
@@ -444,7 +462,80 @@ func (s *perfSession) openTask(tid int) error {
 			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
 		}
 	}
+	if s.opts.OffCPU {
+		if err := s.openSwitches(tid); err != nil {
+			return err
+		}
+	}
 	s.opened[tid] = true
+	return nil
+}
+
+// switchAttr is the event that samples a thread's stack as it is switched
+// out: the software context-switches event at period 1, with the clock
+// event's stack settings and none of its side-band records.
+func (s *perfSession) switchAttr() unix.PerfEventAttr {
+	a := s.attr
+	a.Type = unix.PERF_TYPE_SOFTWARE
+	a.Config = unix.PERF_COUNT_SW_CONTEXT_SWITCHES
+	// Every switch by default (period 1). With a cap, the kernel's
+	// frequency mode lengthens the period to keep each thread's event
+	// near the cap: it counts per second of the thread's time on a CPU,
+	// so a thread that wakes briefly and often is held well below it.
+	// The waits it skips are shown at the thread's previous stack (the
+	// builder counts them).
+	a.Sample = 1
+	if s.opts.OffCPUCap > 0 {
+		a.Sample = uint64(s.opts.OffCPUCap)
+		a.Bits |= unix.PerfBitFreq
+	} else {
+		a.Bits &^= unix.PerfBitFreq
+	}
+	a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
+		unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitContextSwitch | bitBuildID
+	// The sample is taken in the scheduler, in kernel mode: excluding
+	// kernel mode would exclude every sample. Its kernel stack is still
+	// left out unless asked for.
+	a.Bits &^= unix.PerfBitExcludeKernel
+	a.Sample_type &^= unix.PERF_SAMPLE_READ
+	return a
+}
+
+// openSwitches opens the switch-out sampling event of tid on every CPU,
+// writing into that CPU's ring.
+func (s *perfSession) openSwitches(tid int) error {
+	if s.kernelDenied {
+		// Not permitted: the switch records still time each wait, and
+		// the builder gives it the thread's latest stack.
+		if !s.switchStacksDenied {
+			s.switchStacksDenied = true
+			s.notice("off-CPU stacks need kernel-mode sampling (kernel.perf_event_paranoid=%d; needs <=1 or CAP_PERFMON): waits are timed but shown at the thread's latest CPU sample", s.paranoid)
+		}
+		return nil
+	}
+	a := s.switchAttr()
+	for _, cpu := range s.cpus {
+		r := s.rings[cpu]
+		if r == nil {
+			continue
+		}
+		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if err == unix.ENODEV {
+				continue
+			}
+			return err
+		}
+		s.fds = append(s.fds, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		}
+		var id uint64
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
+			return fmt.Errorf("identify the context-switch event: %w", errno)
+		}
+		s.dec.switchIDs[id] = true
+	}
 	return nil
 }
 

@@ -1024,3 +1024,60 @@ func TestLaunchStopKillsStubborn(t *testing.T) {
 		t.Errorf("notices %q", rec.notices)
 	}
 }
+
+// TestDecodeSwitch: context-switch records name the task from their
+// trailer and say out, and preempted; samples of the switch event (by
+// identifier) are Switch samples that used no CPU.
+func TestDecodeSwitch(t *testing.T) {
+	st := uint64(unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD)
+	d := newDecoder(st, regsLayout{}, true)
+	d.switchIDs = map[uint64]bool{77: true}
+	sw := func(misc uint16) []byte {
+		rec := make([]byte, 8)
+		ne.PutUint32(rec[0:], unix.PERF_RECORD_SWITCH)
+		ne.PutUint16(rec[4:], misc)
+		// trailer: pid/tid, time, cpu, identifier
+		rec = ne.AppendUint32(rec, 7)
+		rec = ne.AppendUint32(rec, 8)
+		rec = ne.AppendUint64(rec, 5555)
+		rec = ne.AppendUint64(rec, 1)
+		rec = ne.AppendUint64(rec, 77)
+		ne.PutUint16(rec[6:], uint16(len(rec)))
+		return rec
+	}
+	smp := func(id, period uint64) []byte {
+		rec := make([]byte, 8)
+		ne.PutUint32(rec[0:], unix.PERF_RECORD_SAMPLE)
+		ne.PutUint16(rec[4:], unix.PERF_RECORD_MISC_USER)
+		rec = ne.AppendUint64(rec, id)
+		rec = ne.AppendUint64(rec, 0x4000) // ip
+		rec = ne.AppendUint32(rec, 7)
+		rec = ne.AppendUint32(rec, 8)
+		rec = ne.AppendUint64(rec, 6000)
+		rec = ne.AppendUint64(rec, 1)
+		rec = ne.AppendUint64(rec, period)
+		ne.PutUint16(rec[6:], uint16(len(rec)))
+		return rec
+	}
+	b := &batch{}
+	d.decode(sw(unix.PERF_RECORD_MISC_SWITCH_OUT), b)
+	d.decode(sw(unix.PERF_RECORD_MISC_SWITCH_OUT|unix.PERF_RECORD_MISC_SWITCH_OUT_PREEMPT), b)
+	d.decode(sw(0), b)
+	d.decode(smp(77, 1), b)
+	d.decode(smp(5, 1000000), b)
+	if len(b.events) != 5 {
+		t.Fatalf("%d events: %+v", len(b.events), b.events)
+	}
+	want := []Switch{{5555, 7, 8, true, false, ""}, {5555, 7, 8, true, true, ""}, {5555, 7, 8, false, false, ""}}
+	for i, w := range want {
+		if got := *b.events[i].(*Switch); got != w {
+			t.Errorf("switch %d: %+v, want %+v", i, got, w)
+		}
+	}
+	if s := b.events[3].(*Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
+		t.Errorf("switch sample %+v", s)
+	}
+	if s := b.events[4].(*Sample); s.Switch || s.CPUDelta != 1000000 {
+		t.Errorf("clock sample %+v", s)
+	}
+}

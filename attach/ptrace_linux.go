@@ -196,6 +196,9 @@ type ptSampler struct {
 	ticks       int
 	ticksSince  time.Time
 	slowChecked bool
+
+	// keepSyscall keeps a sample taken in a system call (switchOut).
+	keepSyscall bool
 }
 
 type ptProc struct {
@@ -222,6 +225,12 @@ type ptThread struct {
 	// itself costs the thread a little CPU time, which must not count as a
 	// reason to stop it again at the next tick.
 	woke bool
+	// off is set, with Options.OffCPU, while the thread sleeps and its
+	// blocking stack was reported (see sampleProcess).
+	off bool
+	// asleepAt is when the thread was first found asleep, while its
+	// stack is yet to be taken; 0 otherwise.
+	asleepAt int64
 }
 
 // ptStats count what the sampler did, for tests and diagnostics.
@@ -815,9 +824,18 @@ func (s *ptSampler) sampleProcess(pr *ptProc) {
 			continue
 		}
 		running := st == 'R'
+		if (th.off || th.asleepAt != 0) && (running || ran >= s.minRun && !th.woke) {
+			if th.off {
+				s.emit(&Switch{Time: MonotonicNow(), Pid: pr.pid, Tid: tid})
+			}
+			th.off, th.asleepAt = false, 0
+		}
 		if !running {
 			if th.woke || ran < s.minRun {
 				th.woke = false
+				if s.opts.OffCPU && !th.off {
+					s.switchOut(pr, th, tid, cpu)
+				}
 				continue
 			}
 		}
@@ -841,6 +859,44 @@ func (s *ptSampler) sampleProcess(pr *ptProc) {
 		}
 		s.emit(sm)
 	}
+}
+
+// switchOut reports, with Options.OffCPU, that a thread found asleep went
+// off the CPU, with the stack it sleeps in: one stop per sleep, as the
+// Gecko sampler records a sleeping thread's stack once and repeats it
+// until the thread runs again (the builder samples the stretch).
+func (s *ptSampler) switchOut(pr *ptProc, th *ptThread, tid, cpu int) {
+	// Asleep, it stops in its system call: that is the stack wanted.
+	s.keepSyscall = true
+	if th.asleepAt == 0 {
+		th.asleepAt = MonotonicNow()
+	}
+	wchan := readWchan(pr.pid, tid)
+	sm, outside := s.sampleThread(pr, tid, cpu)
+	s.keepSyscall = false
+	if sm == nil {
+		return // tried again next tick; the wait counts from asleepAt
+	}
+	sm.Switch, sm.CPUDelta = true, 0
+	t := th.asleepAt
+	if outside {
+		s.noticeExec(pr, sm.Time)
+		s.refreshMaps(pr, sm.Time)
+	}
+	s.emit(sm)
+	s.emit(&Switch{Time: t, Pid: pr.pid, Tid: tid, Out: true, Wchan: wchan})
+	th.off, th.asleepAt = true, 0
+	th.woke = true // the stop cost it a little CPU time
+}
+
+// readWchan returns the kernel function tid sleeps in, or "" ("0" when the
+// kernel hides it).
+func readWchan(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/wchan", pid, tid))
+	if err != nil || len(b) == 0 || string(b) == "0" {
+		return ""
+	}
+	return string(b)
 }
 
 // sampleThread stops tid, takes its registers and stack, and lets it go.
@@ -904,7 +960,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, tid, cpu int) (sm *Sample, outside 
 	if err != nil {
 		return nil, false
 	}
-	if inSyscall {
+	if inSyscall && !s.keepSyscall {
 		// The thread stopped on its way out of the kernel, where a
 		// thread that was waiting for a CPU or in a system call stops.
 		// Keeping such samples would pile them on the few syscall sites

@@ -46,6 +46,7 @@ Examples:
 			&cli.BoolFlag{Name: "view", Usage: "then open the first base and new profiles in the Firefox Profiler's comparison view, served as 'gprof view' serves a profile (until Ctrl-C)"},
 			&cli.BoolFlag{Name: "no-open", Usage: "with --view, print the URL instead of opening a browser"},
 			&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "with --view, the Firefox Profiler front-end at `URL` (also $" + profilerURLEnv + ")"},
+			&cli.StringFlag{Name: "by", Value: "wall", Usage: "compare functions by `MEASURE`: wall (shares of samples: wall-clock time in profiles recorded with --off-cpu) or cpu (shares of the CPU time the samples carry)"},
 			symbolDirFlag,
 		},
 		Action: runDiff,
@@ -65,6 +66,9 @@ func runDiff(c *cli.Context) error {
 	}
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
+	}
+	if by := c.String("by"); by != report.ByWall && by != report.ByCPU {
+		return usagef("unknown --by %q: use wall or cpu", by)
 	}
 	if err := checkSymbolDirs(c); err != nil {
 		return err
@@ -105,7 +109,7 @@ func runDiff(c *cli.Context) error {
 		return err
 	}
 	printNotices(notes)
-	res := diff.Compare(b, n, rules)
+	res := diff.CompareBy(b, n, rules, c.String("by"))
 	if c.Bool("json") {
 		err = diff.WriteJSON(os.Stdout, res)
 	} else {

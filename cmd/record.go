@@ -77,6 +77,9 @@ Examples:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "profile.json.gz", Usage: "write the profile to `FILE` (gzip when it ends in .gz; - for standard output, uncompressed)"},
 			&cli.StringFlag{Name: "format", Value: "gecko", Usage: "profile `FORMAT`: gecko (raw addresses, names stored alongside; what the Firefox Profiler records) or processed (names applied, opens with names on profiler.firefox.com as is)"},
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
+			&cli.BoolFlag{Name: "off-cpu", Usage: "also sample threads while they are off the CPU (blocked or preempted), at the same interval of wall-clock time, with the stack they blocked in: every thread gets a sample per interval of its life"},
+			&cli.IntFlag{Name: "off-cpu-cap", Usage: "with --off-cpu, take at most about `N` wait stacks a second per thread (counted per second of the thread's CPU time, as perf's frequency mode does), showing the other waits at the thread's previous stack: bounds the cost for threads that switch tens of thousands of times a second (default: a stack at every switch)"},
+			&cli.BoolFlag{Name: "no-counters", Usage: "do not sample each process's memory and CPU use, nor gprof's own overhead, at the interval"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
 			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528)"},
@@ -113,6 +116,11 @@ type recordSummary struct {
 	// (kernel mode the kernel would not sample); NoStackWhy says why.
 	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
 	NoStackWhy string  `json:"no_stack_reason,omitempty"`
+	// OffCPUWaits counts the times threads went off the CPU (--off-cpu);
+	// OffCPUUnstacked those beyond the stack cap, shown at the thread's
+	// previous stack.
+	OffCPUWaits     uint64 `json:"off_cpu_waits,omitempty"`
+	OffCPUUnstacked uint64 `json:"off_cpu_unstacked,omitempty"`
 }
 
 func runRecord(c *cli.Context) error {
@@ -199,6 +207,7 @@ func runRecord(c *cli.Context) error {
 		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
 		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
+		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -324,6 +333,12 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		o.Keep = d
 	}
 	o.Attach.Kernel = c.Bool("kernel")
+	o.Attach.OffCPU = c.Bool("off-cpu")
+	o.Attach.OffCPUCap = c.Int("off-cpu-cap")
+	if o.Attach.OffCPUCap < 0 {
+		return o, usagef("--off-cpu-cap must be 0 (no cap) or a positive number of stacks a second")
+	}
+	o.NoCounters = c.Bool("no-counters")
 	o.Symbolize = !c.Bool("no-symbols")
 	if err := checkSymbolDirs(c); err != nil {
 		return o, err

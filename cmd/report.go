@@ -43,6 +43,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
+			&cli.StringFlag{Name: "by", Value: "wall", Usage: "rank functions by `MEASURE`: wall (samples: wall-clock time in a profile recorded with --off-cpu) or cpu (the CPU time the samples carry); both are shown. --tree and collapsed stacks count samples"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the --format output to `FILE` instead of stdout"},
 			jsonOutputFlag("the report", " (the text report still goes to stdout)"),
 			jsonFlag,
@@ -67,6 +68,9 @@ func runReport(c *cli.Context) error {
 	}
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
+	}
+	if by := c.String("by"); by != report.ByWall && by != report.ByCPU {
+		return usagef("unknown --by %q: use wall or cpu", by)
 	}
 	form := c.String("format")
 	jsonOut, err := jsonTarget(c)
@@ -142,7 +146,7 @@ func runReport(c *cli.Context) error {
 		o := report.TreeOptions{Depth: c.Int("depth"), MinPct: c.Float64("min-pct"), Width: width}
 		write = func(w io.Writer) error { return report.WriteTree(w, t, o) }
 	default:
-		r := report.Build(p, report.Options{Top: c.Int("top")})
+		r := report.Build(p, report.Options{Top: c.Int("top"), By: c.String("by")})
 		if jsonOut != "" {
 			if err := writeJSONOutput(jsonOut, func(w io.Writer) error { return report.WriteJSON(w, r) }); err != nil {
 				ph.done()

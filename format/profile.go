@@ -23,6 +23,31 @@ const (
 	CategoryKernel                 // kernel code
 )
 
+// Categories of the off-CPU samples of a recording with off-CPU sampling
+// (OffCPUCategories): a thread blocked (waiting on I/O, a lock, a timer),
+// or preempted while still runnable. "Idle" with the colour "transparent"
+// is the Firefox Profiler's own convention for time a thread spends
+// waiting.
+const (
+	CategoryIdle Category = iota + 3
+	CategoryPreempted
+)
+
+// OffCPUCategories are DefaultCategories plus those of off-CPU samples.
+var OffCPUCategories = []CategoryInfo{
+	{Name: "Other", Color: "grey"},
+	{Name: "User", Color: "yellow"},
+	{Name: "Kernel", Color: "orange"},
+	{Name: "Idle", Color: "transparent"},
+	{Name: "Preempted", Color: "lightblue"},
+}
+
+// OffCPUMarkerType is the payload type of the markers of long waits off
+// the CPU. Their Data holds "function" (the innermost function of the
+// stack it waited in), "stack" (its callers), and where known "syscall"
+// and "wchan" (the kernel function it slept in).
+const OffCPUMarkerType = "OffCPU"
+
 // CategoryInfo describes one category in the order of Category values.
 type CategoryInfo struct {
 	Name  string
@@ -43,6 +68,30 @@ type Profile struct {
 	// Symbols holds symbolication results keyed by library identity, so a
 	// profile stays readable when its binaries are gone. May be nil.
 	Symbols *SymbolTable
+	// Overhead is the profiler's own cost, per sampling loop; nil when
+	// not measured.
+	Overhead *Overhead
+}
+
+// Counter is a time series sampled alongside a process's threads, as the
+// Gecko sampler's counters: each sample holds the change since the
+// previous one (the first, the value itself), so that the Firefox Profiler
+// draws the running sum.
+type Counter struct {
+	Name        string // "Memory", "processCPU", ...
+	Category    string // the front-end's graph kind: "Memory", "CPU", "power"
+	Description string
+	Time        []int64 // ns since Meta.StartTime
+	Count       []int64 // change since the previous sample
+}
+
+// Overhead is what the profiler itself cost, one entry per sampling loop:
+// the CPU time it used since the previous loop, split into the part spent
+// reading counters and the rest (taking in and unwinding samples).
+type Overhead struct {
+	Time     []int64 // ns since Meta.StartTime, at the end of each loop
+	Counters []int64 // ns
+	Threads  []int64 // ns
 }
 
 // Meta describes the recording as a whole.
@@ -78,6 +127,8 @@ type Process struct {
 	Start, End int64
 	Libs       []Lib // sorted by Start, non-overlapping (see SortLibs)
 	Threads    []*Thread
+	// Counters are the process's own series (memory, CPU); may be nil.
+	Counters []Counter
 	// ExitCode is the process's exit status when known, else -1.
 	ExitCode int
 	// Exec is true when this process began with an exec(2) that replaced

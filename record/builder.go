@@ -44,6 +44,8 @@ type builder struct {
 
 	// onMap, when set, sees every mapping as it arrives.
 	onMap func(pid int, m *attach.Map)
+	// onProcessStart, when set, runs when a pid is first seen.
+	onProcessStart func(pid int)
 	// onProcessExit, when set, runs when a process's main thread exits,
 	// while what it leaves behind (a JIT map) may still be there.
 	onProcessExit func(pid int)
@@ -56,6 +58,16 @@ type builder struct {
 	unwindUser func(pr *proc, s *attach.Sample, out []uint64) []uint64
 
 	bound bound
+
+	// off tracks threads off the CPU (see offcpu.go); offCPU is set once
+	// a switch was seen, offSamples counts the samples made of them.
+	off        map[*format.Thread]*offState
+	offCPU     bool
+	offSamples uint64
+	waits      []waitRef // markers of long waits, to name (nameWaits)
+	// switches counts switches out; unstacked those without a stack of
+	// their own (beyond the backend's cap), shown at the previous one.
+	switches, unstacked uint64
 
 	frames []format.Frame // scratch, reused per sample
 	addrs  []uint64       // scratch
@@ -83,6 +95,9 @@ func (b *builder) process(pid int, t int64) *proc {
 	}
 	b.procs[pid] = pr
 	b.all = append(b.all, pr)
+	if b.onProcessStart != nil {
+		b.onProcessStart(pid)
+	}
 	return pr
 }
 
@@ -131,6 +146,8 @@ func (b *builder) handle(ev attach.Event) {
 		b.exit(e)
 	case *attach.Lost:
 		b.lost += e.Count
+	case *attach.Switch:
+		b.contextSwitch(e)
 	}
 }
 
@@ -201,6 +218,7 @@ func (b *builder) exit(e *attach.Exit) {
 		return
 	}
 	if th := pr.threads[e.Tid]; th != nil && th.End < 0 {
+		b.flushOff(th, b.off[th], e.Time)
 		th.End = b.rel(e.Time)
 	}
 	if e.Tid == e.Pid {
@@ -219,6 +237,7 @@ func (b *builder) endProcess(pr *proc, t int64) {
 	pr.p.End = b.rel(t)
 	for _, th := range pr.p.Threads {
 		if th.End < 0 {
+			b.flushOff(th, b.off[th], t)
 			th.End = pr.p.End
 		}
 	}
@@ -228,7 +247,9 @@ func (b *builder) sample(s *attach.Sample) {
 	pr := b.process(s.Pid, s.Time)
 	th := b.thread(pr, s.Tid, s.Time)
 	pr.sampled = true
-	b.samples++
+	if !s.Switch {
+		b.samples++
+	}
 
 	addrs := b.addrs[:0]
 	if s.Regs != nil && b.unwindUser != nil {
@@ -240,7 +261,7 @@ func (b *builder) sample(s *attach.Sample) {
 	b.addrs = addrs
 
 	frames := b.frames[:0]
-	if s.InKernel && s.KernelFrames == 0 {
+	if s.InKernel && s.KernelFrames == 0 && !s.Switch {
 		// In the kernel, whose stack was not asked for (or not
 		// permitted): one frame stands for it, above the user stack
 		// that entered it.
@@ -254,6 +275,10 @@ func (b *builder) sample(s *attach.Sample) {
 		frames = append(frames, format.Frame{Address: a, Category: c})
 	}
 	b.frames = frames
+	if s.Switch {
+		b.switchSample(pr, th, frames)
+		return
+	}
 	now := b.rel(s.Time)
 	th.Samples.Add(th.InternStack(frames), now, s.CPUDelta)
 	b.bound.after(b, now)
@@ -263,6 +288,10 @@ func (b *builder) sample(s *attach.Sample) {
 // in order of appearance, dropping processes that never ran a sampled or
 // named thread (for example gprof's own launch helper before exec).
 func (b *builder) finish(end int64) []*proc {
+	b.flushAllOff(end)
+	if b.offCPU {
+		b.profile.Meta.Categories = format.OffCPUCategories
+	}
 	var out []*proc
 	for _, pr := range b.all {
 		if pr.p.End >= 0 && pr.p.End > b.rel(end) {

@@ -20,6 +20,9 @@ type Options struct {
 	// stores the names in the profile.
 	Symbolize  bool
 	SymbolDirs []string
+	// NoCounters turns off the per-process memory and CPU counters and
+	// the measure of gprof's own overhead.
+	NoCounters bool
 	// MaxBytes and Keep bound a long recording: past MaxBytes of profile
 	// data in memory, or for data older than Keep, the oldest samples are
 	// discarded. Zero means no bound.
@@ -59,6 +62,9 @@ type Result struct {
 	NoStackReason         string
 	Backend, Event        string
 	SymbolicatedAddresses int
+	// OffCPUSwitches counts the times threads went off the CPU (with
+	// --off-cpu); OffCPUUnstacked those with no stack of their own.
+	OffCPUSwitches, OffCPUUnstacked uint64
 	// RejectedDebugFiles says which debug files were skipped as another
 	// build's, one line each, for the user to hear of.
 	RejectedDebugFiles []string
@@ -88,6 +94,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.onMap = libs.observe
 
 	b.onProcessExit = libs.processExited
+	var counters *counterSampler
+	if probe := counterProbeFor(opts); probe != nil {
+		// The Gecko sampler reads counters in the loop that samples its
+		// threads; gprof's perf backend has no such loop (the kernel
+		// samples), and a thread of its own waking at 1 kHz doubled the
+		// kernel share of a CPU-bound target on a saturated machine (it
+		// preempts the target). So counters are read every
+		// counterPeriod, or at the interval when that is longer.
+		counters = newCounterSampler(max(prof.Meta.Interval, counterPeriod), probe)
+		b.onProcessStart = counters.started
+		b.onProcessExit = func(pid int) {
+			libs.processExited(pid)
+			counters.exited(pid)
+		}
+		counters.start()
+	}
 	b.onTick = libs.tick
 	// Samples that carry registers and a stack copy (dwarf mode, or the
 	// ptrace backend whatever the mode) are unwound here.
@@ -122,6 +144,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
+	if counters != nil {
+		counters.stop()
+	}
 	end := attach.MonotonicNow()
 	if err != nil {
 		return nil, err
@@ -147,6 +172,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		pr.p.Libs = libs.libsFor(pr)
 		prof.Processes = append(prof.Processes, pr.p)
 		out.Threads += len(pr.p.Threads)
+	}
+	if counters != nil {
+		counters.attach(prof, t0)
+	}
+	if b.offCPU {
+		prof.Meta.Extra["offcpu_switches"] = fmt.Sprint(b.switches)
+		prof.Meta.Extra["offcpu_unstacked"] = fmt.Sprint(b.unstacked)
+		out.OffCPUSwitches, out.OffCPUUnstacked = b.switches, b.unstacked
+		if b.unstacked > 0 && opts.Attach.Notice != nil {
+			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (capped by --off-cpu-cap, not permitted, or dropped with a full ring); they are shown at the thread's previous stack",
+				b.unstacked, b.switches))
+		}
 	}
 	// Exec images count once: the same count report prints.
 	out.Processes = prof.ProcessCount()
@@ -180,6 +217,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		out.SymbolicatedAddresses = st.Resolved
 		out.RejectedDebugFiles = st.RejectedDebugFiles()
 	}
+	nameWaits(prof, b.waits)
 	return out, nil
 }
 
@@ -207,6 +245,18 @@ func hostMeta(start time.Time, opts Options) format.Meta {
 		m.Extra["host"] = h
 	}
 	return m
+}
+
+// counterPeriod is the shortest time between two readings of counters.
+const counterPeriod = 10 * time.Millisecond
+
+// counterProbeFor returns the probe counters are read with, or nil when
+// they are not wanted or cannot be read here.
+func counterProbeFor(opts Options) counterProbe {
+	if opts.NoCounters {
+		return nil
+	}
+	return newCounterProbe()
 }
 
 // backendRecord is attach.Record; tests replace it with a scripted backend.

@@ -30,7 +30,9 @@ const Sigmas = 3
 
 // Result is the comparison of two sides.
 type Result struct {
-	Version   int     `json:"version"`
+	Version int `json:"version"`
+	// By says what shares are of: "wall" (samples) or "cpu" (CPU time).
+	By        string  `json:"by"`
 	Base      Side    `json:"base"`
 	New       Side    `json:"new"`
 	CPU       Change  `json:"cpu"`
@@ -94,10 +96,16 @@ type Input struct {
 // run is what one profile contributes.
 type run struct {
 	samples, cpu int64
-	self, total  map[fnKey]int64
-	threads      map[string][2]int64 // samples, cpu
-	procs        map[string][2]int64
-	libs         map[string]string // function name to its binary's name, for display
+	// whole is what shares are of: samples, or with By cpu the CPU time
+	// in ns; n is the number of samples behind it (for the sampling
+	// error); unit is the ns that one count of self and total stands for.
+	whole, n    int64
+	unit        float64
+	byCPU       bool
+	self, total map[fnKey]int64
+	threads     map[string][2]int64 // samples, cpu
+	procs       map[string][2]int64
+	libs        map[string]string // function name to its binary's name, for display
 }
 
 // fnKey names a function across the two sides by its name alone: the
@@ -105,16 +113,35 @@ type run struct {
 // build, and a function's identity to the reader is its name.
 type fnKey struct{ name string }
 
-func summarize(p *format.Profile) run {
-	r := report.Build(p, report.Options{Top: -1})
-	out := run{samples: r.Samples, cpu: r.CPU, self: map[fnKey]int64{}, total: map[fnKey]int64{},
+func summarize(p *format.Profile, by string) run {
+	r := report.Build(p, report.Options{Top: -1, By: by})
+	out := run{samples: r.Samples, cpu: r.CPU, whole: r.Samples, n: r.Samples, self: map[fnKey]int64{}, total: map[fnKey]int64{},
 		threads: map[string][2]int64{}, procs: map[string][2]int64{}, libs: map[string]string{}}
+	switch {
+	case by == report.ByCPU:
+		out.byCPU, out.whole, out.unit = true, r.CPU, 1
+	case r.OffCPU:
+		// Every sample is an interval of wall-clock time.
+		out.unit = float64(r.Interval)
+	case r.Samples > 0:
+		// Every sample stands for the same CPU time with cpu-clock
+		// sampling, and a fair estimate of it otherwise.
+		out.unit = float64(r.CPU) / float64(r.Samples)
+	}
 	for _, f := range r.All.TopSelf {
-		out.self[fnKey{f.Name}] += f.Self
+		if out.byCPU {
+			out.self[fnKey{f.Name}] += f.SelfCPU
+		} else {
+			out.self[fnKey{f.Name}] += f.Self
+		}
 		out.libs[f.Name] = f.Lib
 	}
 	for _, f := range r.All.TopTotal {
-		out.total[fnKey{f.Name}] += f.Total
+		if out.byCPU {
+			out.total[fnKey{f.Name}] += f.TotalCPU
+		} else {
+			out.total[fnKey{f.Name}] += f.Total
+		}
 		out.libs[f.Name] = f.Lib
 	}
 	for _, t := range r.Threads {
@@ -128,10 +155,17 @@ func summarize(p *format.Profile) run {
 	return out
 }
 
-// Compare compares base with new and checks rules against the result.
+// Compare compares base with new by wall-clock samples and checks rules
+// against the result.
 func Compare(base, new []Input, rules []Rule) Result {
-	b, n := runs(base), runs(new)
-	res := Result{Version: Version, Base: side(base, b), New: side(new, n), Functions: []Func{}, Threads: []Group{}, Processes: []Group{}, Rules: []RuleResult{}}
+	return CompareBy(base, new, rules, report.ByWall)
+}
+
+// CompareBy is Compare with functions' shares and times measured by
+// report.ByWall (samples) or report.ByCPU (the CPU time samples carry).
+func CompareBy(base, new []Input, rules []Rule, by string) Result {
+	b, n := runs(base, by), runs(new, by)
+	res := Result{Version: Version, By: by, Base: side(base, b), New: side(new, n), Functions: []Func{}, Threads: []Group{}, Processes: []Group{}, Rules: []RuleResult{}}
 	res.CPU = compareValues(values(b, func(r run) float64 { return float64(r.cpu) }),
 		values(n, func(r run) float64 { return float64(r.cpu) }), nil, nil)
 
@@ -173,10 +207,10 @@ func Compare(base, new []Input, rules []Rule) Result {
 	return res
 }
 
-func runs(in []Input) []run {
+func runs(in []Input, by string) []run {
 	out := make([]run, len(in))
 	for i, p := range in {
-		out[i] = summarize(p.Profile)
+		out[i] = summarize(p.Profile, by)
 	}
 	return out
 }
@@ -199,43 +233,44 @@ func values(rs []run, f func(run) float64) []float64 {
 	return out
 }
 
-// compareShares compares a count's share of all samples, in percent.
+// compareShares compares a count's share of all samples (or CPU time),
+// in percent.
 func compareShares(b, n []run, count func(run) int64) Change {
 	share := func(r run) float64 {
-		if r.samples == 0 {
+		if r.whole == 0 {
 			return 0
 		}
-		return 100 * float64(count(r)) / float64(r.samples)
+		return 100 * float64(count(r)) / float64(r.whole)
 	}
 	return compareValues(values(b, share), values(n, share), binomial(b, count, 100), binomial(n, count, 100))
 }
 
-// compareTimes compares a count's time: its share of the samples times the
-// run's CPU time, which is exact when every sample stands for the same CPU
-// time (cpu-clock sampling) and a fair estimate otherwise.
+// compareTimes compares a count's time: the count times what one count
+// stands for (run.unit): CPU ns, the interval of wall-clock time of an
+// off-CPU profile's samples, or the run's CPU time over its samples, which
+// is exact when every sample stands for the same CPU time (cpu-clock
+// sampling) and a fair estimate otherwise.
 func compareTimes(b, n []run, count func(run) int64) Change {
-	t := func(r run) float64 {
-		if r.samples == 0 {
-			return 0
-		}
-		return float64(r.cpu) * float64(count(r)) / float64(r.samples)
+	t := func(r run) float64 { return r.unit * float64(count(r)) }
+	meanWhole := func(rs []run) float64 {
+		return mean(values(rs, func(r run) float64 { return r.unit * float64(r.whole) }))
 	}
-	meanCPU := func(rs []run) float64 { return mean(values(rs, func(r run) float64 { return float64(r.cpu) })) }
-	return compareValues(values(b, t), values(n, t), binomial(b, count, meanCPU(b)), binomial(n, count, meanCPU(n)))
+	return compareValues(values(b, t), values(n, t), binomial(b, count, meanWhole(b)), binomial(n, count, meanWhole(n)))
 }
 
 // binomial returns the variance of the mean of a share scaled by scale,
 // estimated from all of a side's samples pooled: p(1-p)/N·scale².
 func binomial(rs []run, count func(run) int64, scale float64) *float64 {
-	var c, total int64
+	var c, whole, total int64
 	for _, r := range rs {
 		c += count(r)
-		total += r.samples
+		whole += r.whole
+		total += r.n
 	}
-	if total == 0 {
+	if total == 0 || whole == 0 {
 		return nil
 	}
-	p := float64(c) / float64(total)
+	p := float64(c) / float64(whole)
 	v := p * (1 - p) / float64(total) * scale * scale
 	// A share never seen on one side still has a sampling error: with no
 	// hits in N samples, p is below about 1/N (the rule of three, 3/N, at
@@ -258,7 +293,12 @@ func groups(b, n []run, m func(run) map[string][2]int64) []Group {
 	}
 	out := []Group{}
 	for name := range names {
-		samples := func(r run) int64 { return m(r)[name][0] }
+		samples := func(r run) int64 {
+			if r.byCPU {
+				return m(r)[name][1]
+			}
+			return m(r)[name][0]
+		}
 		cpu := func(r run) float64 { return float64(m(r)[name][1]) }
 		out = append(out, Group{Name: name, Share: compareShares(b, n, samples),
 			CPU: compareValues(values(b, cpu), values(n, cpu), nil, nil)})

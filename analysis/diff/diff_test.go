@@ -178,3 +178,43 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// With --by cpu, a function's share is of CPU time: time blocked, which
+// samples count in a profile recorded off the CPU too, weighs nothing.
+func TestCompareByCPU(t *testing.T) {
+	mk := func(work, wait int) *format.Profile {
+		th := &format.Thread{Tid: 1, Name: "t", Main: true}
+		w := th.InternStack([]format.Frame{{Label: "work"}, {Label: "main"}})
+		b := th.InternStack([]format.Frame{{Label: "[blocked]", Category: format.CategoryIdle}, {Label: "main"}})
+		for i := 0; i < work; i++ {
+			th.Samples.Add(w, int64(i)*1e6, 1e6)
+		}
+		for i := 0; i < wait; i++ {
+			th.Samples.Add(b, int64(work+i)*1e6, 0)
+		}
+		return &format.Profile{Meta: format.Meta{Interval: time.Millisecond, Categories: format.OffCPUCategories},
+			Processes: []*format.Process{{Pid: 1, Name: "p", Threads: []*format.Thread{th}}}}
+	}
+	base := []Input{{File: "a", Profile: mk(300, 700)}}
+	next := []Input{{File: "b", Profile: mk(300, 1700)}}
+	find := func(r Result, name string) Func {
+		for _, f := range r.Functions {
+			if f.Name == name {
+				return f
+			}
+		}
+		t.Fatalf("%s not in %+v", name, r.Functions)
+		return Func{}
+	}
+	wall := Compare(base, next, nil)
+	if f := find(wall, "work"); f.SelfShare.Base != 30 || f.SelfShare.New != 15 || f.SelfTime.Base != 300e6 {
+		t.Errorf("by wall: work %+v", f)
+	}
+	cpu := CompareBy(base, next, nil, report.ByCPU)
+	if f := find(cpu, "work"); f.SelfShare.Base != 100 || f.SelfShare.New != 100 || f.SelfShare.Significant || f.SelfTime.New != 300e6 {
+		t.Errorf("by cpu: work %+v", f)
+	}
+	if cpu.By != report.ByCPU {
+		t.Errorf("by %q", cpu.By)
+	}
+}

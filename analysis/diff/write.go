@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/gprof-dev/gprof/format/report"
 )
 
 // WriteJSON writes res as indented JSON (the schema is Result's; see
@@ -61,8 +63,12 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 			fmt.Fprintf(b, "  %-22s %-22s %s\n", share(f.SelfShare), share(f.TotalShare), name)
 		}
 	}
-	list("Regressions (share of samples grew):", reg)
-	list("Improvements (share of samples shrank):", imp)
+	of := "samples"
+	if res.By == report.ByCPU {
+		of = "CPU time"
+	}
+	list("Regressions (share of "+of+" grew):", reg)
+	list("Improvements (share of "+of+" shrank):", imp)
 	groupList := func(title string, gs []Group) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		for i, g := range gs {
@@ -77,8 +83,8 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 			fmt.Fprintf(b, "  %-22s CPU %s%s  %s\n", share(g.Share), signedPct(g.CPU), noiseMark(g.CPU), clean(name))
 		}
 	}
-	groupList("Threads by name (share of samples, pp):", res.Threads)
-	groupList("Processes by name (share of samples, pp):", res.Processes)
+	groupList("Threads by name (share of "+of+", pp):", res.Threads)
+	groupList("Processes by name (share of "+of+", pp):", res.Processes)
 	if len(res.Rules) > 0 {
 		b.WriteString("\nRules:\n")
 		for _, r := range res.Rules {

@@ -104,6 +104,9 @@ type rawProfile struct {
 	subs    []*rawProfile
 	proc    *rawProcess
 	symbols *format.SymbolTable
+
+	counters []format.Counter // times relative to this profile object
+	overhead *format.Overhead
 }
 
 // rawProcess is the gprofProcess object Write adds to each process.
@@ -220,6 +223,14 @@ func readProfile(s *scanner, top bool) *topProfile {
 			}
 		case "gprofProcess":
 			p.proc = readProcess(s)
+		case "counters":
+			if s.beginArray("counters") {
+				for j := 0; s.elem(j); j++ {
+					p.counters = append(p.counters, readCounter(s))
+				}
+			}
+		case "profilerOverhead":
+			p.overhead = readOverhead(s)
 		case "gprofSymbols":
 			p.symbols = readSymbols(s)
 		case "profile":
@@ -656,6 +667,73 @@ func (s *scanner) index(c *cell, what string) int32 {
 	return 0
 }
 
+// readCounter reads one of a process's counters.
+func readCounter(s *scanner) format.Counter {
+	var c format.Counter
+	if !s.beginObject("counter") {
+		return c
+	}
+	for i := 0; s.field(i); i++ {
+		switch string(s.key) {
+		case "name":
+			c.Name = s.stringOrNull()
+		case "category":
+			c.Category = s.stringOrNull()
+		case "description":
+			c.Description = s.stringOrNull()
+		case "samples":
+			s.table("counter samples", []string{"time", "count"}, func(tb *table) {
+				var t, n int64
+				if x := tb.col(0); x.kind == 'n' {
+					t = x.n.fixed(6)
+				}
+				if x := tb.col(1); x.kind == 'n' {
+					n = x.n.int()
+				}
+				c.Time = append(c.Time, t)
+				c.Count = append(c.Count, n)
+			})
+		default:
+			s.skip()
+		}
+	}
+	return c
+}
+
+// readOverhead reads the profilerOverhead: times in µs, durations in ns;
+// the statistics are recomputed from them.
+func readOverhead(s *scanner) *format.Overhead {
+	if s.null() || !s.beginObject("profilerOverhead") {
+		return nil
+	}
+	o := &format.Overhead{}
+	for i := 0; s.field(i); i++ {
+		if string(s.key) != "samples" {
+			s.skip()
+			continue
+		}
+		s.table("profilerOverhead samples", []string{"time", "counters", "threads", "locking", "expiredMarkerCleaning"}, func(tb *table) {
+			var v [5]int64
+			for k := range v {
+				if x := tb.col(k); x.kind == 'n' {
+					if k == 0 {
+						v[k] = x.n.fixed(3)
+					} else {
+						v[k] = x.n.int()
+					}
+				}
+			}
+			o.Time = append(o.Time, v[0])
+			o.Counters = append(o.Counters, v[1])
+			o.Threads = append(o.Threads, v[2]+v[3]+v[4])
+		})
+	}
+	if len(o.Time) == 0 {
+		return nil
+	}
+	return o
+}
+
 func (t *rawThread) readSamples(s *scanner) {
 	const (
 		stack = iota
@@ -854,6 +932,20 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 			proc.ExitCode = rp.proc.exitCode
 			proc.Exec = rp.proc.exec
 		}
+	}
+	if len(procs) > 0 {
+		for _, c := range rp.counters {
+			for i := range c.Time {
+				c.Time[i] += shift
+			}
+			procs[0].Counters = append(procs[0].Counters, c)
+		}
+	}
+	if rp.overhead != nil && b.p.Overhead == nil {
+		for i := range rp.overhead.Time {
+			rp.overhead.Time[i] += shift
+		}
+		b.p.Overhead = rp.overhead
 	}
 	b.p.Processes = append(b.p.Processes, procs...)
 	for _, sub := range rp.subs {

@@ -162,6 +162,7 @@ func (w *profileWriter) write() {
 	e.raw(`{"meta":`)
 	w.meta(top, 0, true)
 	w.processBody(top, 0)
+	w.overhead(w.p.Overhead)
 	e.raw(`,"processes":[`)
 	if len(w.p.Processes) > 1 {
 		for i, proc := range w.p.Processes[1:] {
@@ -307,6 +308,9 @@ func (w *profileWriter) processBody(proc *format.Process, base int64) {
 	}
 	e.raw(`],"pausedRanges":[]`)
 	e.raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
+	if proc != nil && len(proc.Counters) > 0 {
+		w.counters(proc.Counters, base)
+	}
 	if proc != nil {
 		// The front-end ignores keys it does not know; this keeps what
 		// the Gecko fields cannot say about the process.
@@ -325,6 +329,64 @@ func (w *profileWriter) processBody(proc *format.Process, base int64) {
 		}
 		e.byte('}')
 	}
+}
+
+// counters writes a process's counters; the front-end draws them as
+// tracks of the process whose thread is GeckoMain.
+func (w *profileWriter) counters(cs []format.Counter, base int64) {
+	e := &w.e
+	e.raw(`,"counters":[`)
+	for i := range cs {
+		c := &cs[i]
+		if i > 0 {
+			e.byte(',')
+		}
+		e.raw(`{"name":`)
+		e.string(c.Name)
+		e.raw(`,"category":`)
+		e.string(c.Category)
+		e.raw(`,"description":`)
+		e.string(c.Description)
+		e.raw(`,"samples":{"schema":{"time":0,"count":1,"number":2},"data":[`)
+		for j, t := range c.Time {
+			if j > 0 {
+				e.byte(',')
+			}
+			e.byte('[')
+			e.ms(t - base)
+			e.byte(',')
+			e.int(c.Count[j])
+			e.raw(",0]")
+		}
+		e.raw("]}}")
+	}
+	e.byte(']')
+}
+
+// overhead writes gprof's own cost as the Gecko profilerOverhead: times
+// in µs, durations in ns, statistics in µs.
+func (w *profileWriter) overhead(o *format.Overhead) {
+	st, ok := o.Stats()
+	if !ok {
+		return
+	}
+	e := &w.e
+	e.raw(`,"profilerOverhead":{"samples":{"schema":{"time":0,"locking":1,"expiredMarkerCleaning":2,"counters":3,"threads":4},"data":[`)
+	for i, t := range o.Time {
+		if i > 0 {
+			e.byte(',')
+		}
+		e.byte('[')
+		e.fixed(t, 3)
+		e.raw(",0,0,")
+		e.int(o.Counters[i])
+		e.byte(',')
+		e.int(o.Threads[i])
+		e.byte(']')
+	}
+	e.raw(`]},"statistics":`)
+	w.json(st.JSON())
+	e.byte('}')
 }
 
 func (w *profileWriter) lib(l *format.Lib) {

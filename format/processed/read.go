@@ -30,10 +30,36 @@ const MinReadVersion = 41
 const MaxReadVersion = 70
 
 type rawProfile struct {
-	Meta    *rawMeta    `json:"meta"`
-	Libs    []rawLib    `json:"libs"`
-	Shared  *rawTables  `json:"shared"`
-	Threads []rawThread `json:"threads"`
+	Meta             *rawMeta      `json:"meta"`
+	Libs             []rawLib      `json:"libs"`
+	Shared           *rawTables    `json:"shared"`
+	Threads          []rawThread   `json:"threads"`
+	Counters         []rawCounter  `json:"counters"`
+	ProfilerOverhead []rawOverhead `json:"profilerOverhead"`
+}
+
+// rawCounter is a counter: times in ms (or deltas between them), counts.
+type rawCounter struct {
+	Name        string          `json:"name"`
+	Category    string          `json:"category"`
+	Description string          `json:"description"`
+	Pid         json.RawMessage `json:"pid"`
+	Samples     struct {
+		Time       []float64 `json:"time"`
+		TimeDeltas []float64 `json:"timeDeltas"`
+		Count      []float64 `json:"count"`
+	} `json:"samples"`
+}
+
+// rawOverhead is a profilerOverhead entry: times in ms, durations in ns.
+type rawOverhead struct {
+	Samples struct {
+		Time     []float64 `json:"time"`
+		Locking  []float64 `json:"locking"`
+		Cleaning []float64 `json:"expiredMarkerCleaning"`
+		Counters []float64 `json:"counters"`
+		Threads  []float64 `json:"threads"`
+	} `json:"samples"`
 }
 
 type rawMeta struct {
@@ -382,6 +408,7 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 	for _, pr := range p.Processes {
 		sort.Slice(pr.Libs, func(i, j int) bool { return pr.Libs[i].Start < pr.Libs[j].Start })
 	}
+	readCounters(rp, procs, p)
 	if p.Meta.Duration == 0 {
 		for _, pr := range p.Processes {
 			for _, th := range pr.Threads {
@@ -392,6 +419,54 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 		}
 	}
 	return p, nil
+}
+
+// readCounters gives each process its counters (by the pid string the
+// threads use) and the profile the first profilerOverhead.
+func readCounters(rp *rawProfile, procs map[string]*format.Process, p *format.Profile) {
+	for _, rc := range rp.Counters {
+		pr := procs[string(bytes.TrimSpace(rc.Pid))]
+		if pr == nil {
+			continue
+		}
+		c := format.Counter{Name: rc.Name, Category: rc.Category, Description: rc.Description}
+		times := rc.Samples.Time
+		if times == nil && rc.Samples.TimeDeltas != nil {
+			t := 0.0
+			for _, d := range rc.Samples.TimeDeltas {
+				t += d
+				times = append(times, t)
+			}
+		}
+		for i, t := range times {
+			if i >= len(rc.Samples.Count) {
+				break
+			}
+			c.Time = append(c.Time, msToNs(t))
+			c.Count = append(c.Count, int64(rc.Samples.Count[i]))
+		}
+		pr.Counters = append(pr.Counters, c)
+	}
+	for _, ro := range rp.ProfilerOverhead {
+		sm := &ro.Samples
+		if len(sm.Time) == 0 {
+			continue
+		}
+		at := func(v []float64, i int) int64 {
+			if i < len(v) {
+				return int64(v[i])
+			}
+			return 0
+		}
+		o := &format.Overhead{}
+		for i, t := range sm.Time {
+			o.Time = append(o.Time, msToNs(t))
+			o.Counters = append(o.Counters, at(sm.Counters, i))
+			o.Threads = append(o.Threads, at(sm.Threads, i)+at(sm.Locking, i)+at(sm.Cleaning, i))
+		}
+		p.Overhead = o
+		break
+	}
 }
 
 func msToNs(ms float64) int64 {

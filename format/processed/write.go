@@ -615,7 +615,7 @@ func (b *builder) collectSchemas() []markerSchema {
 	types := map[string]map[string]string{}
 	for _, t := range b.threads {
 		for _, m := range t.th.Markers {
-			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) {
+			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || typ == format.OffCPUMarkerType {
 				continue // described by lifecycle.Schema
 			}
 			if m.Data == nil {
@@ -687,9 +687,9 @@ func (b *builder) write(j *jsonWriter) {
 	j.key("pages")
 	j.value("[]")
 	j.key("counters")
-	j.value("[]")
+	b.writeCounters(j)
 	j.key("profilerOverhead")
-	j.value("[]")
+	b.writeOverhead(j)
 	j.key("threads")
 	j.beginArray()
 	for _, t := range b.threads {
@@ -891,6 +891,134 @@ func (b *builder) writeLibs(j *jsonWriter) {
 		} else {
 			j.null()
 		}
+		j.endObject()
+	}
+	j.endArray()
+}
+
+// counterDisplay is how the front-end draws a counter of each category
+// gprof records, as its own Gecko import derives it.
+var counterDisplay = map[string]string{
+	"Memory": `{"graphType":"line-accumulated","unit":"bytes","color":"orange","markerSchemaLocation":"timeline-memory","sortWeight":20,"label":"Memory","tooltipRows":[` +
+		`{"type":"value","source":"accumulated","format":{"unit":"bytes"},"label":"relative memory at this time","labelKey":"memory-relative"},` +
+		`{"type":"value","source":"count-range","format":{"unit":"bytes"},"label":"memory range in graph","labelKey":"memory-range"},` +
+		`{"type":"value","source":"sample-number","format":{"unit":"number"},"label":"allocations and deallocations since the previous sample","labelKey":"memory-operations"}]}`,
+	"CPU": `{"graphType":"line-rate","unit":"percent","color":"grey","markerSchemaLocation":null,"sortWeight":40,"label":"Process CPU","tooltipRows":[` +
+		`{"type":"value","source":"cpu-ratio","format":{"unit":"percent"},"label":"CPU","labelKey":"cpu"}]}`,
+}
+
+// mainThreadIndex is the index in b.threads of the thread that holds
+// pr's process track, or -1.
+func (b *builder) mainThreadIndex(pr *format.Process) int {
+	o := b.ids.Process(pr)
+	for i, t := range b.threads {
+		if t.th == o.Main {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *builder) writeCounters(j *jsonWriter) {
+	j.beginArray()
+	for _, pr := range b.p.Processes {
+		if pr == nil || len(pr.Counters) == 0 {
+			continue
+		}
+		main := b.mainThreadIndex(pr)
+		if main < 0 {
+			continue
+		}
+		for i := range pr.Counters {
+			c := &pr.Counters[i]
+			display, ok := counterDisplay[c.Category]
+			if !ok || len(c.Time) == 0 {
+				continue
+			}
+			j.beginObject()
+			j.key("name")
+			j.str(c.Name)
+			j.key("category")
+			j.str(c.Category)
+			j.key("description")
+			j.str(c.Description)
+			j.key("pid")
+			j.str(b.ids.Process(pr).Pid)
+			j.key("mainThreadIndex")
+			j.int(int64(main))
+			j.key("display")
+			j.value(display)
+			j.key("samples")
+			j.beginObject()
+			j.key("time")
+			j.beginArray()
+			for _, t := range c.Time {
+				j.ms(t)
+			}
+			j.endArray()
+			j.key("count")
+			j.beginArray()
+			for _, v := range c.Count {
+				j.int(v)
+			}
+			j.endArray()
+			j.key("length")
+			j.int(int64(len(c.Time)))
+			j.endObject()
+			j.endObject()
+		}
+	}
+	j.endArray()
+}
+
+// writeOverhead writes gprof's own cost, attached to the first process:
+// times in ms, durations in ns, statistics in µs.
+func (b *builder) writeOverhead(j *jsonWriter) {
+	j.beginArray()
+	o := b.p.Overhead
+	st, ok := o.Stats()
+	main := -1
+	if ok && len(b.p.Processes) > 0 && b.p.Processes[0] != nil {
+		main = b.mainThreadIndex(b.p.Processes[0])
+	}
+	if main >= 0 {
+		j.beginObject()
+		j.key("samples")
+		j.beginObject()
+		j.key("time")
+		j.beginArray()
+		for _, t := range o.Time {
+			j.ms(t)
+		}
+		j.endArray()
+		for _, col := range []struct {
+			name string
+			v    []int64
+		}{{"locking", nil}, {"expiredMarkerCleaning", nil}, {"counters", o.Counters}, {"threads", o.Threads}} {
+			j.key(col.name)
+			j.beginArray()
+			for i := range o.Time {
+				if col.v == nil {
+					j.int(0)
+				} else {
+					j.int(col.v[i])
+				}
+			}
+			j.endArray()
+		}
+		j.key("length")
+		j.int(int64(len(o.Time)))
+		j.endObject()
+		j.key("pid")
+		j.str(b.ids.Process(b.p.Processes[0]).Pid)
+		j.key("mainThreadIndex")
+		j.int(int64(main))
+		j.key("statistics")
+		data, err := json.Marshal(st.JSON())
+		if err != nil {
+			panic(err) // numbers and strings only
+		}
+		j.valueBytes(data)
 		j.endObject()
 	}
 	j.endArray()

@@ -189,7 +189,11 @@ func TestWriteMarkerPayloads(t *testing.T) {
 		`"name":"GprofProcess","tableLabel":"{marker.name}: {marker.data.name}","tooltipLabel":"{marker.name}: {marker.data.name}"},`+
 		`{"chartLabel":"{marker.data.threadName}","display":["marker-chart","marker-table"],"fields":[`+
 		`{"format":"string","key":"threadName","label":"Name","searchable":true},{"format":"tid","key":"tid","label":"Thread","searchable":true}],`+
-		`"name":"GprofThread","tableLabel":"{marker.name}: {marker.data.threadName}","tooltipLabel":"{marker.name}: {marker.data.threadName}"}]`)
+		`"name":"GprofThread","tableLabel":"{marker.name}: {marker.data.threadName}","tooltipLabel":"{marker.name}: {marker.data.threadName}"},`+
+		`{"chartLabel":"{marker.data.function}","display":["marker-chart","marker-table","timeline-overview"],"fields":[`+
+		`{"format":"string","key":"function","label":"Waiting in","searchable":true},{"format":"string","key":"stack","label":"Called from","searchable":true},`+
+		`{"format":"string","key":"syscall","label":"System call","searchable":true},{"format":"string","key":"wchan","label":"Wait channel","searchable":true}],`+
+		`"name":"OffCPU","tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","tooltipLabel":"{marker.name} in {marker.data.function}"}]`)
 	th0 := out["threads"].([]any)[0].(map[string]any)
 	check(t, th0, "markers.startTime", `[0,1,null]`)
 	check(t, th0, "markers.endTime", `[null,2,3]`)
@@ -267,5 +271,42 @@ func TestWriteFileGzip(t *testing.T) {
 	b2, _ := os.ReadFile(plain)
 	if !reflect.DeepEqual(b2, writeTest(t, testProfile())) {
 		t.Error("WriteFile and Write differ")
+	}
+}
+
+// Counters and overhead reach the processed output with their process's
+// main thread, and the front-end's display for each kind of counter.
+func TestWriteCountersAndOverhead(t *testing.T) {
+	p := testProfile()
+	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
+	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	out := decode(t, writeTest(t, p))
+	check(t, out, "counters", `[{"category":"Memory","description":"RSS","display":{"color":"orange","graphType":"line-accumulated","label":"Memory","markerSchemaLocation":"timeline-memory","sortWeight":20,"tooltipRows":[{"format":{"unit":"bytes"},"label":"relative memory at this time","labelKey":"memory-relative","source":"accumulated","type":"value"},{"format":{"unit":"bytes"},"label":"memory range in graph","labelKey":"memory-range","source":"count-range","type":"value"},{"format":{"unit":"number"},"label":"allocations and deallocations since the previous sample","labelKey":"memory-operations","source":"sample-number","type":"value"}],"unit":"bytes"},"mainThreadIndex":0,"name":"Memory","pid":"100","samples":{"count":[4096,-1024],"length":2,"time":[1,2]}}]`)
+	ov := out["profilerOverhead"].([]any)
+	if len(ov) != 1 {
+		t.Fatalf("profilerOverhead %v", ov)
+	}
+	o := ov[0].(map[string]any)
+	check(t, o, "samples", `{"counters":[500,700],"expiredMarkerCleaning":[0,0],"length":2,"locking":[0,0],"threads":[1500,300],"time":[1,2]}`)
+	check(t, o, "statistics.samplingCount", "2")
+	check(t, o, "mainThreadIndex", "0")
+}
+
+// Counters and overhead read back as written.
+func TestReadCountersAndOverhead(t *testing.T) {
+	p := testProfile()
+	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
+	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	got, err := Read(bytes.NewReader(writeTest(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Processes[0].Counters, p.Processes[0].Counters) {
+		t.Errorf("counters %+v, want %+v", got.Processes[0].Counters, p.Processes[0].Counters)
+	}
+	if !reflect.DeepEqual(got.Overhead, p.Overhead) {
+		t.Errorf("overhead %+v, want %+v", got.Overhead, p.Overhead)
 	}
 }

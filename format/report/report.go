@@ -35,7 +35,17 @@ type Options struct {
 	// Top is how many functions each list holds; 0 means DefaultTop and a
 	// negative value means all.
 	Top int
+	// By is what functions are ranked by and percentages are of: "wall"
+	// (samples, the default: with off-CPU samples, wall-clock time) or
+	// "cpu" (the CPU time the samples carry).
+	By string
 }
+
+// Ranking measures (Options.By).
+const (
+	ByWall = "wall"
+	ByCPU  = "cpu"
+)
 
 // Report is the summary of one profile.
 type Report struct {
@@ -50,6 +60,12 @@ type Report struct {
 	CPU          int64  `json:"cpu_ns"`
 	CPUEstimated bool   `json:"cpu_estimated"`
 	LostEvents   uint64 `json:"lost_events"`
+	// By is what functions are ranked by and percentages are of: "wall"
+	// (samples) or "cpu" (CPU time).
+	By string `json:"by"`
+	// OffCPU says the profile samples threads off the CPU too (record
+	// --off-cpu): samples then measure wall-clock time, not CPU time.
+	OffCPU bool `json:"off_cpu"`
 	// NoStackCPU is CPU time counted in samples' CPU deltas that no stack
 	// shows (kernel mode the kernel would not sample), as the recording
 	// reported it; NoStackReason says why.
@@ -114,9 +130,12 @@ type Function struct {
 	// Self and Total are weighted sample counts.
 	Self  int64 `json:"self_samples"`
 	Total int64 `json:"total_samples"`
-	// SelfPct and TotalPct are percentages of the samples of the list's
-	// owner (the thread, or for All the whole profile); SelfPctAll and
-	// TotalPctAll are of all samples.
+	// SelfCPU and TotalCPU are the CPU time of those samples.
+	SelfCPU  int64 `json:"self_cpu_ns"`
+	TotalCPU int64 `json:"total_cpu_ns"`
+	// SelfPct and TotalPct are percentages of the samples (with --by cpu,
+	// of the CPU time) of the list's owner (the thread, or for All the
+	// whole profile); SelfPctAll and TotalPctAll are of all of them.
 	SelfPct     float64 `json:"self_pct"`
 	TotalPct    float64 `json:"total_pct"`
 	SelfPctAll  float64 `json:"self_pct_all"`
@@ -139,6 +158,8 @@ type counts struct {
 	samples, cpu int64
 	estimated    bool
 	self, total  []int64 // by function id
+	selfCPU      []int64 // by function id, ns
+	totalCPU     []int64
 	selfLine     map[lineKey]int64
 	totalLine    map[lineKey]int64
 }
@@ -151,6 +172,8 @@ func (c *counts) grow(n int) {
 	for len(c.self) < n {
 		c.self = append(c.self, 0)
 		c.total = append(c.total, 0)
+		c.selfCPU = append(c.selfCPU, 0)
+		c.totalCPU = append(c.totalCPU, 0)
 	}
 }
 
@@ -161,6 +184,7 @@ type builder struct {
 	kernel format.LibKey
 	kernOK bool
 	all    *counts
+	byCPU  bool
 }
 
 // Build summarizes p.
@@ -169,12 +193,15 @@ func Build(p *format.Profile, opts Options) Report {
 	if top == 0 {
 		top = DefaultTop
 	}
-	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts()}
+	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts(), byCPU: opts.By == ByCPU}
 	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
-		ProcessTotals: []ProcessTotal{},
+		ProcessTotals: []ProcessTotal{}, By: ByWall, OffCPU: offCPU(p),
+	}
+	if b.byCPU {
+		r.By = ByCPU
 	}
 	if ms, err := strconv.ParseFloat(p.Meta.Extra["no_stack_cpu_ms"], 64); err == nil && ms > 0 {
 		r.NoStackCPU = int64(ms * 1e6)
@@ -300,6 +327,7 @@ func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 	st := &th.Stacks
 	ns := len(st.Frame)
 	weights := make([]int64, ns)
+	cpuWeights := make([]int64, ns)
 	interval := int64(b.p.Meta.Interval)
 	for i, s := range sm.Stack {
 		w := int64(1)
@@ -307,14 +335,16 @@ func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 			w = int64(sm.Weight[i])
 		}
 		c.samples += w
+		cpu := w * interval
 		if i < len(sm.CPUDelta) && sm.CPUDelta[i] >= 0 {
-			c.cpu += sm.CPUDelta[i]
+			cpu = sm.CPUDelta[i]
 		} else {
-			c.cpu += w * interval
 			c.estimated = true
 		}
+		c.cpu += cpu
 		if s >= 0 && int(s) < ns {
 			weights[s] += w
+			cpuWeights[s] += cpu
 		}
 	}
 	nf := len(th.Frames.Frames)
@@ -341,8 +371,8 @@ func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 	// counts recursive functions once per sample.
 	var stamp []int32
 	for s := 0; s < ns; s++ {
-		w := weights[s]
-		if w == 0 {
+		w, cw := weights[s], cpuWeights[s]
+		if w == 0 && cw == 0 {
 			continue
 		}
 		caller := false
@@ -362,6 +392,7 @@ func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 			if k%2 == 0 {
 				in := lv[len(lv)-1]
 				c.self[in.fn] += w
+				c.selfCPU[in.fn] += cw
 				if in.line > 0 {
 					c.selfLine[lineKey{in.fn, in.line}] += w
 				}
@@ -373,6 +404,7 @@ func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
 				}
 				stamp[fn] = int32(s) + 1
 				c.total[fn] += w
+				c.totalCPU[fn] += cw
 				hits[k][i] += w
 			}
 		}
@@ -398,6 +430,8 @@ func (b *builder) merge(c *counts) {
 	for i := range c.self {
 		a.self[i] += c.self[i]
 		a.total[i] += c.total[i]
+		a.selfCPU[i] += c.selfCPU[i]
+		a.totalCPU[i] += c.totalCPU[i]
 	}
 	for k, v := range c.selfLine {
 		a.selfLine[k] += v
@@ -411,19 +445,34 @@ func (b *builder) summary(c *counts, all int64, top int) Summary {
 	s := Summary{Samples: c.samples, CPU: c.cpu, CPUEstimated: c.estimated, TopSelf: []Function{}, TopTotal: []Function{}}
 	c.grow(len(b.fns))
 	hot := hotLines(c)
+	self, total, whole, allWhole := c.self, c.total, c.samples, all
+	if b.byCPU {
+		self, total, whole, allWhole = c.selfCPU, c.totalCPU, c.cpu, b.all.cpu
+	}
 	mk := func(fn int32) Function {
 		k := b.fns[fn]
 		f := Function{
 			Name: k.name, Lib: k.lib, File: k.file, Line: int(hot[fn]),
-			Self: c.self[fn], Total: c.total[fn],
-			SelfPct: pct(c.self[fn], c.samples), TotalPct: pct(c.total[fn], c.samples),
-			SelfPctAll: pct(c.self[fn], all), TotalPctAll: pct(c.total[fn], all),
+			Self: c.self[fn], Total: c.total[fn], SelfCPU: c.selfCPU[fn], TotalCPU: c.totalCPU[fn],
+			SelfPct: pct(self[fn], whole), TotalPct: pct(total[fn], whole),
+			SelfPctAll: pct(self[fn], allWhole), TotalPctAll: pct(total[fn], allWhole),
 		}
 		return f
 	}
-	s.TopSelf = b.top(c.self, top, mk)
-	s.TopTotal = b.top(c.total, top, mk)
+	s.TopSelf = b.top(self, top, mk)
+	s.TopTotal = b.top(total, top, mk)
 	return s
+}
+
+// offCPU says whether p has off-CPU samples: its categories are those of
+// a recording with --off-cpu.
+func offCPU(p *format.Profile) bool {
+	for _, c := range p.Meta.Categories {
+		if c.Name == "Idle" {
+			return true
+		}
+	}
+	return false
 }
 
 // hotLines picks, per function, the line with the most self samples, or

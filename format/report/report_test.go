@@ -191,7 +191,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		}
 		return strings.Join(sortStrings(k), ",")
 	}
-	if got := keys(m); got != "all,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,process_totals,processes,product,samples,threads,version" {
+	if got := keys(m); got != "all,by,cpu_estimated,cpu_ns,duration_ns,interval_ns,lost_events,off_cpu,process_totals,processes,product,samples,threads,version" {
 		t.Errorf("top-level keys %s", got)
 	}
 	th := m["threads"].([]any)[0].(map[string]any)
@@ -199,7 +199,7 @@ func TestWriteJSONSchema(t *testing.T) {
 		t.Errorf("thread keys %s", got)
 	}
 	fn := th["top_self"].([]any)[0].(map[string]any)
-	if got := keys(fn); got != "file,lib,line,name,self_pct,self_pct_all,self_samples,total_pct,total_pct_all,total_samples" {
+	if got := keys(fn); got != "file,lib,line,name,self_cpu_ns,self_pct,self_pct_all,self_samples,total_cpu_ns,total_pct,total_pct_all,total_samples" {
 		t.Errorf("function keys %s", got)
 	}
 	if m["version"].(float64) != 1 || fn["self_pct"].(float64) != 50 {
@@ -355,5 +355,54 @@ func TestPrintable(t *testing.T) {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// offCPUProfile: a thread that computes in "work" 3 samples of 1 ms of
+// CPU and blocks in "wait" for 7 samples of none.
+func offCPUProfile() *format.Profile {
+	th := &format.Thread{Tid: 1, Name: "t", Main: true, End: -1}
+	work := th.InternStack([]format.Frame{{Label: "work"}, {Label: "main"}})
+	wait := th.InternStack([]format.Frame{{Label: "[blocked]", Category: format.CategoryIdle}, {Label: "wait"}, {Label: "main"}})
+	for i := 0; i < 10; i++ {
+		if i < 3 {
+			th.Samples.Add(work, int64(i)*1e6, 1e6)
+		} else {
+			th.Samples.Add(wait, int64(i)*1e6, 0)
+		}
+	}
+	return &format.Profile{
+		Meta:      format.Meta{Interval: time.Millisecond, Categories: format.OffCPUCategories},
+		Processes: []*format.Process{{Pid: 1, Name: "p", End: -1, Threads: []*format.Thread{th}}},
+	}
+}
+
+// --by wall ranks by samples, --by cpu by the CPU they carry; both
+// figures are in every list, and the text shows them side by side.
+func TestReportByWallAndCPU(t *testing.T) {
+	p := offCPUProfile()
+	wall := Build(p, Options{})
+	if !wall.OffCPU || wall.By != ByWall {
+		t.Errorf("off_cpu %v by %q", wall.OffCPU, wall.By)
+	}
+	if f := wall.All.TopTotal[2]; f.Name != "wait" || f.TotalPct != 70 || f.Total != 7 || f.TotalCPU != 0 {
+		t.Errorf("by wall, second by total: %+v", f)
+	}
+	cpu := Build(p, Options{By: ByCPU})
+	if f := cpu.All.TopSelf[0]; f.Name != "work" || f.SelfPct != 100 || f.SelfCPU != 3e6 || f.Self != 3 {
+		t.Errorf("by cpu, first by self: %+v", f)
+	}
+	for _, f := range cpu.All.TopTotal {
+		if f.Name == "wait" {
+			t.Errorf("by cpu, wait is listed: %+v", f)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, wall); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Top by self wall-clock time\n    samples      CPU") ||
+		!strings.Contains(buf.String(), "3  3.00 ms    30.00%") {
+		t.Errorf("text by wall lacks the CPU column:\n%s", buf.String())
 	}
 }

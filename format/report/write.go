@@ -40,9 +40,11 @@ type TextOptions struct {
 func WriteTextOptions(w io.Writer, r Report, o TextOptions) error { return writeText(w, r, o) }
 
 type textWriter struct {
-	w     *bufio.Writer
-	color bool
-	width int
+	w       *bufio.Writer
+	color   bool
+	width   int
+	withCPU bool // a CPU time column next to the sample counts
+	byCPU   bool // ranked by CPU time
 }
 
 func (t *textWriter) heading(s string) {
@@ -55,7 +57,7 @@ func (t *textWriter) heading(s string) {
 }
 
 func writeText(w io.Writer, r Report, o TextOptions) error {
-	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width}
+	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU}
 	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
 		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
 		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
@@ -101,8 +103,15 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 		t.w.WriteString("  no stacks sampled\n")
 		return
 	}
-	t.table("  Top by self time", s.TopSelf, true, perThread)
-	t.table("  Top by total time", s.TopTotal, false, perThread)
+	what := "time"
+	switch {
+	case t.byCPU:
+		what = "CPU time"
+	case t.withCPU:
+		what = "wall-clock time"
+	}
+	t.table("  Top by self "+what, s.TopSelf, true, perThread)
+	t.table("  Top by total "+what, s.TopTotal, false, perThread)
 }
 
 // maxNameWidth keeps one monster C++ name from pushing every location off
@@ -119,7 +128,19 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 		nameW = max(nameW, min(utf8.RuneCountInString(printable(f.Name)), maxNameWidth))
 		countW = max(countW, len(strconv.FormatInt(count(f, self), 10)))
 	}
+	// With off-CPU samples, or ranked by CPU, wall-clock and CPU time
+	// stand side by side.
+	withCPU := t.withCPU
+	cpuW := len("CPU")
+	if withCPU {
+		for _, f := range fs {
+			cpuW = max(cpuW, len(formatDuration(cpuOf(f, self))))
+		}
+	}
 	cols := []string{pad("samples", countW, true)}
+	if withCPU {
+		cols = append(cols, pad("CPU", cpuW, true))
+	}
 	if perThread {
 		cols = append(cols, pad("thread", 8, true))
 	}
@@ -132,6 +153,9 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 		}
 		cols = cols[:0]
 		cols = append(cols, pad(strconv.FormatInt(count(f, self), 10), countW, true))
+		if withCPU {
+			cols = append(cols, pad(formatDuration(cpuOf(f, self)), cpuW, true))
+		}
 		if perThread {
 			cols = append(cols, pad(pctString(p), 8, true))
 		}
@@ -144,6 +168,13 @@ func (t *textWriter) row(cols []string) {
 	line := "    " + strings.Join(cols, "  ")
 	t.w.WriteString(Truncate(strings.TrimRight(line, " "), t.width))
 	t.w.WriteByte('\n')
+}
+
+func cpuOf(f Function, self bool) int64 {
+	if self {
+		return f.SelfCPU
+	}
+	return f.TotalCPU
 }
 
 func count(f Function, self bool) int64 {

@@ -111,5 +111,12 @@ func Schema(fieldsKey string) []string {
 			`"display":["marker-chart","marker-table"],` +
 			`"` + fieldsKey + `":[{"key":"threadName","label":"Name","format":"string","searchable":true},` +
 			`{"key":"tid","label":"Thread","format":"tid","searchable":true}]}`,
+		`{"name":"` + format.OffCPUMarkerType + `","tooltipLabel":"{marker.name} in {marker.data.function}",` +
+			`"tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","chartLabel":"{marker.data.function}",` +
+			`"display":["marker-chart","marker-table","timeline-overview"],` +
+			`"` + fieldsKey + `":[{"key":"function","label":"Waiting in","format":"string","searchable":true},` +
+			`{"key":"stack","label":"Called from","format":"string","searchable":true},` +
+			`{"key":"syscall","label":"System call","format":"string","searchable":true},` +
+			`{"key":"wchan","label":"Wait channel","format":"string","searchable":true}]}`,
 	}
 }

@@ -1,0 +1,313 @@
+package record
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gprof-dev/gprof/format"
+)
+
+// Counters and overhead, as the Gecko sampler records them: at every
+// interval, each target process's resident memory and CPU time, and what
+// gprof itself cost since the previous loop. A goroutine of its own does
+// this, apart from the backend's sampling, so that it works the same with
+// every backend; reading them costs a few system calls per process.
+
+// counterSampler samples the live target processes' counters.
+type counterSampler struct {
+	interval time.Duration
+	probe    counterProbe
+
+	mu     sync.Mutex
+	live   map[int]bool
+	series map[int]*procSeries
+
+	over format.Overhead // times are monotonic ns until attach
+	// threads holds, every threadEvery loops, each thread's CPU time as
+	// the scheduler counts it, by tid, to calibrate CPU deltas with.
+	threads map[int]*threadSeries
+	loops   int
+	scratch map[int]int64
+	// power holds the energy counters' readings, by name.
+	powerTime []int64
+	power     map[string][]float64
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// threadSeries is one thread's first and latest CPU time readings.
+type threadSeries struct {
+	firstT, firstCPU, lastT, lastCPU int64
+}
+
+// threadEvery is how many loops apart threads' CPU times are read: a file
+// per thread, so less often than the process counters.
+const threadEvery = 2
+
+// procSeries is one pid's readings, as absolute values.
+type procSeries struct {
+	time, rss, cpu []int64
+}
+
+// counterProbe reads the OS: it is counters_linux.go's, or a stub where
+// there is none.
+type counterProbe interface {
+	// read returns a process's resident bytes and total CPU ns.
+	read(pid int) (rss, cpu int64, ok bool)
+	// selfCPU is gprof's own CPU time, threadCPU the calling thread's.
+	selfCPU() int64
+	threadCPU() int64
+	now() int64 // monotonic ns, the backends' clock
+	// energy returns the machine's energy counters (Joules since an
+	// arbitrary start, by name); nil when there are none.
+	energy() []energyReading
+	// threadCPU reads the scheduler's CPU time of every thread of pid
+	// (ns, by tid) into into.
+	threadsCPU(pid int, into map[int]int64)
+	// powerState says why there is no energy, "" when there is.
+	powerState() string
+	close()
+}
+
+type energyReading struct {
+	name   string
+	joules float64
+}
+
+func newCounterSampler(interval time.Duration, probe counterProbe) *counterSampler {
+	return &counterSampler{interval: interval, probe: probe, live: map[int]bool{}, series: map[int]*procSeries{}, done: make(chan struct{})}
+}
+
+// started and exited keep the set of processes to sample; the builder
+// calls them as processes appear and end.
+func (c *counterSampler) started(pid int) {
+	c.mu.Lock()
+	c.live[pid] = true
+	c.mu.Unlock()
+}
+
+func (c *counterSampler) exited(pid int) {
+	c.mu.Lock()
+	delete(c.live, pid)
+	c.mu.Unlock()
+}
+
+func (c *counterSampler) start() {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.run()
+	}()
+}
+
+func (c *counterSampler) stop() {
+	close(c.done)
+	c.wg.Wait()
+	c.probe.close()
+}
+
+func (c *counterSampler) run() {
+	lockThread()
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	lastSelf := c.probe.selfCPU()
+	var pids []int
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		c0 := c.probe.threadCPU()
+		c.mu.Lock()
+		pids = pids[:0]
+		for pid := range c.live {
+			pids = append(pids, pid)
+		}
+		c.mu.Unlock()
+		now := c.probe.now()
+		for _, pid := range pids {
+			rss, cpu, ok := c.probe.read(pid)
+			if !ok {
+				continue
+			}
+			s := c.series[pid]
+			if s == nil {
+				s = &procSeries{}
+				c.series[pid] = s
+			}
+			s.time = append(s.time, now)
+			s.rss = append(s.rss, rss)
+			s.cpu = append(s.cpu, cpu)
+		}
+		if e := c.probe.energy(); len(e) > 0 {
+			if c.power == nil {
+				c.power = map[string][]float64{}
+			}
+			c.powerTime = append(c.powerTime, now)
+			for _, r := range e {
+				c.power[r.name] = append(c.power[r.name], r.joules)
+			}
+		}
+		if c.loops%threadEvery == 0 {
+			if c.threads == nil {
+				c.threads, c.scratch = map[int]*threadSeries{}, map[int]int64{}
+			}
+			for _, pid := range pids {
+				clear(c.scratch)
+				c.probe.threadsCPU(pid, c.scratch)
+				t := c.probe.now()
+				for tid, cpu := range c.scratch {
+					ts := c.threads[tid]
+					if ts == nil {
+						ts = &threadSeries{firstT: t, firstCPU: cpu}
+						c.threads[tid] = ts
+					}
+					ts.lastT, ts.lastCPU = t, cpu
+				}
+			}
+		}
+		c.loops++
+		counters := c.probe.threadCPU() - c0
+		self := c.probe.selfCPU()
+		c.over.Time = append(c.over.Time, c.probe.now())
+		c.over.Counters = append(c.over.Counters, counters)
+		c.over.Threads = append(c.over.Threads, max(self-lastSelf-counters, 0))
+		lastSelf = self
+	}
+}
+
+// attach gives each process of the profile its counters (the readings of
+// its pid within its lifetime, exec images apart) and the profile its
+// overhead, with times relative to monotonic t0. Call after stop.
+func (c *counterSampler) attach(p *format.Profile, t0 int64) {
+	rel := func(t int64) int64 { return max(t-t0, 0) }
+	for _, pr := range p.Processes {
+		s := c.series[pr.Pid]
+		if s == nil {
+			continue
+		}
+		mem := format.Counter{Name: "Memory", Category: "Memory", Description: "Resident memory (RSS) of the process"}
+		cpu := format.Counter{Name: "processCPU", Category: "CPU", Description: "CPU time of the process since the previous sample, ns"}
+		var prevRSS, prevCPU int64
+		for i, t := range s.time {
+			r := rel(t)
+			if r < pr.Start || pr.End >= 0 && r > pr.End {
+				continue
+			}
+			first := len(mem.Time) == 0
+			mem.Time = append(mem.Time, r)
+			mem.Count = append(mem.Count, s.rss[i]-prevRSS)
+			cpu.Time = append(cpu.Time, r)
+			if first {
+				cpu.Count = append(cpu.Count, 0)
+			} else {
+				cpu.Count = append(cpu.Count, max(s.cpu[i]-prevCPU, 0))
+			}
+			prevRSS, prevCPU = s.rss[i], s.cpu[i]
+		}
+		if len(mem.Time) > 0 {
+			pr.Counters = append(pr.Counters, mem, cpu)
+		}
+	}
+	c.attachPower(p, rel)
+	c.calibrate(p, rel)
+	if len(c.over.Time) > 0 {
+		o := c.over
+		o.Time = make([]int64, len(c.over.Time))
+		for i, t := range c.over.Time {
+			o.Time[i] = rel(t)
+		}
+		p.Overhead = &o
+	}
+}
+
+// pWhPerJoule converts Joules to the picowatt-hours the front-end's power
+// tracks count.
+const pWhPerJoule = 1e12 / 3600
+
+// attachPower gives the first process the machine's energy counters, as
+// the Gecko profiler gives them to the parent process, and says in the
+// profile's meta when there are none: no power PMU, as in most VMs, or
+// one whose counters do not count.
+func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
+	if p.Meta.Extra == nil {
+		p.Meta.Extra = map[string]string{}
+	}
+	if why := c.probe.powerState(); why != "" {
+		p.Meta.Extra["power"] = why
+		return
+	}
+	if len(p.Processes) == 0 {
+		return
+	}
+	var names []string
+	for name := range c.power {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	counted := false
+	for _, name := range names {
+		v := c.power[name]
+		ctr := format.Counter{Name: "Power: " + name, Category: "power", Description: "Energy of " + name + " (perf's power PMU), pWh since the previous sample"}
+		for i := 1; i < len(v); i++ {
+			d := int64((v[i] - v[i-1]) * pWhPerJoule)
+			counted = counted || d != 0
+			ctr.Time = append(ctr.Time, rel(c.powerTime[i]))
+			ctr.Count = append(ctr.Count, max(d, 0))
+		}
+		if len(ctr.Time) > 0 {
+			p.Processes[0].Counters = append(p.Processes[0].Counters, ctr)
+		}
+	}
+	if !counted {
+		p.Processes[0].Counters = slices.DeleteFunc(p.Processes[0].Counters, func(c format.Counter) bool { return c.Category == "power" })
+		p.Meta.Extra["power"] = "the power PMU's counters (" + strings.Join(names, ", ") + ") did not count, as in most VMs: no energy recorded"
+		return
+	}
+	p.Meta.Extra["power"] = strings.Join(names, ", ")
+}
+
+// calibrate scales each thread's CPU deltas between its first and latest
+// CPU time readings so that they add up to what the scheduler counted
+// there. The sampling clock (perf's cpu-clock) runs a few percent fast of
+// the scheduler's count on a loaded machine (it also counts some of the
+// context switch, and the sampling interrupt); the Gecko model's CPU
+// delta is the thread's own CPU time, which the scheduler's count is.
+// Samples outside the readings keep their deltas.
+func (c *counterSampler) calibrate(p *format.Profile, rel func(int64) int64) {
+	for _, pr := range p.Processes {
+		for _, th := range pr.Threads {
+			ts := c.threads[th.Tid]
+			if ts == nil || ts.lastT <= ts.firstT {
+				continue
+			}
+			from, to := rel(ts.firstT), rel(ts.lastT)
+			if from < th.Start || th.End >= 0 && to > th.End {
+				continue // the tid's readings are another thread's
+			}
+			sm := &th.Samples
+			var sum int64
+			for i, t := range sm.Time {
+				if t > from && t <= to && sm.CPUDelta[i] > 0 {
+					sum += sm.CPUDelta[i]
+				}
+			}
+			want := ts.lastCPU - ts.firstCPU
+			if sum <= 0 || want <= 0 {
+				continue
+			}
+			scale := float64(want) / float64(sum)
+			if scale < 0.5 || scale > 2 {
+				continue // readings and samples disagree too much to trust
+			}
+			for i, t := range sm.Time {
+				if t > from && t <= to && sm.CPUDelta[i] > 0 {
+					sm.CPUDelta[i] = int64(float64(sm.CPUDelta[i])*scale + 0.5)
+				}
+			}
+		}
+	}
+}

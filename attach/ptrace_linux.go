@@ -100,10 +100,13 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 	// the runtime then ends the thread, and the kernel detaches whatever it
 	// still traces and lets it run.
 	var err error
+	var samplerTid int
+	var traced bool // the sampler's thread ends still tracing threads
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
+		samplerTid = unix.Gettid()
 		// The sampler sleeps on this thread (see sleepUntil); with the
 		// default 50µs timer slack its ticks would drift toward other
 		// timers, the kernel's tick among them.
@@ -114,10 +117,19 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 			restore()
 			unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the default
 			runtime.UnlockOSThread()
+		} else {
+			traced = true
 		}
 	}()
 	select {
 	case <-done:
+		if traced {
+			// A thread interrupted while it waited for a CPU, and still
+			// waiting at the end, is let go by the kernel when the
+			// sampler's thread ends, soon after its goroutine; wait for
+			// that, so that the targets are free when recording returns.
+			waitThreadGone(samplerTid, time.Second)
+		}
 	case <-ctx.Done():
 		select {
 		case <-done:
@@ -150,6 +162,17 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 		res.ExitCode = s.finishLaunched()
 	}
 	return res, err
+}
+
+// waitThreadGone waits up to limit for thread tid of this process to end.
+func waitThreadGone(tid int, limit time.Duration) {
+	path := fmt.Sprintf("/proc/self/task/%d", tid)
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if _, err := os.Stat(path); err != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // ptStatsHook, when set by a test, receives each recording's counts.

@@ -215,6 +215,14 @@ func TestPtraceAttachBusy(t *testing.T) {
 	const interval = 10 * time.Millisecond
 	const dur = 1500 * time.Millisecond
 	cpuBefore := ptRuntimeOf(pid)
+	tids, _ := listTasks(pid)
+	if len(tids) != 2 {
+		t.Fatalf("target has threads %v, want 2", tids)
+	}
+	ranBefore := map[int]int64{}
+	for _, tid := range tids {
+		ranBefore[tid] = ptThreadRuntime(pid, tid)
+	}
 	c, res := ptRecordFor(t, dur, Options{Pids: []int{pid}, Interval: interval})
 	cpuUsed := ptRuntimeOf(pid) - cpuBefore
 	ptCheckReleased(t, pid)
@@ -222,22 +230,22 @@ func TestPtraceAttachBusy(t *testing.T) {
 		t.Errorf("result names %q/%q", res.Backend, res.Event)
 	}
 
-	// Both threads burn CPU all the time, so each should be sampled at
-	// nearly every tick. A loaded 2-CPU machine manages fewer ticks than
-	// asked for, and the threads may be waiting for a CPU, not running.
+	// Both threads burn CPU all the time, so each is sampled about once
+	// per interval of its CPU time (see TestPtraceWaitingThread): on an
+	// idle machine at nearly every tick, on a loaded one less often, as the
+	// threads wait for a CPU. Some of the ticks that find a thread running
+	// are lost, when the thread is on the sampler's CPU but was not taken
+	// off it by the sampler; a quarter of the intervals is the least.
 	ticks := c.stats.ticks
 	if ticks < 5 {
 		t.Errorf("only %d ticks in %v at %v", ticks, dur, interval)
 	}
 	per := c.perThread()
-	tids, _ := listTasks(pid)
-	if len(tids) != 2 {
-		t.Fatalf("target has threads %v, want 2", tids)
-	}
 	for _, tid := range tids {
-		t.Logf("thread %d: %d samples in %d ticks", tid, per[tid], ticks)
-		if per[tid] < ticks/3 || per[tid] > ticks {
-			t.Errorf("thread %d: %d samples, want about %d", tid, per[tid], ticks)
+		ran := time.Duration(ptThreadRuntime(pid, tid) - ranBefore[tid])
+		t.Logf("thread %d: %d samples in %d ticks, for %v of CPU", tid, per[tid], ticks, ran)
+		if per[tid] < int(ran/interval)/4 || per[tid] > ticks {
+			t.Errorf("thread %d: %d samples in %d ticks for %v of CPU, want %d to %d", tid, per[tid], ticks, ran, int(ran/interval)/4, ticks)
 		}
 	}
 
@@ -307,6 +315,63 @@ func TestPtraceAttachBusy(t *testing.T) {
 	}
 }
 
+// TestPtraceWaitingThread: a thread that is runnable but waiting for a CPU
+// has not moved since its previous stop, so stopping it again only repeats
+// that sample. Here the target shares one CPU, at nice 19, with a busy
+// process at nice 0, so it runs about 1.5% of the time, in slices of a
+// few ms: samples must follow its CPU time (at most about one per
+// interval of it), not the sampler's ticks.
+func TestPtraceWaitingThread(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("taskset not found")
+	}
+	prog := ptBuild(t, "busy")
+	hog := ptStartTarget(t, "taskset", "-c", "0", prog)
+	cmd := ptStartTarget(t, "taskset", "-c", "0", "nice", "-n", "19", prog)
+	pid := cmd.Process.Pid
+	time.Sleep(200 * time.Millisecond) // let both exec and start their workers
+	ptRequire(t, pid)
+	_ = hog
+
+	const interval = time.Millisecond
+	tids, _ := listTasks(pid)
+	before := map[int]int64{}
+	for _, tid := range tids {
+		before[tid] = ptThreadRuntime(pid, tid)
+	}
+	const dur = 2 * time.Second
+	c, _ := ptRecordFor(t, dur, Options{Pids: []int{pid}, Interval: interval})
+	ptCheckReleased(t, pid)
+	// Nor may the sampler wait for the thread to get a CPU: that takes
+	// tens of milliseconds here, and more on a busy machine.
+	if want := int(dur/interval) / 10; c.stats.ticks < want {
+		t.Errorf("%d ticks in %v at %v, want at least %d: the sampler waits for threads that wait for a CPU", c.stats.ticks, dur, interval, want)
+	}
+	per := c.perThread()
+	for _, tid := range tids {
+		ran := time.Duration(ptThreadRuntime(pid, tid) - before[tid])
+		// Samples at random moments of a thread's running time come about
+		// once per interval of CPU time; allow twice that, and a few for
+		// the slices the recording starts and ends in.
+		limit := 2*int(ran/interval) + 5
+		t.Logf("thread %d: %d samples for %v of CPU", tid, per[tid], ran)
+		if per[tid] > limit {
+			t.Errorf("thread %d: %d samples for %v of CPU at %v, want at most %d", tid, per[tid], ran, interval, limit)
+		}
+	}
+}
+
+// ptThreadRuntime returns one thread's CPU time in ns.
+func ptThreadRuntime(pid, tid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[0], 10, 64)
+	return n
+}
+
 func TestPtraceNewThread(t *testing.T) {
 	prog := ptBuild(t, "late")
 	cmd := ptStartTarget(t, prog, "300")
@@ -326,9 +391,12 @@ func TestPtraceNewThread(t *testing.T) {
 		t.Fatalf("no Fork for the late thread: %+v", c.forks)
 	}
 	per := c.perThread()
-	t.Logf("late thread %d: %d samples; main thread %d: %d", late, per[late], pid, per[pid])
-	if per[late] < 20 {
-		t.Errorf("late thread sampled %d times", per[late])
+	// It burns CPU all the time: sampled about once per interval of that
+	// (see TestPtraceAttachBusy).
+	ran := time.Duration(ptThreadRuntime(pid, late))
+	t.Logf("late thread %d: %d samples for %v of CPU; main thread %d: %d", late, per[late], ran, pid, per[pid])
+	if want := int(ran/(5*time.Millisecond)) / 4; per[late] < max(want, 1) {
+		t.Errorf("late thread sampled %d times for %v of CPU, want at least %d", per[late], ran, max(want, 1))
 	}
 	// The main thread sleeps in pthread_join and must be left alone.
 	if per[pid] > 3 {
@@ -473,6 +541,7 @@ func BenchmarkPtraceSample(b *testing.B) {
 	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096), stack: make([]byte, 16384), h: func(Event) {}}
 	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
 	s.refreshMaps(pr, 0)
+	th := s.newThread(pid, pid)
 	// Samples are 1ms apart, as at the highest rate the backend allows:
 	// back to back, each stop would also wait for the thread to be
 	// scheduled again after the previous one.
@@ -487,7 +556,9 @@ func BenchmarkPtraceSample(b *testing.B) {
 			continue
 		}
 		t0 := time.Now()
-		sm, _ := s.sampleThread(pr, pid, 0)
+		before, _ := s.readSchedstat(pid, pid)
+		s.woke = time.Now()
+		sm, _ := s.sampleThread(pr, th, pid, 0, true, before)
 		busy += time.Since(t0)
 		each = append(each, time.Since(t0))
 		if sm != nil {
@@ -678,10 +749,35 @@ func TestPtraceFollowsChildren(t *testing.T) {
 	for _, e := range c.exits {
 		exited = exited || e.Pid == child && e.Tid == child
 	}
-	t.Logf("child %d: %d samples", child, n)
-	if n < 10 || !text || !exited {
-		t.Errorf("child %d: %d samples, Map of busy %v, Exit %v", child, n, text, exited)
+	// The shell has waited for the child by now, so its children's CPU
+	// time is the child's; sampled about once per interval of it (see
+	// TestPtraceAttachBusy).
+	ran := ptChildrenCPU(t, pid)
+	want := max(int(ran/(5*time.Millisecond))/4, 1)
+	t.Logf("child %d: %d samples for %v of CPU", child, n, ran)
+	if n < want || !text || !exited {
+		t.Errorf("child %d: %d samples for %v of CPU (want at least %d), Map of busy %v, Exit %v", child, n, ran, want, text, exited)
 	}
+}
+
+// ptChildrenCPU returns the CPU time of pid's children that it waited for,
+// from /proc/PID/stat (cutime and cstime, in clock ticks of 10ms).
+func ptChildrenCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	for range 100 { // the shell waits for its child soon after it exits
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		cu, _ := strconv.Atoi(f[13])
+		cs, _ := strconv.Atoi(f[14])
+		if cu+cs > 0 {
+			return time.Duration(cu+cs) * 10 * time.Millisecond
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0
 }
 
 const ptPermDriverEnv = "GPROF_PTRACE_PERM_DRIVER"

@@ -53,9 +53,11 @@ static void *run(void *arg) {
 	struct worker *w = arg;
 	w->tid = syscall(SYS_gettid);
 	long long limit = (long long)(w->seconds * 1e9);
-	/* Read the clock every 16 rounds (a few ms), not every round: a
-	 * system call every few hundred microseconds skews ptrace sampling
-	 * toward the code that follows it (see README, "ptrace"). */
+	/* Read the clock every 16 rounds (a few ms), not every round, so
+	 * that system time stays negligible: both backends sample user mode
+	 * only. (Every round, ptrace samples once leaned toward the code
+	 * after the call: threads waiting for a CPU stopped where they were
+	 * taken off it, at that call. See README, "ptrace".) */
 	for (unsigned r = 0; r % 16 || thread_cpu_ns() < limit; r++) {
 		work_a(5);
 		work_b(B_UNITS);

@@ -25,7 +25,12 @@ func TestOneTestCommand(t *testing.T) {
 		t.Error(".ci/run does not run ./test.sh")
 	}
 	for _, line := range strings.Split(string(ci), "\n") {
-		if strings.Contains(line, "go test") || strings.Contains(line, "apt-get") {
+		// go test -c only compiles (the darwin test binaries): fine.
+		runsTests := strings.Contains(line, "go test") && !strings.Contains(line, "go test -c")
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		if runsTests || strings.Contains(line, "apt-get") {
 			t.Errorf(".ci/run tests or installs on its own (%q): leave that to ./test.sh", line)
 		}
 	}

@@ -118,6 +118,11 @@ func (s *Section) Data() ([]byte, error) {
 	return b, nil
 }
 
+// InFile reports whether the section has contents in the file: false for
+// ELF SHT_NOBITS sections such as .bss, or .eh_frame in a separate debug
+// file, whose Offset and Size name no bytes of their own.
+func (s *Section) InFile() bool { return s.r != nil || s.data != nil }
+
 // Segment is a loadable range of the file: an ELF PT_LOAD, a Mach-O
 // segment, or a PE section (PE has no segments; its sections are what the
 // loader maps).

@@ -2,7 +2,6 @@ package record
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/internal/vdso"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -30,9 +30,8 @@ type libFile struct {
 	// symbolication at the end, after its path and its process are gone.
 	fd *os.File
 	id symbolize.Identity
-	// typ and loads are what placing a mapping of the file needs.
-	typ   elf.Type
-	loads []elf.ProgHeader
+	// place is what placing a mapping of the file needs.
+	place objfile.Placement
 	// note explains a degraded identity, e.g. a file replaced on disk.
 	note string
 	// pages finds the file offset of an executable page by its first
@@ -119,7 +118,7 @@ func (f *libFile) identify(bin *symbolize.Binary) {
 	defer bin.Close()
 	f.fd, _ = os.Open(bin.OpenedPath())
 	f.id = bin.Identity()
-	f.typ, f.loads = bin.ELF().Type, symbolize.LoadSegments(bin.ELF())
+	f.place = bin.Object().Placement()
 }
 
 // processExited reads the process's JIT map one last time, in case it
@@ -197,11 +196,11 @@ func (f *libFile) pageIndex() map[[pageKeyLen]byte]uint64 {
 	}
 	f.pages = make(map[[pageKeyLen]byte]uint64)
 	var key [pageKeyLen]byte
-	for _, p := range f.loads {
-		if p.Flags&elf.PF_X == 0 {
+	for _, p := range f.place.Segments() {
+		if !p.Exec {
 			continue
 		}
-		for off := p.Off &^ (pageSize - 1); off < p.Off+p.Filesz; off += pageSize {
+		for off := p.Offset &^ (pageSize - 1); off < p.Offset+p.FileSize; off += pageSize {
 			if n, err := f.fd.ReadAt(key[:], int64(off)); err != nil || n < len(key) {
 				break
 			}
@@ -400,8 +399,8 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	if lf.id.Arch != "" {
 		l.Arch = lf.id.Arch
 	}
-	if lf.loads != nil {
-		l.Offset = symbolize.LibOffset(m.Start, fileOffset, lf.typ, lf.loads)
+	if lf.place.Known() {
+		l.Offset = lf.place.LibOffset(m.Start, fileOffset)
 	} else {
 		// Without the file, assume the usual layout where file offsets
 		// and relative addresses agree.

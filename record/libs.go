@@ -10,7 +10,6 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/internal/vdso"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -233,7 +232,7 @@ func (r *libResolver) symbolize(p *format.Profile) (symbolize.Stats, error) {
 		SymbolDirs: r.symbolDirs,
 		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
-				return []string{fmt.Sprintf("/proc/self/fd/%d", lf.fd.Fd())}
+				return []string{heldPath(lf.fd)}
 			}
 			return nil
 		},
@@ -415,34 +414,3 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 // zeroBreakpadID stands for "no identity": the Firefox Profiler requires a
 // string, and symbol servers will simply not know it.
 const zeroBreakpadID = "000000000000000000000000000000000"
-
-// vdsoFile identifies the vdso. Every process on a host maps the same vdso
-// image, so gprof reads its own.
-func (r *libResolver) vdsoFile() *libFile {
-	if r.vdsoDone {
-		return r.vdso
-	}
-	r.vdsoDone = true
-	img, err := vdso.Image()
-	if err != nil {
-		return nil
-	}
-	f, err := os.CreateTemp("", "gprof-vdso-*.so")
-	if err != nil {
-		return nil
-	}
-	defer os.Remove(f.Name()) // the open fd keeps the data reachable
-	_, werr := f.Write(img)
-	f.Close()
-	if werr != nil {
-		return nil
-	}
-	bin, err := symbolize.Open(f.Name())
-	if err != nil {
-		return nil
-	}
-	r.vdso = &libFile{}
-	r.vdso.identify(bin)
-	r.vdso.id.DebugName, r.vdso.id.DebugPath = "[vdso]", "[vdso]"
-	return r.vdso
-}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost.
+// Event is one of *Sample, *Map, *Unmap, *Comm, *Fork, *Exit, *Lost.
 type Event interface{ eventTime() int64 }
 
 // Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
@@ -46,7 +46,9 @@ type Regs struct {
 	LR         uint64 // arm64 only
 }
 
-// Map reports a file (or anonymous region) mapped executable into a process.
+// Map reports a file (or anonymous region) mapped executable into a
+// process: an image loaded. With Image set it names the image by identity
+// rather than by a file to read.
 type Map struct {
 	Time       int64
 	Pid        int
@@ -60,6 +62,31 @@ type Map struct {
 	// MapFile is a path that opens the mapped file itself while the process
 	// lives (/proc/PID/map_files/START-END on Linux); empty if unavailable.
 	MapFile string
+	// Image, when set, is the image's identity as the backend knows it,
+	// for an image with no file of its own on disk (a library in macOS's
+	// dyld shared cache); Path then only names it. Linux backends leave it
+	// nil: their images are files, identified by reading them.
+	Image *Image
+}
+
+// Image is a loaded image's identity, as symbol servers know it.
+type Image struct {
+	DebugName  string // the name symbols are looked up under
+	BreakpadID string // GUID plus age in hex
+	CodeID     string
+	Arch       string
+	// Base is the address in the process where the image's relative
+	// address 0 lies (its __TEXT segment's slid address on macOS).
+	Base uint64
+}
+
+// Unmap reports that [Start, End) of a process no longer holds what a Map
+// reported there: an image unloaded. Linux's perf has no such record; the
+// range is then simply reused by a later Map.
+type Unmap struct {
+	Time       int64
+	Pid        int
+	Start, End uint64
 }
 
 // Comm reports a thread's name, and whether it changed because of exec.
@@ -73,12 +100,16 @@ type Comm struct {
 	Argv []string
 }
 
-// Fork reports a new thread (Pid == Ppid) or process.
+// Fork reports a new thread (Pid == Ppid, see NewThread) or process.
 type Fork struct {
 	Time       int64
 	Pid, Tid   int
 	Ppid, Ptid int
 }
+
+// NewThread reports whether e starts a thread in an existing process
+// rather than a new process.
+func (e *Fork) NewThread() bool { return e.Pid == e.Ppid }
 
 // Exit reports a thread's exit; when Tid == Pid the process exited.
 type Exit struct {
@@ -97,6 +128,7 @@ func EventTime(e Event) int64 { return e.eventTime() }
 
 func (e *Sample) eventTime() int64 { return e.Time }
 func (e *Map) eventTime() int64    { return e.Time }
+func (e *Unmap) eventTime() int64  { return e.Time }
 func (e *Comm) eventTime() int64   { return e.Time }
 func (e *Fork) eventTime() int64   { return e.Time }
 func (e *Exit) eventTime() int64   { return e.Time }

@@ -254,6 +254,9 @@ func isFile(path string) bool {
 
 // observe identifies the file behind m, once per file.
 func (r *libResolver) observe(pid int, m *attach.Map) {
+	if m.Image != nil {
+		return // identified by the backend
+	}
 	if !isFile(m.Path) {
 		if m.Path != "[vdso]" && m.Path != "[vsyscall]" {
 			r.jitPids[pid] = true
@@ -339,6 +342,9 @@ func idFromBuildID(path string, bid []byte) symbolize.Identity {
 func (r *libResolver) libsFor(pr *proc) []format.Lib {
 	libs := make([]format.Lib, 0, len(pr.mappings))
 	for i := range pr.mappings {
+		if pr.mappings[i].unmap {
+			continue
+		}
 		m := &pr.mappings[i].Map
 		if l, ok := r.lib(m); ok {
 			libs = append(libs, l)
@@ -352,6 +358,24 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	var lf *libFile
 	fileOffset := m.FileOffset
 	switch {
+	case m.Image != nil:
+		// No file to read: the backend's identity, placed by the
+		// image's base.
+		name := m.Image.DebugName
+		if name == "" {
+			name = filepath.Base(m.Path)
+		}
+		l.Name, l.Path = filepath.Base(m.Path), m.Path
+		l.DebugName, l.DebugPath = name, m.Path
+		l.BreakpadID, l.CodeID = m.Image.BreakpadID, m.Image.CodeID
+		if l.BreakpadID == "" {
+			l.BreakpadID = zeroBreakpadID
+		}
+		if m.Image.Arch != "" {
+			l.Arch = m.Image.Arch
+		}
+		l.Offset = m.Start - m.Image.Base
+		return l, true
 	case m.Path == "[vdso]":
 		lf = r.vdsoFile()
 		l.Name, l.Path = "[vdso]", "[vdso]"

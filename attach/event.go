@@ -153,8 +153,8 @@ type Options struct {
 	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
 	CallGraph string
 	StackSize int
-	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
-	Backend string
+	// Backend is the backend to use; Auto picks the best one available.
+	Backend Backend
 	// Notice receives one-line, human-readable notices (fallbacks, lost
 	// data); nil discards them.
 	Notice func(string)

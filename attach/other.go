@@ -7,10 +7,14 @@ import (
 	"time"
 )
 
-// record has no backend on this platform yet.
-func record(ctx context.Context, opts Options, h Handler) (Result, error) {
+// platformBackends: none on this platform yet.
+var platformBackends []Backend
+
+func start(context.Context, Backend, Options, Handler) (Result, error) {
 	return Result{ExitCode: -1}, ErrUnsupported
 }
+
+func resolveTargets(*Options) error { return nil }
 
 // ExecHelperMain must be the first statement of main. It returns at once
 // unless this process is gprof's launch helper, which exists only on Linux.

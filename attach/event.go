@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Event is one of *Sample, *Map, *Comm, *Fork, *Exit, *Lost, *Switch.
+// Event is one of *Sample, *Map, *Unmap, *Comm, *Fork, *Exit, *Lost, *Switch.
 type Event interface{ eventTime() int64 }
 
 // Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
@@ -64,7 +64,9 @@ type Regs struct {
 	LR         uint64 // arm64 only
 }
 
-// Map reports a file (or anonymous region) mapped executable into a process.
+// Map reports a file (or anonymous region) mapped executable into a
+// process: an image loaded. With Image set it names the image by identity
+// rather than by a file to read.
 type Map struct {
 	Time       int64
 	Pid        int
@@ -78,19 +80,31 @@ type Map struct {
 	// MapFile is a path that opens the mapped file itself while the process
 	// lives (/proc/PID/map_files/START-END on Linux); empty if unavailable.
 	MapFile string
-	// Image, when set, identifies the mapped binary from the process's
-	// memory rather than from a file: on macOS, system libraries live in
-	// the dyld shared cache with no file of their own on disk, so Path
-	// names a file that may not exist and only Image says which binary
-	// this is. Nil when the file is the identity (ELF on Linux).
-	Image *ImageIdentity
+	// Image, when set, is the image's identity as the backend knows it,
+	// for an image with no file of its own on disk (a library in macOS's
+	// dyld shared cache); Path then only names it. Linux backends leave it
+	// nil: their images are files, identified by reading them.
+	Image *Image
 }
 
-// ImageIdentity is a binary's identity as read from memory.
-type ImageIdentity struct {
-	BreakpadID string // debug ID symbol servers know it by
+// Image is a loaded image's identity, as symbol servers know it.
+type Image struct {
+	DebugName  string // the name symbols are looked up under
+	BreakpadID string // GUID plus age in hex
 	CodeID     string
-	Arch       string // "arm64", "arm64e", "x86_64"
+	Arch       string
+	// Base is the address in the process where the image's relative
+	// address 0 lies (its __TEXT segment's slid address on macOS).
+	Base uint64
+}
+
+// Unmap reports that [Start, End) of a process no longer holds what a Map
+// reported there: an image unloaded. Linux's perf has no such record; the
+// range is then simply reused by a later Map.
+type Unmap struct {
+	Time       int64
+	Pid        int
+	Start, End uint64
 }
 
 // Comm reports a thread's name, and whether it changed because of exec.
@@ -104,12 +118,16 @@ type Comm struct {
 	Argv []string
 }
 
-// Fork reports a new thread (Pid == Ppid) or process.
+// Fork reports a new thread (Pid == Ppid, see NewThread) or process.
 type Fork struct {
 	Time       int64
 	Pid, Tid   int
 	Ppid, Ptid int
 }
+
+// NewThread reports whether e starts a thread in an existing process
+// rather than a new process.
+func (e *Fork) NewThread() bool { return e.Pid == e.Ppid }
 
 // Exit reports a thread's exit; when Tid == Pid the process exited.
 type Exit struct {
@@ -128,6 +146,7 @@ func EventTime(e Event) int64 { return e.eventTime() }
 
 func (e *Sample) eventTime() int64 { return e.Time }
 func (e *Map) eventTime() int64    { return e.Time }
+func (e *Unmap) eventTime() int64  { return e.Time }
 func (e *Comm) eventTime() int64   { return e.Time }
 func (e *Fork) eventTime() int64   { return e.Time }
 func (e *Exit) eventTime() int64   { return e.Time }
@@ -161,8 +180,8 @@ type Options struct {
 	// at about this many a second of its time on a CPU (perf's frequency
 	// mode); 0 takes a stack at every switch.
 	OffCPUCap int
-	// Backend names a backend ("perf", "ptrace"); "" picks the best one.
-	Backend string
+	// Backend is the backend to use; Auto picks the best one available.
+	Backend Backend
 	// Notice receives one-line, human-readable notices (fallbacks, lost
 	// data); nil discards them.
 	Notice func(string)

@@ -4,7 +4,10 @@ package attach
 // (dyld_all_image_infos, found through task_info(TASK_DYLD_INFO)), each
 // identified by the Mach-O header it has in the target's memory.
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 // machImages tracks the images of one task and reports each new one once.
 type machImages struct {
@@ -106,7 +109,8 @@ func (m *machImages) image(im dyldImage) (*Map, error) {
 		Start: im.Header,
 		End:   im.Header + img.TextSize,
 		Path:  path,
-		Image: &ImageIdentity{BreakpadID: img.BreakpadID(), CodeID: img.CodeID(), Arch: img.Arch},
+		// Its __TEXT starts at the header: relative addresses count from there.
+		Image: &Image{DebugName: filepath.Base(path), BreakpadID: img.BreakpadID(), CodeID: img.CodeID(), Arch: img.Arch, Base: im.Header},
 	}, nil
 }
 

@@ -4,7 +4,11 @@ package attach
 
 import "context"
 
-// record has no backend on this platform yet.
-func record(ctx context.Context, opts Options, h Handler) (Result, error) {
+// platformBackends: none on this platform yet.
+var platformBackends []Backend
+
+func start(context.Context, Backend, Options, Handler) (Result, error) {
 	return Result{ExitCode: -1}, ErrUnsupported
 }
+
+func resolveTargets(*Options) error { return nil }

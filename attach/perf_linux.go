@@ -98,12 +98,10 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err e
 		return res, err
 	}
 	if err := s.probe(); err != nil {
-		if opts.Backend == "" && perfDenied(err) {
-			for _, n := range s.notices {
-				notify(n)
-			}
-			notify(fmt.Sprintf("perf events are not available (%s); using the ptrace backend", deniedReason(err)))
-			return recordPtrace(ctx, opts, h)
+		if perfDenied(err) {
+			// Nothing is launched or attached yet: the dispatcher may
+			// fall back to ptrace.
+			return res, &unavailableError{err: err, what: "perf events", why: deniedReason(err), notices: s.notices}
 		}
 		return res, err
 	}

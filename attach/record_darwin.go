@@ -54,18 +54,22 @@ func (t *machTarget) close() {
 	}
 }
 
-func record(ctx context.Context, opts Options, h Handler) (Result, error) {
+// platformBackends: mach, the one macOS backend.
+var platformBackends = []Backend{Mach}
+
+func start(ctx context.Context, b Backend, opts Options, h Handler) (Result, error) {
+	return recordMach(ctx, opts, h)
+}
+
+func resolveTargets(*Options) error { return nil }
+
+func recordMach(ctx context.Context, opts Options, h Handler) (Result, error) {
 	res := Result{ExitCode: -1, Backend: "mach", Event: "mach-timer"}
 	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
 		return res, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
 	}
 	if len(opts.Tids) > 0 {
 		return res, fmt.Errorf("recording single threads (-t) is not supported on macOS; use -p PID to record the whole process: %w", ErrUnsupported)
-	}
-	switch opts.Backend {
-	case "", "mach":
-	default:
-		return res, fmt.Errorf("unknown backend %q (macOS has mach)", opts.Backend)
 	}
 	if err := loadMach(); err != nil {
 		return res, fmt.Errorf("mach backend: %v", err)

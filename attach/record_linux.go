@@ -9,19 +9,13 @@ import (
 	"slices"
 )
 
-func record(ctx context.Context, opts Options, h Handler) (Result, error) {
-	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
-		return Result{ExitCode: -1}, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
-	}
-	if err := resolveTargets(&opts); err != nil {
-		return Result{ExitCode: -1}, err
-	}
-	switch opts.Backend {
-	case "ptrace":
+// platformBackends: perf events, and ptrace where they are denied.
+var platformBackends = []Backend{Perf, Ptrace}
+
+// start runs backend b; record has checked opts.
+func start(ctx context.Context, b Backend, opts Options, h Handler) (Result, error) {
+	if b == Ptrace {
 		return recordPtrace(ctx, opts, h)
-	case "", "perf":
-	default:
-		return Result{ExitCode: -1}, fmt.Errorf("unknown backend %q (want perf or ptrace)", opts.Backend)
 	}
 	return recordPerf(ctx, opts, h)
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format/load"
 	"github.com/gprof-dev/gprof/record"
 )
@@ -309,12 +311,15 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, usagef("--stack-size %s is out of range: use 512 to 65528 bytes (e.g. 8K; the kernel's limit is 64K-8)", c.String("stack-size"))
 	}
 	o.Attach.StackSize = int(ss) &^ 7
-	switch be := c.String("backend"); be {
-	case "", "perf", "ptrace", "mach":
-		o.Attach.Backend = be
-	default:
-		return o, usagef("unknown --backend %q: use perf or ptrace (Linux), mach (macOS)", be)
+	be, err := attach.ParseBackend(c.String("backend"))
+	if err != nil {
+		var names []string
+		for _, b := range attach.Backends() {
+			names = append(names, string(b))
+		}
+		return o, usagef("unknown --backend %q: use %s", c.String("backend"), cmp.Or(strings.Join(names, " or "), "none: this platform has no backend yet"))
 	}
+	o.Attach.Backend = be
 	if s := c.String("max-memory"); s != "" {
 		n, err := parseSize(s)
 		if err != nil {

@@ -18,6 +18,7 @@ func (f *File) openELF() error {
 	for _, s := range ef.Sections {
 		sec := &Section{Name: s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
 			Exec:       s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0,
+			Alloc:      s.Flags&elf.SHF_ALLOC != 0,
 			Compressed: s.Flags&elf.SHF_COMPRESSED != 0}
 		if s.Type != elf.SHT_NOBITS {
 			s := s
@@ -297,4 +298,51 @@ func (f *File) elfSymbols() []Symbol {
 		add(syms)
 	}
 	return dst
+}
+
+// Placement is what placing a mapping of a file in a process needs, kept
+// apart from the file so that it outlives it.
+type Placement struct {
+	exec  bool // an ELF executable: loaded at its link address
+	loads []elf.ProgHeader
+	segs  []Segment
+}
+
+// Placement returns what LibOffset needs of f.
+func (f *File) Placement() Placement {
+	p := Placement{segs: f.Segments()}
+	if f.elf != nil {
+		p.exec = f.elf.Type == elf.ET_EXEC
+		p.loads = ELFLoadSegments(f.elf)
+		return p
+	}
+	// Other formats: their loadable segments with file contents, counted
+	// from Identity.Base (a Mach-O file's __PAGEZERO holds no bytes).
+	for _, s := range p.segs {
+		if s.FileSize > 0 {
+			p.loads = append(p.loads, elf.ProgHeader{Type: elf.PT_LOAD, Off: s.Offset, Vaddr: s.Addr,
+				Filesz: s.FileSize, Memsz: s.Size, Align: s.Align})
+		}
+	}
+	if len(p.loads) > 0 && f.id.Base < p.loads[0].Vaddr {
+		// A PE image's headers come first, at the image base.
+		p.loads = append([]elf.ProgHeader{{Type: elf.PT_LOAD, Vaddr: f.id.Base}}, p.loads...)
+	}
+	return p
+}
+
+// Known reports whether the placement came from a file.
+func (p Placement) Known() bool { return p.loads != nil }
+
+// Segments returns the file's loadable segments.
+func (p Placement) Segments() []Segment { return p.segs }
+
+// LibOffset returns the Offset of a format.Lib for a mapping that starts at
+// start and maps the file from fileOffset; see ELFLibOffset.
+func (p Placement) LibOffset(start, fileOffset uint64) uint64 {
+	typ := elf.ET_DYN
+	if p.exec {
+		typ = elf.ET_EXEC
+	}
+	return ELFLibOffset(start, fileOffset, typ, p.loads)
 }

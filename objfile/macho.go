@@ -82,7 +82,7 @@ func (f *File) setMachO(mf *macho.File) {
 	f.macho = mf
 	for _, s := range mf.Sections {
 		sec := &Section{Name: s.Name, Addr: s.Addr, Size: s.Size, Offset: uint64(s.Offset),
-			Exec: s.Flags&0x80000400 != 0}
+			Exec: s.Flags&0x80000400 != 0, Alloc: s.Seg != "__DWARF"}
 		switch s.Flags & 0xff {
 		case 0x1, 0xc, 0x12: // S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
 		default:

@@ -95,6 +95,9 @@ type Section struct {
 	Offset uint64 // file offset
 	// Exec reports whether the section holds code.
 	Exec bool
+	// Alloc reports whether the section is loaded into memory (ELF
+	// SHF_ALLOC; every section with an address in other formats).
+	Alloc bool
 	// Compressed reports that the bytes at Offset are compressed
 	// (SHF_COMPRESSED, .zdebug_): use Data, not the file's bytes.
 	Compressed bool
@@ -117,6 +120,20 @@ func (s *Section) Data() ([]byte, error) {
 	}
 	return b, nil
 }
+
+// ReadAt reads the section's stored bytes (compressed, if Compressed) at
+// off within it, without reading the rest of the section.
+func (s *Section) ReadAt(p []byte, off int64) (int, error) {
+	if s.r == nil {
+		return 0, fmt.Errorf("objfile: section %s has no contents in the file", s.Name)
+	}
+	return s.r.ReadAt(p, off)
+}
+
+// InFile reports whether the section has contents in the file: false for
+// ELF SHT_NOBITS sections such as .bss, or .eh_frame in a separate debug
+// file, whose Offset and Size name no bytes of their own.
+func (s *Section) InFile() bool { return s.r != nil || s.data != nil }
 
 // Segment is a loadable range of the file: an ELF PT_LOAD, a Mach-O
 // segment, or a PE section (PE has no segments; its sections are what the
@@ -483,6 +500,22 @@ func (f *File) Symbols() ([]Symbol, error) {
 		syms, err = f.peSymbols()
 	}
 	return finishSymbols(syms, f.sections), err
+}
+
+// SymbolTable returns the file's function symbols as its tables list them,
+// by the same rules as Symbols but neither sorted, deduplicated nor sized:
+// for callers that merge them with symbols from elsewhere (a separate debug
+// file, PLT stubs) before finishing them their own way.
+func (f *File) SymbolTable() ([]Symbol, error) {
+	switch f.format {
+	case ELF:
+		return f.elfSymbols(), nil
+	case MachO:
+		return f.machoSymbols(), nil
+	case PE:
+		return f.peSymbols()
+	}
+	return nil, nil
 }
 
 // finishSymbols sorts syms, keeps one per address (a sized one over an

@@ -36,7 +36,8 @@ func (f *File) openPE() error {
 		}
 		sec := &Section{Name: s.Name, Addr: imageBase + uint64(s.VirtualAddress), Size: size,
 			Offset: uint64(s.Offset),
-			Exec:   s.Characteristics&(pe.IMAGE_SCN_CNT_CODE|pe.IMAGE_SCN_MEM_EXECUTE) != 0}
+			Exec:   s.Characteristics&(pe.IMAGE_SCN_CNT_CODE|pe.IMAGE_SCN_MEM_EXECUTE) != 0,
+			Alloc:  s.Characteristics&pe.IMAGE_SCN_MEM_DISCARDABLE == 0}
 		if s.Size > 0 {
 			s := s
 			sec.data = func() ([]byte, error) {

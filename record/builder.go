@@ -14,6 +14,9 @@ import (
 // mapping is one executable mapping seen in a process.
 type mapping struct {
 	attach.Map
+	// unmap marks an attach.Unmap of [Start, End): the unwinder forgets
+	// the range, but libraries keep it for samples taken before.
+	unmap bool
 }
 
 // proc is a process as the builder tracks it. Its lifetime and its
@@ -132,12 +135,15 @@ func (b *builder) handle(ev attach.Event) {
 		b.sample(e)
 	case *attach.Map:
 		pr := b.process(e.Pid, e.Time)
-		m := mapping{*e}
+		m := mapping{Map: *e}
 		m.BuildID = append([]byte(nil), e.BuildID...)
 		pr.mappings = append(pr.mappings, m)
 		if b.onMap != nil {
 			b.onMap(e.Pid, &m.Map)
 		}
+	case *attach.Unmap:
+		pr := b.process(e.Pid, e.Time)
+		pr.mappings = append(pr.mappings, mapping{Map: attach.Map{Time: e.Time, Pid: e.Pid, Start: e.Start, End: e.End}, unmap: true})
 	case *attach.Comm:
 		b.comm(e)
 	case *attach.Fork:
@@ -190,7 +196,7 @@ func (b *builder) comm(e *attach.Comm) {
 }
 
 func (b *builder) fork(e *attach.Fork) {
-	if e.Pid == e.Ppid {
+	if e.NewThread() {
 		pr := b.process(e.Pid, e.Time)
 		th := b.thread(pr, e.Tid, e.Time)
 		if parent := pr.threads[e.Ptid]; parent != nil && th.Name == "" {

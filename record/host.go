@@ -1,11 +1,6 @@
 package record
 
-import (
-	"bufio"
-	"os"
-	"runtime"
-	"strings"
-)
+import "runtime"
 
 func platformName() string {
 	switch runtime.GOOS {
@@ -30,27 +25,4 @@ func archName() string {
 		return "x86"
 	}
 	return runtime.GOARCH
-}
-
-func osDescription() string {
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		return platformName() + " " + strings.TrimSpace(string(b))
-	}
-	return platformName()
-}
-
-func cpuName() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }

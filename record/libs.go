@@ -2,7 +2,6 @@ package record
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/internal/vdso"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -30,9 +29,8 @@ type libFile struct {
 	// symbolication at the end, after its path and its process are gone.
 	fd *os.File
 	id symbolize.Identity
-	// typ and loads are what placing a mapping of the file needs.
-	typ   elf.Type
-	loads []elf.ProgHeader
+	// place is what placing a mapping of the file needs.
+	place objfile.Placement
 	// note explains a degraded identity, e.g. a file replaced on disk.
 	note string
 	// pages finds the file offset of an executable page by its first
@@ -119,7 +117,7 @@ func (f *libFile) identify(bin *symbolize.Binary) {
 	defer bin.Close()
 	f.fd, _ = os.Open(bin.OpenedPath())
 	f.id = bin.Identity()
-	f.typ, f.loads = bin.ELF().Type, symbolize.LoadSegments(bin.ELF())
+	f.place = bin.Object().Placement()
 }
 
 // processExited reads the process's JIT map one last time, in case it
@@ -197,11 +195,11 @@ func (f *libFile) pageIndex() map[[pageKeyLen]byte]uint64 {
 	}
 	f.pages = make(map[[pageKeyLen]byte]uint64)
 	var key [pageKeyLen]byte
-	for _, p := range f.loads {
-		if p.Flags&elf.PF_X == 0 {
+	for _, p := range f.place.Segments() {
+		if !p.Exec {
 			continue
 		}
-		for off := p.Off &^ (pageSize - 1); off < p.Off+p.Filesz; off += pageSize {
+		for off := p.Offset &^ (pageSize - 1); off < p.Offset+p.FileSize; off += pageSize {
 			if n, err := f.fd.ReadAt(key[:], int64(off)); err != nil || n < len(key) {
 				break
 			}
@@ -234,7 +232,7 @@ func (r *libResolver) symbolize(p *format.Profile) (symbolize.Stats, error) {
 		SymbolDirs: r.symbolDirs,
 		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
-				return []string{fmt.Sprintf("/proc/self/fd/%d", lf.fd.Fd())}
+				return []string{heldPath(lf.fd)}
 			}
 			return nil
 		},
@@ -256,6 +254,9 @@ func isFile(path string) bool {
 
 // observe identifies the file behind m, once per file.
 func (r *libResolver) observe(pid int, m *attach.Map) {
+	if m.Image != nil {
+		return // identified by the backend
+	}
 	if !isFile(m.Path) {
 		if m.Path != "[vdso]" && m.Path != "[vsyscall]" {
 			r.jitPids[pid] = true
@@ -280,15 +281,6 @@ func (r *libResolver) observe(pid int, m *attach.Map) {
 
 func (r *libResolver) open(m *attach.Map) *libFile {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
-	if im := m.Image; im != nil {
-		// Identified from memory by the backend (macOS: the file may be
-		// in the dyld shared cache only). Its addresses count from the
-		// image's start, FileOffset 0.
-		return &libFile{id: symbolize.Identity{
-			BreakpadID: im.BreakpadID, CodeID: im.CodeID, Arch: im.Arch,
-			DebugName: filepath.Base(path), DebugPath: path,
-		}}
-	}
 	opts := []symbolize.Option{symbolize.SymbolDirs(r.symbolDirs...)}
 	bin, err := symbolize.Open(path, opts...)
 	if err == nil && !isMappedFile(bin, path, m) {
@@ -350,6 +342,9 @@ func idFromBuildID(path string, bid []byte) symbolize.Identity {
 func (r *libResolver) libsFor(pr *proc) []format.Lib {
 	libs := make([]format.Lib, 0, len(pr.mappings))
 	for i := range pr.mappings {
+		if pr.mappings[i].unmap {
+			continue
+		}
 		m := &pr.mappings[i].Map
 		if l, ok := r.lib(m); ok {
 			libs = append(libs, l)
@@ -363,6 +358,24 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	var lf *libFile
 	fileOffset := m.FileOffset
 	switch {
+	case m.Image != nil:
+		// No file to read: the backend's identity, placed by the
+		// image's base.
+		name := m.Image.DebugName
+		if name == "" {
+			name = filepath.Base(m.Path)
+		}
+		l.Name, l.Path = filepath.Base(m.Path), m.Path
+		l.DebugName, l.DebugPath = name, m.Path
+		l.BreakpadID, l.CodeID = m.Image.BreakpadID, m.Image.CodeID
+		if l.BreakpadID == "" {
+			l.BreakpadID = zeroBreakpadID
+		}
+		if m.Image.Arch != "" {
+			l.Arch = m.Image.Arch
+		}
+		l.Offset = m.Start - m.Image.Base
+		return l, true
 	case m.Path == "[vdso]":
 		lf = r.vdsoFile()
 		l.Name, l.Path = "[vdso]", "[vdso]"
@@ -409,8 +422,8 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 	if lf.id.Arch != "" {
 		l.Arch = lf.id.Arch
 	}
-	if lf.loads != nil {
-		l.Offset = symbolize.LibOffset(m.Start, fileOffset, lf.typ, lf.loads)
+	if lf.place.Known() {
+		l.Offset = lf.place.LibOffset(m.Start, fileOffset)
 	} else {
 		// Without the file, assume the usual layout where file offsets
 		// and relative addresses agree.
@@ -425,34 +438,3 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 // zeroBreakpadID stands for "no identity": the Firefox Profiler requires a
 // string, and symbol servers will simply not know it.
 const zeroBreakpadID = "000000000000000000000000000000000"
-
-// vdsoFile identifies the vdso. Every process on a host maps the same vdso
-// image, so gprof reads its own.
-func (r *libResolver) vdsoFile() *libFile {
-	if r.vdsoDone {
-		return r.vdso
-	}
-	r.vdsoDone = true
-	img, err := vdso.Image()
-	if err != nil {
-		return nil
-	}
-	f, err := os.CreateTemp("", "gprof-vdso-*.so")
-	if err != nil {
-		return nil
-	}
-	defer os.Remove(f.Name()) // the open fd keeps the data reachable
-	_, werr := f.Write(img)
-	f.Close()
-	if werr != nil {
-		return nil
-	}
-	bin, err := symbolize.Open(f.Name())
-	if err != nil {
-		return nil
-	}
-	r.vdso = &libFile{}
-	r.vdso.identify(bin)
-	r.vdso.id.DebugName, r.vdso.id.DebugPath = "[vdso]", "[vdso]"
-	return r.vdso
-}

@@ -13,8 +13,8 @@ func TestLibFromMemoryImage(t *testing.T) {
 	r := newLibResolver(nil)
 	m := &attach.Map{Pid: 7, Start: 0x18c000000, End: 0x18c080000,
 		Path: "/usr/lib/system/libsystem_kernel.dylib",
-		Image: &attach.ImageIdentity{BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
-			CodeID: "0123456789ABCDEF0123456789ABCDEF", Arch: "arm64e"}}
+		Image: &attach.Image{DebugName: "libsystem_kernel.dylib", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
+			CodeID: "0123456789ABCDEF0123456789ABCDEF", Arch: "arm64e", Base: 0x18c000000}}
 	l, ok := r.lib(m)
 	if !ok {
 		t.Fatal("no lib")

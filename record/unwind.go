@@ -34,14 +34,23 @@ func (uw *userUnwinder) sync(pr *proc) *space {
 		sp = &space{gen: pr.mapGen}
 		uw.spaces[pr] = sp
 	}
+	sp.catchUp(pr)
+	return sp
+}
+
+// catchUp adds (or, for unmaps, removes) the mappings of pr not yet in sp.
+func (sp *space) catchUp(pr *proc) {
 	for ; sp.added < len(pr.mappings); sp.added++ {
-		m := &pr.mappings[sp.added].Map
+		m := &pr.mappings[sp.added]
+		if m.unmap {
+			sp.as.Remove(m.Start, m.End)
+			continue
+		}
 		sp.as.Add(unwind.Mapping{
 			Start: m.Start, End: m.End, FileOffset: m.FileOffset,
-			Path: unwindPath(m), Dev: m.Dev, Inode: m.Inode,
+			Path: unwindPath(&m.Map), Dev: m.Dev, Inode: m.Inode,
 		})
 	}
-	return sp
 }
 
 // unwindPath picks the path that opens the mapped file: the file's own

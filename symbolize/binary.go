@@ -21,10 +21,9 @@
 package symbolize
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/gprof-dev/gprof/objfile"
@@ -72,8 +71,7 @@ func NoSeparateDebug() Option {
 type Binary struct {
 	path     string // the path the caller named
 	openPath string // the path that actually opened
-	f        *os.File
-	elf      *elf.File
+	obj      *objfile.File
 	cfg      config
 
 	idOnce sync.Once
@@ -84,8 +82,8 @@ type Binary struct {
 	idxErr  error
 }
 
-// Open opens the ELF file at path, or failing that the first of the
-// AltPaths that opens as ELF. The identity is that of the file that opened,
+// Open opens the object file at path, or failing that the first of the
+// AltPaths that opens as one. The identity is that of the file that opened,
 // but DebugPath and DebugName still name path, as that is what the user
 // knows the binary by.
 func Open(path string, opts ...Option) (*Binary, error) {
@@ -103,32 +101,28 @@ func openNamed(name string, paths []string, cfg config) (*Binary, error) {
 		if p == "" {
 			continue
 		}
-		f, ef, err := openELF(p)
+		obj, err := objfile.Open(p)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		return &Binary{path: name, openPath: p, f: f, elf: ef, cfg: cfg}, nil
+		if obj.Format() != objfile.ELF {
+			// Binary's index reads what ELF files carry (PLT, debuglink,
+			// build-id debug files); Object reads the others.
+			obj.Close()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("symbolize: %s is %s, not ELF; open it with symbolize.OpenObject", p, obj.Format())
+			}
+			continue
+		}
+		return &Binary{path: name, openPath: p, obj: obj, cfg: cfg}, nil
 	}
 	if firstErr == nil {
 		firstErr = fmt.Errorf("symbolize: open %q: no path to try", name)
 	}
 	return nil, firstErr
-}
-
-func openELF(path string) (*os.File, *elf.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("symbolize: %s: %w", path, err)
-	}
-	return f, ef, nil
 }
 
 // Close releases the file, and any debug file opened for it.
@@ -137,7 +131,7 @@ func (b *Binary) Close() error {
 	if b.idx != nil && b.idx.debugFile != nil {
 		errs = append(errs, b.idx.debugFile.Close())
 	}
-	errs = append(errs, b.f.Close())
+	errs = append(errs, b.obj.Close())
 	return errors.Join(errs...)
 }
 
@@ -148,8 +142,8 @@ func (b *Binary) Path() string { return b.path }
 // when an alternate path was used.
 func (b *Binary) OpenedPath() string { return b.openPath }
 
-// ELF returns the underlying parsed file.
-func (b *Binary) ELF() *elf.File { return b.elf }
+// Object returns the underlying parsed file.
+func (b *Binary) Object() *objfile.File { return b.obj }
 
 // Identity describes a binary the way profiles and symbol servers name it.
 type Identity struct {
@@ -176,7 +170,10 @@ func (b *Binary) Identity() Identity {
 func (b *Binary) identity() Identity {
 	// objfile computes the identity; DebugName and DebugPath name the path
 	// the caller gave, not an alternate path that opened.
-	oid := objfile.ELFIdentity(b.elf, b.path)
+	oid := b.obj.Identity()
+	if oid.DebugPath == b.openPath {
+		oid.DebugName, oid.DebugPath = filepath.Base(b.path), b.path
+	}
 	return Identity{
 		BreakpadID: oid.BreakpadID,
 		CodeID:     oid.CodeID,
@@ -187,10 +184,3 @@ func (b *Binary) identity() Identity {
 		Base:       oid.Base,
 	}
 }
-
-// RelativeBase returns the virtual address of f's first PT_LOAD segment,
-// the address lib-relative addresses count from.
-func RelativeBase(f *elf.File) uint64 { return objfile.ELFRelativeBase(f) }
-
-// Arch names a machine the way uname -m does, which is what profiles show.
-func Arch(m elf.Machine) string { return objfile.ELFArch(m) }

@@ -2,22 +2,22 @@ package symbolize
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // debugFile is a separate file holding a binary's symbols and DWARF.
 type debugFile struct {
-	f   *os.File
-	elf *elf.File
+	obj *objfile.File
 }
 
-func (d *debugFile) Close() error { return d.f.Close() }
+func (d *debugFile) Close() error { return d.obj.Close() }
 
 // findDebugFile looks for separate debug information the ways gdb does:
 // by build-id under each symbol directory and the debug root, then by
@@ -32,8 +32,8 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 	if b.cfg.debugRoot != "" {
 		roots = append(roots, b.cfg.debugRoot)
 	}
-	matchesID := func(f *elf.File) string {
-		if id := FileBuildID(f); !bytes.Equal(id, buildID) {
+	matchesID := func(f *objfile.File) string {
+		if id := f.Identity().BuildID; !bytes.Equal(id, buildID) {
 			if len(id) == 0 {
 				return fmt.Sprintf("it has no build-id, and %s has %x", b.path, buildID)
 			}
@@ -41,7 +41,7 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 		}
 		return ""
 	}
-	try := func(p string, check func(*elf.File) string) *debugFile {
+	try := func(p string, check func(*objfile.File) string) *debugFile {
 		d, why := openDebug(p, check)
 		if why != "" {
 			rejected = append(rejected, fmt.Sprintf("ignored debug file %s: %s", p, why))
@@ -57,7 +57,7 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 			}
 		}
 	}
-	if name, crc, ok := debugLink(b.elf); ok {
+	if name, crc, ok := b.obj.DebugLink(); ok {
 		dir := filepath.Dir(b.path)
 		cands := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
 		if b.cfg.debugRoot != "" {
@@ -71,7 +71,7 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 			if abs, _ := filepath.Abs(p); abs == self {
 				continue
 			}
-			matchesCRC := func(*elf.File) string {
+			matchesCRC := func(*objfile.File) string {
 				if fileCRC(p) != crc {
 					return fmt.Sprintf("its CRC is not the %08x %s's .gnu_debuglink records", crc, b.path)
 				}
@@ -97,46 +97,25 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 
 // openDebug opens path as a debug file if check finds nothing wrong with
 // it (else it says why) and it has DWARF or a symbol table. A path that is
-// not there, or not ELF, is no candidate at all.
-func openDebug(path string, check func(*elf.File) string) (*debugFile, string) {
-	f, ef, err := openELF(path)
+// not there, or not an object file, is no candidate at all.
+func openDebug(path string, check func(*objfile.File) string) (*debugFile, string) {
+	f, err := objfile.Open(path)
 	if err != nil {
 		return nil, ""
 	}
-	if why := check(ef); why != "" {
+	if f.Format() != objfile.ELF {
+		f.Close()
+		return nil, ""
+	}
+	if why := check(f); why != "" {
 		f.Close()
 		return nil, why
 	}
-	if !hasDWARF(ef) && ef.Section(".symtab") == nil {
+	if !hasDWARF(f) && f.Section(".symtab") == nil {
 		f.Close()
 		return nil, ""
 	}
-	return &debugFile{f: f, elf: ef}, ""
-}
-
-// debugLink returns the file name and CRC recorded in .gnu_debuglink.
-func debugLink(f *elf.File) (name string, crc uint32, ok bool) {
-	s := f.Section(".gnu_debuglink")
-	if s == nil {
-		return "", 0, false
-	}
-	d, err := s.Data()
-	if err != nil {
-		return "", 0, false
-	}
-	n := bytes.IndexByte(d, 0)
-	if n <= 0 {
-		return "", 0, false
-	}
-	off := (n + 4) &^ 3 // the name's NUL, then padding to 4
-	if off+4 > len(d) {
-		return "", 0, false
-	}
-	name = string(d[:n])
-	if filepath.Base(name) != name {
-		return "", 0, false
-	}
-	return name, f.ByteOrder.Uint32(d[off:]), true
+	return &debugFile{obj: f}, ""
 }
 
 func fileCRC(path string) uint32 {

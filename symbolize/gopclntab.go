@@ -2,10 +2,11 @@ package symbolize
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"slices"
 	"sort"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // goPCLN reads the line table of Go 1.20 and later (.gopclntab), which Go
@@ -27,7 +28,7 @@ type goPCLN struct {
 	// gofunc); inline trees are read from the section holding it. A nil
 	// section means no inline trees are known.
 	gofunc  uint64
-	funcSec *elf.Section
+	funcSec *objfile.Section
 }
 
 const (
@@ -45,16 +46,19 @@ const (
 
 // newGoPCLN parses f's .gopclntab if it is in the Go 1.20+ format; syms
 // helps find where text starts when the module data cannot be found.
-func newGoPCLN(f *elf.File, syms []symbol) *goPCLN {
+func newGoPCLN(f *objfile.File, syms []symbol) *goPCLN {
 	s := f.Section(".gopclntab")
-	if s == nil || s.Type == elf.SHT_NOBITS {
+	if s == nil || !s.InFile() {
 		return nil
 	}
 	data, err := s.Data()
 	if err != nil || len(data) < 8 {
 		return nil
 	}
-	order := f.ByteOrder
+	var order binary.ByteOrder = binary.LittleEndian
+	if !f.LittleEndian() {
+		order = binary.BigEndian
+	}
 	if order.Uint32(data) != go120Magic || data[4] != 0 || data[5] != 0 {
 		return nil
 	}
@@ -89,10 +93,10 @@ func newGoPCLN(f *elf.File, syms []symbol) *goPCLN {
 		t.nfunc <= 0 || uint64(len(t.funcs)) < uint64(t.nfunc+1)*8 {
 		return nil
 	}
-	if text, gofunc, ok := goModuleData(f, s.Addr, s.Addr+nameOff, ptr); ok {
+	if text, gofunc, ok := goModuleData(f, order, s.Addr, s.Addr+nameOff, ptr); ok {
 		t.text, t.gofunc = text, gofunc
-		for _, sec := range f.Sections {
-			if sec.Type != elf.SHT_NOBITS && sec.Flags&elf.SHF_ALLOC != 0 && sec.Addr <= gofunc && gofunc < sec.Addr+sec.Size {
+		for _, sec := range f.Sections() {
+			if sec.InFile() && sec.Alloc && sec.Addr <= gofunc && gofunc < sec.Addr+sec.Size {
 				t.funcSec = sec
 			}
 		}
@@ -116,14 +120,14 @@ func newGoPCLN(f *elf.File, syms []symbol) *goPCLN {
 // pointer-aligned record whose first two words point at the pclntab header
 // and its function name table. Go 1.26 keeps it in .go.module, earlier
 // releases in .noptrdata.
-func goModuleData(f *elf.File, pcln, funcnames uint64, ptr int) (text, gofunc uint64, ok bool) {
+func goModuleData(f *objfile.File, order binary.ByteOrder, pcln, funcnames uint64, ptr int) (text, gofunc uint64, ok bool) {
 	// Word indexes in moduledata (Go 1.20 through 1.26): seven pointers
 	// and slices, then findfunctab, minpc, maxpc, text at 22; ...,
 	// rodata at 39 and gofunc at 40.
 	const textWord, rodataWord, gofuncWord = 22, 39, 40
 	for _, name := range []string{".go.module", ".noptrdata"} {
 		s := f.Section(name)
-		if s == nil || s.Type == elf.SHT_NOBITS {
+		if s == nil || !s.InFile() {
 			continue
 		}
 		d, err := s.Data()
@@ -132,9 +136,9 @@ func goModuleData(f *elf.File, pcln, funcnames uint64, ptr int) (text, gofunc ui
 		}
 		word := func(at, i int) uint64 {
 			if ptr == 4 {
-				return uint64(f.ByteOrder.Uint32(d[at+4*i:]))
+				return uint64(order.Uint32(d[at+4*i:]))
 			}
-			return f.ByteOrder.Uint64(d[at+8*i:])
+			return order.Uint64(d[at+8*i:])
 		}
 		for at := 0; at+(gofuncWord+1)*ptr <= len(d); at += ptr {
 			if word(at, 0) != pcln || word(at, 1) != funcnames {
@@ -149,9 +153,9 @@ func goModuleData(f *elf.File, pcln, funcnames uint64, ptr int) (text, gofunc ui
 	return 0, 0, false
 }
 
-func inExec(f *elf.File, addr uint64) bool {
-	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Addr <= addr && addr < s.Addr+s.Size {
+func inExec(f *objfile.File, addr uint64) bool {
+	for _, s := range f.Sections() {
+		if s.Exec && s.Addr <= addr && addr < s.Addr+s.Size {
 			return true
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 func TestBreakpadIDWorkedExample(t *testing.T) {
@@ -199,7 +201,7 @@ func TestLibOffset(t *testing.T) {
 		{"pie text remapped", bias + 0x123000, 0x4000, elf.ET_DYN, pie, 0x4000},
 	}
 	for _, tt := range tests {
-		if got := LibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
+		if got := objfile.ELFLibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
 			t.Errorf("%s: LibOffset = %#x, want %#x", tt.name, got, tt.want)
 		}
 	}

@@ -2,14 +2,13 @@ package symbolize
 
 import (
 	"debug/dwarf"
-	"debug/elf"
 	"debug/gosym"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // Frame is one level of a lookup result; see format.SymbolFrame. FuncAddr
@@ -92,17 +91,17 @@ func (b *Binary) index() (*index, error) {
 }
 
 func (b *Binary) buildIndex() (*index, error) {
-	ix := &index{base: RelativeBase(b.elf), demangled: make(map[string]string)}
-	files := []*elf.File{b.elf}
-	dwarfFile := b.elf
-	if !hasDWARF(b.elf) && !b.cfg.noDebug {
+	ix := &index{base: b.obj.Identity().Base, demangled: make(map[string]string)}
+	files := []*objfile.File{b.obj}
+	dwarfFile := b.obj
+	if !hasDWARF(b.obj) && !b.cfg.noDebug {
 		df, path, rejected := b.findDebugFile()
 		ix.rejected = rejected
 		if df != nil {
 			ix.debugFile, ix.debugPath = df, path
-			files = append(files, df.elf)
-			if hasDWARF(df.elf) {
-				dwarfFile = df.elf
+			files = append(files, df.obj)
+			if hasDWARF(df.obj) {
+				dwarfFile = df.obj
 			}
 		}
 	}
@@ -110,24 +109,32 @@ func (b *Binary) buildIndex() (*index, error) {
 	for _, f := range files {
 		syms = appendSymbols(syms, f)
 	}
-	syms = append(syms, pltSymbols(b.elf)...)
-	syms = append(syms, entrySymbol(b.elf)...)
-	ix.syms = finishSymbols(syms, b.elf)
-	capEntrySymbol(ix.syms, b.elf)
+	for _, s := range b.obj.PLTSymbols() {
+		syms = append(syms, symbol{addr: s.Addr, size: s.Size, name: s.Name})
+	}
+	entry, isExe := b.obj.Entry()
+	if isExe {
+		// An unsized _start at the entry point; a real symbol at the same
+		// address takes precedence in finishSymbols.
+		syms = append(syms, symbol{addr: entry, name: entryName})
+	}
+	ix.syms = finishSymbols(syms, b.obj)
+	capEntrySymbol(ix.syms, entry)
 	if hasDWARF(dwarfFile) {
 		if d, err := dwarfFile.DWARF(); err == nil {
 			ix.dw = newDWARFIndex(d)
 		}
 	}
-	if ix.gopcln = newGoPCLN(b.elf, ix.syms); ix.gopcln == nil {
-		ix.gotab = goTable(b.elf, ix.syms)
+	if ix.gopcln = newGoPCLN(b.obj, ix.syms); ix.gopcln == nil {
+		ix.gotab = objectGoTable(b.obj, ix.syms)
 	}
 	return ix, nil
 }
 
-func hasDWARF(f *elf.File) bool {
+// hasDWARF reports whether f itself carries DWARF debug info.
+func hasDWARF(f *objfile.File) bool {
 	for _, name := range []string{".debug_info", ".zdebug_info"} {
-		if s := f.Section(name); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+		if s := f.Section(name); s != nil && s.InFile() && s.Size > 0 {
 			return true
 		}
 	}
@@ -137,7 +144,8 @@ func hasDWARF(f *elf.File) bool {
 // entryName names an executable's entry point when no symbol does, as in
 // the stripped executables distributions ship: by the C runtime's
 // convention the entry point is _start, and it is the outermost frame of
-// every main-thread stack, where a user looks for it.
+// every main-thread stack, where a user looks for it (objfile.File.Entry
+// says which files are executables).
 const entryName = "_start"
 
 // entryMaxSize bounds the unnamed entry symbol, so that it cannot swallow
@@ -145,72 +153,31 @@ const entryName = "_start"
 // glibc and about 0x30 on arm64.
 const entryMaxSize = 64
 
-// entrySymbol returns an unsized _start at f's entry point if f is an
-// executable: it has an interpreter or is not position-independent, and it
-// is not a library (libc, for one, has an interpreter so that it can run
-// and print its version, but its entry point is not _start). A real symbol
-// at the same address takes precedence in finishSymbols.
-func entrySymbol(f *elf.File) []symbol {
-	if f.Entry == 0 {
-		return nil
-	}
-	exe := f.Type == elf.ET_EXEC
-	for _, p := range f.Progs {
-		exe = exe || p.Type == elf.PT_INTERP
-	}
-	if soname, _ := f.DynString(elf.DT_SONAME); !exe || len(soname) > 0 {
-		return nil
-	}
-	return []symbol{{addr: f.Entry, name: entryName}}
-}
-
-// capEntrySymbol limits the synthetic entry symbol, if it survived, to
-// entryMaxSize bytes.
-func capEntrySymbol(syms []symbol, f *elf.File) {
-	i := sort.Search(len(syms), func(i int) bool { return syms[i].addr >= f.Entry })
-	if i < len(syms) && syms[i].addr == f.Entry && syms[i].size == 0 && syms[i].name == entryName {
-		syms[i].end = min(syms[i].end, f.Entry+entryMaxSize)
+// capEntrySymbol limits the synthetic entry symbol at entry, if it
+// survived, to entryMaxSize bytes.
+func capEntrySymbol(syms []symbol, entry uint64) {
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].addr >= entry })
+	if i < len(syms) && syms[i].addr == entry && syms[i].size == 0 && syms[i].name == entryName {
+		syms[i].end = min(syms[i].end, entry+entryMaxSize)
 	}
 }
 
-// appendSymbols adds the function-like symbols of f's .symtab and .dynsym.
-// Assembly often leaves symbols untyped, so untyped symbols count when they
-// sit in an executable section.
-func appendSymbols(dst []symbol, f *elf.File) []symbol {
-	add := func(syms []elf.Symbol) {
-		for _, s := range syms {
-			if s.Value == 0 || s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE {
-				continue
-			}
-			switch elf.ST_TYPE(s.Info) {
-			case elf.STT_FUNC, elf.STT_GNU_IFUNC:
-			case elf.STT_NOTYPE:
-				if int(s.Section) >= len(f.Sections) || f.Sections[s.Section].Flags&elf.SHF_EXECINSTR == 0 {
-					continue
-				}
-				// Local labels and ARM mapping symbols are not functions.
-				if s.Name[0] == '$' || strings.HasPrefix(s.Name, ".L") {
-					continue
-				}
-			default:
-				continue
-			}
-			dst = append(dst, symbol{addr: s.Value, size: s.Size, name: s.Name})
-		}
-	}
-	if syms, err := f.Symbols(); err == nil {
-		add(syms)
-	}
-	if syms, err := f.DynamicSymbols(); err == nil {
-		add(syms)
+// appendSymbols adds the function symbols of f's tables (for ELF, .symtab
+// and .dynsym, by objfile's rules).
+func appendSymbols(dst []symbol, f *objfile.File) []symbol {
+	syms, _ := f.SymbolTable()
+	for _, s := range syms {
+		dst = append(dst, symbol{addr: s.Addr, size: s.Size, name: s.Name})
 	}
 	return dst
 }
 
 // finishSymbols sorts syms, keeps one symbol per address (the sized one,
 // else the first seen, which is the .symtab one) and bounds unsized symbols
-// by the next symbol or the end of their section.
-func finishSymbols(syms []symbol, f *elf.File) []symbol {
+// by the next symbol or the end of their section. Unlike
+// objfile.File.Symbols it keeps a symbol's own size, which profiles show,
+// apart from the end it is given.
+func finishSymbols(syms []symbol, f *objfile.File) []symbol {
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
 	out := syms[:0]
 	for _, s := range syms {
@@ -222,9 +189,9 @@ func finishSymbols(syms []symbol, f *elf.File) []symbol {
 		}
 		out = append(out, s)
 	}
-	var exec []*elf.Section
-	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 {
+	var exec []*objfile.Section
+	for _, s := range f.Sections() {
+		if s.Exec {
 			exec = append(exec, s)
 		}
 	}
@@ -258,34 +225,6 @@ func (ix *index) symbolAt(addr uint64) *symbol {
 		}
 	}
 	return nil
-}
-
-// goTable reads a .gopclntab older than Go 1.20 with debug/gosym, which
-// knows nothing of inlining.
-func goTable(f *elf.File, syms []symbol) *gosym.Table {
-	s := f.Section(".gopclntab")
-	if s == nil {
-		return nil
-	}
-	data, err := s.Data()
-	if err != nil {
-		return nil
-	}
-	text := uint64(0)
-	if t := f.Section(".text"); t != nil {
-		text = t.Addr
-	}
-	for _, sym := range syms {
-		if sym.name == "runtime.text" {
-			text = sym.addr
-			break
-		}
-	}
-	t, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
-	if err != nil {
-		return nil
-	}
-	return t
 }
 
 func (ix *index) lookup(relAddr uint64) []Frame {

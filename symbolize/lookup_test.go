@@ -269,10 +269,10 @@ func compareGoBuilds(t *testing.T, full, stripped string) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if hasDWARF(sb.ELF()) || sb.ELF().Section(".symtab") != nil {
+	if hasDWARF(sb.obj) || sb.obj.ELF().Section(".symtab") != nil {
 		t.Fatal("the stripped build still has DWARF or symbols")
 	}
-	syms, err := fb.ELF().Symbols()
+	syms, err := fb.obj.ELF().Symbols()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestLookupLinesNeverNegative(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := b.ELF().Section(".text")
+		text := b.obj.ELF().Section(".text")
 		base := b.Identity().Base
 		for a := text.Addr; a < text.Addr+text.Size; a += 7 {
 			for _, f := range b.Lookup(a - base) {
@@ -539,7 +539,7 @@ func TestEntryPointNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	entry, base := b.ELF().Entry, b.Identity().Base
+	entry, base := b.obj.ELF().Entry, b.Identity().Base
 	if fr := b.Lookup(entry - base + 4); len(fr) == 0 || fr[0].Function != "_start" || fr[0].FuncAddr != entry-base {
 		t.Errorf("Lookup(entry+4) = %+v, want _start at the entry point", fr)
 	}
@@ -552,7 +552,7 @@ func TestEntryPointNamed(t *testing.T) {
 		t.Skip("no x86-64 libc here")
 	}
 	defer lib.Close()
-	if fr := lib.Lookup(lib.ELF().Entry - lib.Identity().Base); len(fr) > 0 && fr[0].Function == "_start" {
+	if fr := lib.Lookup(lib.obj.ELF().Entry - lib.Identity().Base); len(fr) > 0 && fr[0].Function == "_start" {
 		t.Errorf("libc's entry point was named _start")
 	}
 }

@@ -136,11 +136,12 @@ func (o *Object) build() {
 			ix.dw = newUnitIndex(d, dwarfFile.Relocatable())
 		}
 	}
-	ix.gotab = objectGoTable(f, syms)
+	ix.gotab = objectGoTable(f, ix.syms)
 }
 
-// objectGoTable reads Go's pclntab from a Mach-O __gopclntab section.
-func objectGoTable(f *objfile.File, syms []objfile.Symbol) *gosym.Table {
+// objectGoTable reads a .gopclntab (Mach-O: __gopclntab) older than Go
+// 1.20 with debug/gosym, which knows nothing of inlining.
+func objectGoTable(f *objfile.File, syms []symbol) *gosym.Table {
 	s := f.Section(".gopclntab")
 	if s == nil {
 		return nil
@@ -154,8 +155,8 @@ func objectGoTable(f *objfile.File, syms []objfile.Symbol) *gosym.Table {
 		text = t.Addr
 	}
 	for _, sym := range syms {
-		if sym.Name == "runtime.text" {
-			text = sym.Addr
+		if sym.name == "runtime.text" {
+			text = sym.addr
 			break
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // mapLibs lays bin out as the kernel would at bias: one Lib per PT_LOAD,
@@ -22,7 +23,7 @@ func mapLibs(t *testing.T, bin, path string, bias uint64) []format.Lib {
 	defer b.Close()
 	id := b.Identity()
 	var libs []format.Lib
-	for _, p := range LoadSegments(b.ELF()) {
+	for _, p := range objfile.ELFLoadSegments(b.obj.ELF()) {
 		const page = 4096
 		start := bias + p.Vaddr&^(page-1)
 		end := bias + (p.Vaddr+p.Memsz+page-1)&^(page-1)

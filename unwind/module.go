@@ -2,54 +2,51 @@ package unwind
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
-// module is one ELF file's unwind information, shared by every process and
-// mapping that maps the file.
+// module is one object file's unwind information, shared by every process
+// and mapping that maps the file.
 type module struct {
 	id    uint32
 	arch  arch
 	name  string
 	image []byte // the whole file, usually mmapped; sections slice into it
 	unmap func() error
-	loads []elf.ProgHeader
+	loads []objfile.Segment
 	eh    cfiSection
 	dbg   cfiSection
 	hasEH bool
 	hasDb bool
 }
 
-// loadModule parses an ELF image. It keeps sub-slices of image.
+// loadModule parses an object file's image. It keeps sub-slices of image.
 func loadModule(name string, image []byte) (*module, error) {
-	f, err := elf.NewFile(bytes.NewReader(image))
+	f, err := objfile.NewFile(bytes.NewReader(image), name)
 	if err != nil {
 		return nil, err
 	}
 	m := &module{name: name, image: image}
-	switch f.Machine {
-	case elf.EM_X86_64:
+	switch a := f.Identity().Arch; a {
+	case "x86_64":
 		m.arch = archAMD64
-	case elf.EM_AARCH64:
+	case "aarch64", "arm64":
 		m.arch = archARM64
 	default:
-		return nil, fmt.Errorf("%s: unsupported machine %v", name, f.Machine)
+		return nil, fmt.Errorf("%s: unsupported machine %s", name, a)
 	}
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%s: not a 64-bit little-endian ELF file", name)
+	if !f.Is64() || !f.LittleEndian() {
+		return nil, fmt.Errorf("%s: not a 64-bit little-endian object file", name)
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			m.loads = append(m.loads, p.ProgHeader)
-		}
-	}
+	m.loads = f.Segments()
 
 	// raw returns a section's bytes as a sub-slice of the image, so that
 	// offsets between sections can be computed from capacities.
-	raw := func(s *elf.Section) []byte {
-		if s == nil || s.Type == elf.SHT_NOBITS || s.Offset+s.Size > uint64(len(image)) {
+	raw := func(s *objfile.Section) []byte {
+		if s == nil || !s.InFile() || s.Offset+s.Size > uint64(len(image)) {
 			return nil
 		}
 		return image[s.Offset : s.Offset+s.Size]
@@ -63,12 +60,12 @@ func loadModule(name string, image []byte) (*module, error) {
 				m.eh.buildIndex()
 			}
 		}
-	} else {
-		m.ehFromProgs(f)
+	} else if hs := f.EHFrameHdr(); hs != nil {
+		m.ehFromHdr(raw(hs), hs.Addr)
 	}
-	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+	if s := f.Section(".debug_frame"); s != nil && s.InFile() {
 		b := raw(s)
-		if s.Flags&elf.SHF_COMPRESSED != 0 {
+		if s.Compressed {
 			// A compressed section is inflated once into its own slice.
 			b, err = s.Data()
 			if err != nil {
@@ -84,29 +81,22 @@ func loadModule(name string, image []byte) (*module, error) {
 	return m, nil
 }
 
-// ehFromProgs finds .eh_frame through PT_GNU_EH_FRAME when the section
-// headers were stripped.
-func (m *module) ehFromProgs(f *elf.File) {
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_GNU_EH_FRAME || p.Off+p.Filesz > uint64(len(m.image)) {
-			continue
-		}
-		hdr := m.image[p.Off : p.Off+p.Filesz]
-		if len(hdr) < 4 || hdr[0] != 1 {
-			return
-		}
-		r := reader{b: hdr, off: 4}
-		ehAddr := r.ptr(hdr[1], p.Vaddr, p.Vaddr)
-		off, end, ok := m.fileRange(ehAddr)
-		if r.bad || !ok {
-			return
-		}
-		m.eh = cfiSection{data: m.image[off:end], addr: ehAddr, eh: true}
-		m.hasEH = true
-		if !m.eh.setHdr(hdr, p.Vaddr) {
-			m.eh.buildIndex()
-		}
+// ehFromHdr finds .eh_frame through .eh_frame_hdr (hdr, at vaddr) when the
+// section headers were stripped and only PT_GNU_EH_FRAME locates it.
+func (m *module) ehFromHdr(hdr []byte, vaddr uint64) {
+	if len(hdr) < 4 || hdr[0] != 1 {
 		return
+	}
+	r := reader{b: hdr, off: 4}
+	ehAddr := r.ptr(hdr[1], vaddr, vaddr)
+	off, end, ok := m.fileRange(ehAddr)
+	if r.bad || !ok {
+		return
+	}
+	m.eh = cfiSection{data: m.image[off:end], addr: ehAddr, eh: true}
+	m.hasEH = true
+	if !m.eh.setHdr(hdr, vaddr) {
+		m.eh.buildIndex()
 	}
 }
 
@@ -114,9 +104,9 @@ func (m *module) ehFromProgs(f *elf.File) {
 // file contents.
 func (m *module) fileRange(vaddr uint64) (off, end uint64, ok bool) {
 	for _, p := range m.loads {
-		if p.Vaddr <= vaddr && vaddr < p.Vaddr+p.Filesz {
-			off = p.Off + (vaddr - p.Vaddr)
-			end = p.Off + p.Filesz
+		if p.Addr <= vaddr && vaddr < p.Addr+p.FileSize {
+			off = p.Offset + (vaddr - p.Addr)
+			end = p.Offset + p.FileSize
 			if end > uint64(len(m.image)) {
 				return 0, 0, false
 			}
@@ -130,12 +120,12 @@ func (m *module) fileRange(vaddr uint64) (off, end uint64, ok bool) {
 // at fileOffset, starting at start, to get a link-time virtual address.
 func (m *module) bias(start, fileOffset uint64) (uint64, bool) {
 	const page = 4096
-	var best *elf.ProgHeader
+	var best *objfile.Segment
 	for i := range m.loads {
 		p := &m.loads[i]
-		lo := p.Off &^ (page - 1)
-		if lo <= fileOffset && fileOffset < p.Off+p.Filesz {
-			if best == nil || p.Flags&elf.PF_X != 0 {
+		lo := p.Offset &^ (page - 1)
+		if lo <= fileOffset && fileOffset < p.Offset+p.FileSize {
+			if best == nil || p.Exec {
 				best = p
 			}
 		}
@@ -143,7 +133,7 @@ func (m *module) bias(start, fileOffset uint64) (uint64, bool) {
 	if best == nil {
 		return 0, false
 	}
-	return start - fileOffset + best.Off - best.Vaddr, true
+	return start - fileOffset + best.Offset - best.Addr, true
 }
 
 // rule computes the CFI rule at a link-time pc. exact reports that pc is
@@ -198,7 +188,7 @@ func (m *module) close() error {
 	return nil
 }
 
-// openModule loads the ELF file at path.
+// openModule loads the object file at path.
 func openModule(path string) (*module, error) {
 	f, err := os.Open(path)
 	if err != nil {

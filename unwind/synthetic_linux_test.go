@@ -136,12 +136,12 @@ func TestSigreturnWithoutCFI(t *testing.T) {
 	// Find the trampoline by its code.
 	tramp := uint64(0)
 	for _, p := range mod.loads {
-		if p.Flags&elf.PF_X == 0 {
+		if !p.Exec {
 			continue
 		}
-		code := mod.image[p.Off : p.Off+p.Filesz]
+		code := mod.image[p.Offset : p.Offset+p.FileSize]
 		if i := bytesIndex(code, sigreturnAMD64); i >= 0 {
-			tramp = p.Vaddr + uint64(i)
+			tramp = p.Addr + uint64(i)
 		}
 	}
 	if tramp == 0 {

@@ -89,7 +89,7 @@ func (b *binary) compDir(rel uint64) string {
 		return ""
 	}
 	b.unitsOnce.Do(func() { b.units = compDirs(b.b) })
-	return compDir(b.units, symbolize.RelativeBase(b.b.ELF())+rel)
+	return compDir(b.units, b.b.Object().Identity().Base+rel)
 }
 
 // New returns a server for cfg.

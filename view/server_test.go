@@ -308,9 +308,9 @@ func TestFromBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := b.Identity()
-	base := symbolize.RelativeBase(b.ELF())
+	base := b.Object().Identity().Base
 	var fn elf.Symbol
-	syms, err := b.ELF().Symbols()
+	syms, err := b.Object().ELF().Symbols()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/symbolize"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // maxSource bounds a source file served; larger ones are not source code.
@@ -148,8 +148,8 @@ func (s *Server) asm(body []byte) (any, int, error) {
 		}
 		return nil, http.StatusNotFound, errors.New(msg)
 	}
-	f := b.b.ELF()
-	code, err := readCode(f, symbolize.RelativeBase(f)+start, size)
+	f := b.b.Object().ELF()
+	code, err := readCode(f, b.b.Object().Identity().Base+start, size)
 	if err != nil {
 		return nil, http.StatusNotFound, fmt.Errorf("%s: %v", req.DebugName, err)
 	}
@@ -162,7 +162,7 @@ func (s *Server) asm(body []byte) (any, int, error) {
 	return map[string]any{
 		"startAddress": hex(start),
 		"size":         hex(uint64(len(code))),
-		"arch":         symbolize.Arch(f.Machine),
+		"arch":         objfile.ELFArch(f.Machine),
 		"syntax":       []string{syntax},
 		"instructions": insts,
 	}, http.StatusOK, nil
@@ -213,5 +213,5 @@ func disassemble(m elf.Machine, code []byte, pc uint64) (string, [][2]any, error
 		}
 		return "ARM", rows, nil
 	}
-	return "", nil, fmt.Errorf("no disassembler for %s: only x86_64 and aarch64", symbolize.Arch(m))
+	return "", nil, fmt.Errorf("no disassembler for %s: only x86_64 and aarch64", objfile.ELFArch(m))
 }

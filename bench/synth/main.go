@@ -49,7 +49,9 @@ func run(path string, threads, samples, leaves, nfuncs int, out string) error {
 		return err
 	}
 	id := b.Identity()
-	f := b.ELF()
+	// The fixture keeps STT_FUNC symbols only, which objfile's neutral
+	// Symbols (with untyped code labels and IFUNCs) would change.
+	f := b.Object().ELF()
 	syms, err := f.Symbols()
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
@@ -76,8 +78,8 @@ func run(path string, threads, samples, leaves, nfuncs int, out string) error {
 		bias = 0x5555_5555_0000
 	}
 	var lo, hi uint64 = ^uint64(0), 0
-	for _, p := range symbolize.LoadSegments(f) {
-		lo, hi = min(lo, p.Vaddr), max(hi, p.Vaddr+p.Memsz)
+	for _, p := range b.Object().Segments() {
+		lo, hi = min(lo, p.Addr), max(hi, p.Addr+p.Size)
 	}
 	lib := format.Lib{
 		Start: bias + lo, End: bias + hi, Offset: 0,

@@ -1,0 +1,77 @@
+package record
+
+import (
+	"testing"
+
+	"github.com/gprof-dev/gprof/attach"
+)
+
+// An unmapped image stays a library of the process, since samples taken
+// before the unmap still need it, but the unwinder's view of the address
+// space loses it, and a later image mapped at the same range replaces it.
+func TestBuilderUnmap(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(mapEv(1001*ms, 10, 0x1000, 0x2000, "/lib/a.so"))
+	b.handle(sample(1002*ms, 10, 10, 0x1010))
+	b.handle(&attach.Unmap{Time: 1003 * ms, Pid: 10, Start: 0x1000, End: 0x2000})
+	pr := b.procs[10]
+	var sp space
+	syncSpace(&sp, pr)
+	if m, ok := sp.as.Lookup(0x1010); ok {
+		t.Errorf("after unmap the unwinder still sees %+v at 0x1010", m)
+	}
+	// The sample before the unmap still needs a.so; the unmap itself is
+	// no library.
+	libs := newLibResolver(nil).libsFor(pr)
+	if len(libs) != 1 || libs[0].Path != "/lib/a.so" || libs[0].Start != 0x1000 || libs[0].End != 0x2000 {
+		t.Errorf("libs %+v; want /lib/a.so alone", libs)
+	}
+	b.handle(mapEv(1004*ms, 10, 0x1000, 0x2000, "/lib/b.so"))
+	sp = space{}
+	syncSpace(&sp, pr)
+	if m, ok := sp.as.Lookup(0x1010); !ok || m.Path != "/lib/b.so" {
+		t.Errorf("after a new map the unwinder sees %+v, %v; want /lib/b.so", m, ok)
+	}
+}
+
+// An image with no file on disk (macOS's dyld shared cache) is a library
+// with the identity its backend gave, placed by its load address.
+func TestBuilderImageWithoutFile(t *testing.T) {
+	b := newTestBuilder()
+	m := mapEv(1001*ms, 10, 0x7ff800001000, 0x7ff800009000, "/usr/lib/system/libsystem_kernel.dylib")
+	m.Image = &attach.Image{
+		DebugName:  "libsystem_kernel.dylib",
+		BreakpadID: "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E0",
+		CodeID:     "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E",
+		Arch:       "arm64",
+		Base:       0x7ff800000000,
+	}
+	b.handle(m)
+	r := newLibResolver(nil)
+	r.observe(10, &b.procs[10].mappings[0].Map)
+	libs := r.libsFor(b.procs[10])
+	if len(libs) != 1 {
+		t.Fatalf("libs %+v; want one", libs)
+	}
+	l := libs[0]
+	if l.DebugName != "libsystem_kernel.dylib" || l.BreakpadID != m.Image.BreakpadID || l.CodeID != m.Image.CodeID ||
+		l.Arch != "arm64" || l.Name != "libsystem_kernel.dylib" || l.Path != m.Path {
+		t.Errorf("lib %+v; want the backend's identity", l)
+	}
+	if got, want := l.Start-l.Offset, uint64(0x7ff800000000); got != want {
+		t.Errorf("relative 0 at %#x; want the image's base %#x", got, want)
+	}
+}
+
+// A new thread and a new process are told apart by Fork.NewThread.
+func TestForkNewThread(t *testing.T) {
+	if !(&attach.Fork{Pid: 10, Tid: 11, Ppid: 10, Ptid: 10}).NewThread() {
+		t.Error("a clone within process 10 is not a new thread")
+	}
+	if (&attach.Fork{Pid: 12, Tid: 12, Ppid: 10, Ptid: 10}).NewThread() {
+		t.Error("a fork of process 10 is a new thread")
+	}
+}
+
+// syncSpace brings sp up to date with pr as userUnwinder.sync does.
+func syncSpace(sp *space, pr *proc) { sp.gen = pr.mapGen; sp.catchUp(pr) }

@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // Options configure Profile.
@@ -247,6 +249,14 @@ func lookupAddr(rel uint64, exact bool) uint64 {
 func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
 	b, err := openForLib(g, opts)
 	if err != nil {
+		// Not ELF, or not this build: a Mach-O or PE file may be.
+		if o, oerr := openObjectForLib(g, opts); oerr == nil {
+			defer o.Close()
+			g.stats.Err = nil
+			g.stats.DebugFile = o.DebugFile()
+			lookupAll(g, o, add)
+			return
+		}
 		g.stats.Err = err
 		g.stats.Unresolved = len(g.addrs)
 		return
@@ -255,8 +265,12 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.S
 	g.stats.Path = b.OpenedPath()
 	g.stats.DebugFile = b.DebugFile()
 	g.stats.Rejected = b.RejectedDebugFiles()
+	lookupAll(g, b, add)
+}
+
+func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []format.SymbolFrame)) {
 	for rel, exact := range g.addrs {
-		frames := b.Lookup(lookupAddr(rel, exact))
+		frames := s.Lookup(lookupAddr(rel, exact))
 		if frames == nil {
 			g.stats.Unresolved++
 			continue
@@ -264,6 +278,44 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.S
 		g.stats.Resolved++
 		add(g, rel, frames)
 	}
+}
+
+// openObjectForLib opens a Mach-O or PE file the library was recorded
+// from, checking its identity as openForLib does; the slice of a fat
+// Mach-O file is the one whose UUID the breakpad ID names.
+func openObjectForLib(g *group, opts Options) (*Object, error) {
+	sopts := []Option{SymbolDirs(opts.SymbolDirs...)}
+	for _, c := range g.cands {
+		want := c.lib.BreakpadID
+		o, err := OpenObject(c.lib.Path, sopts)
+		if err != nil {
+			continue
+		}
+		if want == "" || o.File().Identity().BreakpadID == want {
+			return o, nil
+		}
+		fat := len(o.File().Arches()) > 1
+		o.Close()
+		if id, ok := uuidOf(want); ok && fat {
+			if o, err := OpenObject(c.lib.Path, sopts, objfile.UUID(id)); err == nil {
+				if o.File().Identity().BreakpadID == want {
+					return o, nil
+				}
+				o.Close()
+			}
+		}
+	}
+	return nil, fmt.Errorf("symbolize: %s: no Mach-O or PE file of that build", g.key.DebugName)
+}
+
+// uuidOf reads the Mach-O UUID a breakpad ID holds (its 32 hex digits
+// before the age), for picking the slice of a fat file.
+func uuidOf(breakpadID string) ([]byte, bool) {
+	if len(breakpadID) < 33 {
+		return nil, false
+	}
+	id, err := hex.DecodeString(breakpadID[:32])
+	return id, err == nil
 }
 
 // openForLib opens the first path that holds the binary the library was

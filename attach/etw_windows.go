@@ -153,10 +153,8 @@ func controlStop(handle uint64, name string) error {
 	return nil
 }
 
-// stopStaleSessions stops the sessions gprof runs that were killed before
-// they could stop theirs left behind: kernel sessions are system-wide and
-// outlive the process that started them.
-func stopStaleSessions(notice func(string)) {
+// etwSessionNames lists the ETW sessions running on the machine.
+func etwSessionNames() []string {
 	const max = 64
 	const size = etwPropsSize + 2*1024*2
 	bufs := make([][]byte, max)
@@ -172,10 +170,20 @@ func stopStaleSessions(notice func(string)) {
 	r, _, _ := procQueryAllTracesW.Call(uintptr(unsafe.Pointer(&ptrs[0])), max, uintptr(unsafe.Pointer(&count)))
 	runtime.KeepAlive(bufs)
 	if r != 0 && r != uintptr(windows.ERROR_MORE_DATA) {
-		return
+		return nil
 	}
+	var names []string
 	for i := 0; i < int(count) && i < max; i++ {
-		name := windows.UTF16PtrToString((*uint16)(unsafe.Pointer(&bufs[i][etwPropsSize])))
+		names = append(names, windows.UTF16PtrToString((*uint16)(unsafe.Pointer(&bufs[i][etwPropsSize]))))
+	}
+	return names
+}
+
+// stopStaleSessions stops the sessions gprof runs that were killed before
+// they could stop theirs left behind: kernel sessions are system-wide and
+// outlive the process that started them.
+func stopStaleSessions(notice func(string)) {
+	for _, name := range etwSessionNames() {
 		if !isStaleETWSession(name, os.Getpid()) {
 			continue
 		}

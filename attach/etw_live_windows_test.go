@@ -109,7 +109,7 @@ func TestETWLiveStaleSession(t *testing.T) {
 		t.Skipf("not elevated: %v", err)
 	}
 	name := etwSessionName(999_999_999) // no such process
-	props := etwProperties(name, runtime.NumCPU())
+	props := etwProperties(name, newSessionGUID(), runtime.NumCPU())
 	n, _ := windows.UTF16PtrFromString(name)
 	var h uint64
 	if r, _, _ := procStartTraceW.Call(uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(n)), uintptr(unsafe.Pointer(&props[0]))); r != 0 {

@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -59,9 +60,19 @@ const (
 	wnodeTracedGUID = 0x00020000
 )
 
-// systemTraceControlGUID names the kernel provider a system logger session
-// enables with EnableFlags.
+// systemTraceControlGUID is the NT Kernel Logger's. A private system
+// logger session must not use it (Microsoft's "Configuring and Starting a
+// SystemTraceProvider Session"): it gets a GUID of its own.
 var systemTraceControlGUID = etw.ParseGUID("9e814aad-3204-11d2-9a82-006008a86939")
+
+// newSessionGUID returns a random (version 4) GUID for a session.
+func newSessionGUID() etw.GUID {
+	var g etw.GUID
+	rand.Read(g[:])
+	g[7] = g[7]&0x0f | 0x40 // version 4, in Data3's high nibble
+	g[8] = g[8]&0x3f | 0x80 // variant
+	return g
+}
 
 // etwPropsSize is sizeof(EVENT_TRACE_PROPERTIES) on 64-bit Windows (amd64,
 // arm64, the targets gprof builds for): WNODE_HEADER (48) and 72 bytes of
@@ -70,9 +81,9 @@ const etwPropsSize = 120
 
 // etwProperties builds EVENT_TRACE_PROPERTIES followed by the session name
 // (and room for the log file name, which ControlTrace may fill) for a
-// private real-time kernel session with process, thread, image and profile
-// events, for cpus processors.
-func etwProperties(name string, cpus int) []byte {
+// private real-time kernel session, identified by guid, with process,
+// thread, image and profile events, for cpus processors.
+func etwProperties(name string, guid etw.GUID, cpus int) []byte {
 	n := utf16.Encode([]rune(name))
 	nameBytes := 2 * (len(n) + 1)
 	const logRoom = 2 * 1024 // LogFileName buffer ControlTrace may fill
@@ -81,7 +92,7 @@ func etwProperties(name string, cpus int) []byte {
 	le := binary.LittleEndian
 	// WNODE_HEADER
 	le.PutUint32(b[0:], uint32(size)) // BufferSize
-	copy(b[24:40], systemTraceControlGUID[:])
+	copy(b[24:40], guid[:])
 	le.PutUint32(b[40:], 1) // ClientContext: QPC timestamps
 	le.PutUint32(b[44:], wnodeTracedGUID)
 	// EVENT_TRACE_PROPERTIES

@@ -39,13 +39,17 @@ func TestETWSessionName(t *testing.T) {
 // TestETWProperties checks EVENT_TRACE_PROPERTIES's fields at the offsets
 // evntrace.h gives them on 64-bit Windows.
 func TestETWProperties(t *testing.T) {
-	b := etwProperties("gprof-kernel-42", 2)
+	guid := newSessionGUID()
+	if guid == systemTraceControlGUID || guid == newSessionGUID() || guid[7]>>4 != 4 {
+		t.Fatalf("session GUID %v: the NT Kernel Logger's, not random, or not version 4", guid)
+	}
+	b := etwProperties("gprof-kernel-42", guid, 2)
 	le := binary.LittleEndian
 	if int(le.Uint32(b[0:])) != len(b) {
 		t.Errorf("Wnode.BufferSize %d, want %d", le.Uint32(b[0:]), len(b))
 	}
-	if g := string(b[24:40]); g != string(systemTraceControlGUID[:]) {
-		t.Errorf("Wnode.Guid is not SystemTraceControlGuid")
+	if g := string(b[24:40]); g != string(guid[:]) {
+		t.Errorf("Wnode.Guid is not the session's own GUID")
 	}
 	if le.Uint32(b[40:]) != 1 || le.Uint32(b[44:]) != 0x20000 {
 		t.Errorf("ClientContext %d Flags %#x", le.Uint32(b[40:]), le.Uint32(b[44:]))

@@ -60,6 +60,7 @@ const (
 // are created once (Go never frees them) and reach it through etwCurrent.
 type etwSession struct {
 	name        string
+	guid        etw.GUID
 	props       []byte
 	handle      uint64 // the controller's TRACEHANDLE
 	trace       uint64 // the consumer's handle from OpenTraceW
@@ -144,7 +145,7 @@ func (s *etwSession) stop() error {
 
 // controlStop stops a session by handle or name.
 func controlStop(handle uint64, name string) error {
-	props := etwProperties(name, 1)
+	props := etwProperties(name, etw.GUID{}, 1)
 	n, _ := windows.UTF16PtrFromString(name)
 	r, _, _ := procControlTraceW.Call(uintptr(handle), uintptr(unsafe.Pointer(n)), uintptr(unsafe.Pointer(&props[0])), eventTraceControlStop)
 	if r != 0 && r != errWMIInstanceNotFound {
@@ -322,7 +323,7 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 	if msg != "" {
 		notice(msg)
 	}
-	s := &etwSession{name: etwSessionName(os.Getpid()), done: make(chan struct{})}
+	s := &etwSession{name: etwSessionName(os.Getpid()), guid: newSessionGUID(), done: make(chan struct{})}
 	if old, ok := profileInterval(); ok {
 		s.oldInterval, s.haveOld = old, true
 	}
@@ -370,12 +371,12 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 	s.tr.identify = peIdentity
 	s.tr.maxWait = freq // a second: a stack's user part comes long before
 
-	s.props = etwProperties(s.name, runtime.NumCPU())
+	s.props = etwProperties(s.name, s.guid, runtime.NumCPU())
 	name, _ := windows.UTF16PtrFromString(s.name)
 	r, _, _ := procStartTraceW.Call(uintptr(unsafe.Pointer(&s.handle)), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(&s.props[0])))
 	if r == uintptr(windows.ERROR_ALREADY_EXISTS) {
 		controlStop(0, s.name)
-		s.props = etwProperties(s.name, runtime.NumCPU())
+		s.props = etwProperties(s.name, s.guid, runtime.NumCPU())
 		r, _, _ = procStartTraceW.Call(uintptr(unsafe.Pointer(&s.handle)), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(&s.props[0])))
 	}
 	switch r {

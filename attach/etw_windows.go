@@ -69,6 +69,7 @@ type etwSession struct {
 	done        chan struct{} // closed when every target has exited
 	doneSet     sync.Once
 	stopped     sync.Once
+	closed      sync.Once
 	stopErr     error
 	panicV      atomic.Value
 	oldInterval uint32
@@ -133,14 +134,21 @@ func (s *etwSession) stop() error {
 		if s.handle != 0 || s.name != "" {
 			s.stopErr = controlStop(s.handle, s.name)
 		}
-		if s.trace != 0 && s.trace != invalidProcessTraceHandle {
-			procCloseTrace.Call(uintptr(s.trace))
-		}
 		if s.haveOld {
 			setProfileInterval(s.oldInterval)
 		}
 	})
 	return s.stopErr
+}
+
+// closeTrace closes the consumer's handle, which ends ProcessTrace at once
+// (the session's last buffers are lost if it has not returned by then).
+func (s *etwSession) closeTrace() {
+	s.closed.Do(func() {
+		if s.trace != 0 && s.trace != invalidProcessTraceHandle {
+			procCloseTrace.Call(uintptr(s.trace))
+		}
+	})
 }
 
 // controlStop stops a session by handle or name.
@@ -200,6 +208,9 @@ func stopStaleSessions(notice func(string)) {
 
 func processAlive(pid int) bool {
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err == windows.ERROR_ACCESS_DENIED {
+		return true // there, but protected
+	}
 	if err != nil {
 		return false
 	}
@@ -418,18 +429,42 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 		}
 		processed <- nil
 	}()
+	// finish stops the session and waits for ProcessTrace to deliver the
+	// last buffers and return, so no event reaches h after Record
+	// returns, whatever the way out.
+	var finishOnce sync.Once
+	var finishErr error
+	finish := func() error {
+		finishOnce.Do(func() {
+			if err := s.stop(); err != nil {
+				finishErr = fmt.Errorf("stopping the ETW session: %w", err)
+			}
+			select {
+			case err := <-processed:
+				finishErr = errors.Join(finishErr, err)
+			case <-time.After(5 * time.Second):
+				s.closeTrace()
+				finishErr = errors.Join(finishErr, <-processed)
+			}
+			s.closeTrace()
+		})
+		return finishErr
+	}
+	defer finish()
 
 	// The rundown names what already runs; then the command may start.
 	deadline := time.Now().Add(etwSilence)
-	for s.events.Load() == 0 && time.Now().Before(deadline) {
+	for s.events.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if s.events.Load() == 0 {
 		if child != nil {
 			child.kill()
 		}
-		s.stop()
-		<-processed
+		finish()
+		if ctx.Err() != nil {
+			return res, nil
+		}
 		return res, errors.New("the ETW kernel session delivered no events in 3s (Wine's StartTraceW succeeds and delivers nothing): on Windows, check that no security tool blocks kernel tracing, or use --backend suspend")
 	}
 	if child != nil {
@@ -438,19 +473,16 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 		}
 	}
 
-	var perr error
 	select {
 	case <-ctx.Done():
 	case <-s.done:
-		// Let the last buffers of the exited targets arrive.
+		// Let the last buffers of the exited targets arrive (the
+		// session flushes every second).
 		time.Sleep(1100 * time.Millisecond)
-	case perr = <-processed:
-		processed <- perr
+	case err := <-processed:
+		processed <- err // the session ended on its own; finish reads it
 	}
-	if err := s.stop(); err != nil && perr == nil {
-		perr = fmt.Errorf("stopping the ETW session: %w", err)
-	}
-	perr = errors.Join(perr, <-processed)
+	perr := finish()
 	s.tr.Flush()
 	if v := s.panicV.Load(); v != nil {
 		panic(v)

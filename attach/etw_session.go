@@ -41,6 +41,8 @@ const (
 func etwInterval(d time.Duration) (units uint32, notice string) {
 	u := int64(d / 100)
 	switch {
+	case d <= 0:
+		return 10000, "" // not given: Windows' default, 1 ms
 	case u < etwMinInterval:
 		return etwMinInterval, fmt.Sprintf("Windows samples at most every 122.1µs (8.19 kHz); using that instead of %v", d)
 	case u > etwMaxInterval:

@@ -14,6 +14,7 @@ func TestETWInterval(t *testing.T) {
 		notice bool
 	}{
 		{time.Millisecond, 10000, false},
+		{0, 10000, false},
 		{250 * time.Microsecond, 2500, false},
 		{100 * time.Microsecond, 1221, true}, // --rate 10000
 		{time.Second, 1_000_000, true},

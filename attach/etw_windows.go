@@ -317,13 +317,16 @@ func dosDevices() func(string) string {
 // etwRecord records with a kernel ETW session. It is the Windows
 // dispatcher's hook for the ETW backend.
 func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err error) {
-	res = Result{ExitCode: -1, Backend: "etw", Event: "profile"}
+	res = Result{ExitCode: -1, Backend: "etw", Event: "cpu-clock"}
 	notice := opts.Notice
 	if notice == nil {
 		notice = func(string) {}
 	}
 	if len(opts.Tids) > 0 {
 		return res, errors.New("the ETW backend records whole processes: use --pid, not --tid")
+	}
+	if opts.Event != "" && opts.Event != "cpu-clock" && opts.Event != "task-clock" {
+		notice("ETW samples on the kernel's profile timer: --event " + opts.Event + " is not available, using cpu-clock")
 	}
 	if err := enableProfilePrivilege(); err != nil {
 		return res, fmt.Errorf("%w: the ETW backend needs SeSystemProfilePrivilege: run gprof from an elevated (Administrator) prompt (%v)", ErrPermission, err)

@@ -152,8 +152,34 @@ func TestETWRulesStackParts(t *testing.T) {
 	}
 }
 
+// TestETWRulesOneUserPartForSeveral: a thread sampled twice in the kernel
+// gets one user part when it returns to user mode, for the later sample;
+// it is the user stack of both.
+func TestETWRulesOneUserPartForSeveral(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, true, 100)
+	for _, e := range []*etw.Event{
+		procEvent(3, 1, 100, 4, "app.exe", ""),
+		threadEvent(3, 1, 100, 101),
+		sampleEvent(10, 101, kAddr),
+		stackEvent(10, 10, 100, 101, kAddr),
+		sampleEvent(15, 101, kAddr+8),
+		stackEvent(15, 15, 100, 101, kAddr+8),
+	} {
+		tr.Event(e, 0)
+	}
+	if len(out.samples) != 0 {
+		t.Fatalf("%d samples sent before their user part", len(out.samples))
+	}
+	tr.Event(stackEvent(16, 15, 100, 101, uAddr), 0)
+	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr, uAddr}) ||
+		!reflect.DeepEqual(out.samples[1].Stack, []uint64{kAddr + 8, uAddr}) {
+		t.Fatalf("samples %+v, want both with the one user part", out.samples)
+	}
+}
+
 // TestETWRulesNoUserPart: a sample whose user part never comes is sent
-// with what it has when the thread samples again, or after maxWait.
+// with what it has after maxWait, and at the end.
 func TestETWRulesNoUserPart(t *testing.T) {
 	var out etwOut
 	tr := newRuleTranslator(&out, true, 100)
@@ -164,19 +190,23 @@ func TestETWRulesNoUserPart(t *testing.T) {
 		threadEvent(3, 1, 100, 102),
 		sampleEvent(10, 101, kAddr),
 		stackEvent(10, 10, 100, 101, kAddr),
-		sampleEvent(20, 101, uAddr),
-		stackEvent(20, 20, 100, 101, uAddr),
+		sampleEvent(20, 102, uAddr),
+		stackEvent(20, 20, 100, 102, uAddr),
 	} {
 		tr.Event(e, 0)
 	}
-	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr}) {
-		t.Fatalf("samples %+v, want the first sent with its kernel part when the thread sampled again", out.samples)
+	if len(out.samples) != 0 {
+		t.Fatalf("samples %+v sent while the first waits for its user part", out.samples)
 	}
-	tr.Event(sampleEvent(30, 102, kAddr), 0)
-	tr.Event(stackEvent(30, 30, 100, 102, kAddr), 0)
 	tr.Event(threadEvent(3, 200, 100, 103), 0) // time passes
+	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr}) || out.samples[1].Tid != 102 {
+		t.Fatalf("samples %+v, want the waiting one sent after maxWait, in order", out.samples)
+	}
+	tr.Event(sampleEvent(300, 102, kAddr), 0)
+	tr.Event(stackEvent(300, 300, 100, 102, kAddr), 0)
+	tr.Flush()
 	if len(out.samples) != 3 {
-		t.Fatalf("%d samples, want the waiting one sent after maxWait", len(out.samples))
+		t.Fatalf("%d samples, want the last sent by Flush", len(out.samples))
 	}
 }
 

@@ -42,7 +42,7 @@ type etwTranslator struct {
 	tidPid   map[uint32]uint32
 	kimages  []Map // kernel images (pid 0), given to every target with kernel on
 	queue    []*etwPending
-	byThread map[uint32]*etwPending // the newest pending sample of each thread
+	byThread map[uint32][]*etwPending // each thread's samples not sent yet, oldest first
 	defs     map[uint64][]etwKeyDef
 	events   int // every event seen, whoever's
 	samples  int // samples sent
@@ -54,7 +54,7 @@ type etwPending struct {
 	ev     Sample
 	raw    int64
 	frags  []*etwFragment
-	closed bool // the thread sampled again, ended, or the session ended
+	closed bool // the thread ended
 	// unowned says no thread event had named the sample's thread yet:
 	// buffers of different CPUs arrive out of time order, so a new
 	// thread's first samples can come before its start event.
@@ -79,7 +79,7 @@ func newETWTranslator(h Handler, targets []int, toNS func(int64) int64, interval
 		targets:  map[uint32]bool{},
 		exited:   map[uint32]bool{},
 		tidPid:   map[uint32]uint32{},
-		byThread: map[uint32]*etwPending{},
+		byThread: map[uint32][]*etwPending{},
 		defs:     map[uint64][]etwKeyDef{},
 	}
 	for _, p := range targets {
@@ -125,9 +125,6 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		if known && !t.targets[pid] {
 			return
 		}
-		if old := t.byThread[s.TID]; old != nil {
-			old.closed = true
-		}
 		count := int64(max(s.Count, 1))
 		p := &etwPending{raw: e.Time, unowned: !known, ev: Sample{
 			Time: t.toNS(e.Time), Pid: int(pid), Tid: int(s.TID), CPU: cpu,
@@ -135,7 +132,7 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 			InKernel: t.isKernel(s.IP),
 		}}
 		t.queue = append(t.queue, p)
-		t.byThread[s.TID] = p
+		t.byThread[s.TID] = append(t.byThread[s.TID], p)
 	case etw.KindStack:
 		s, ok := etw.DecodeStack(e.Payload, e.Ptr64)
 		if ok && len(s.Frames) > 0 {
@@ -208,9 +205,8 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		if !ok {
 			return
 		}
-		if p := t.byThread[th.TID]; p != nil {
+		for _, p := range t.byThread[th.TID] {
 			p.closed = true
-			delete(t.byThread, th.TID)
 		}
 		if t.targets[th.PID] {
 			t.h(&Exit{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID)})
@@ -243,27 +239,35 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 	t.emit(false)
 }
 
-// addFragment attaches part of a stack to its sample's pending entry: the
-// one of thread s.TID logged at s.SampleTime. The user-mode part of a stack
-// taken in kernel mode comes in a later event, when the thread returns to
-// user mode (samply's samples_with_pending_stacks).
+// addFragment attaches part of a stack to its sample: the one of thread
+// s.TID logged at s.SampleTime. A sample taken in kernel mode gets its
+// kernel part at once and its user part when the thread returns to user
+// mode, in a later event; if the thread was sampled several times in the
+// kernel meanwhile, that one user part is the user stack of all of them,
+// so a user part also completes the thread's earlier samples still waiting
+// for theirs (samply's samples_with_pending_stacks).
 func (t *etwTranslator) addFragment(s etw.Stack, f *etwFragment) bool {
-	p := t.byThread[s.TID]
-	if p == nil || p.raw != s.SampleTime {
-		// Not the newest sample of the thread: look in the queue.
-		p = nil
-		for i := len(t.queue) - 1; i >= 0; i-- {
-			if q := t.queue[i]; q.raw == s.SampleTime && q.ev.Tid == int(s.TID) {
-				p = q
-				break
-			}
+	q := t.byThread[s.TID]
+	user := !f.keyed && len(f.frames) > 0 && !t.isKernel(f.frames[0])
+	found := false
+	for i := len(q) - 1; i >= 0; i-- {
+		p := q[i]
+		if p.raw == s.SampleTime {
+			p.frags = append(p.frags, f)
+			found = true
+			continue
+		}
+		if user && p.raw < s.SampleTime && t.waitsForUser(p) {
+			p.frags = append(p.frags, f)
 		}
 	}
-	if p == nil {
-		return false
-	}
-	p.frags = append(p.frags, f)
-	return true
+	return found
+}
+
+// waitsForUser reports whether p has a kernel part and no user part yet.
+func (t *etwTranslator) waitsForUser(p *etwPending) bool {
+	kern, user, keys := t.parts(p)
+	return !keys && user == nil && kern != nil && t.isKernel(kern[len(kern)-1])
 }
 
 // complete reports whether p's stack can get no more parts.
@@ -331,8 +335,13 @@ func (t *etwTranslator) emit(final bool) {
 		if !p.unowned && t.targets[uint32(p.ev.Pid)] {
 			t.send(p)
 		}
-		if t.byThread[uint32(p.ev.Tid)] == p {
-			delete(t.byThread, uint32(p.ev.Tid))
+		tid := uint32(p.ev.Tid)
+		if q := t.byThread[tid]; len(q) > 0 && q[0] == p {
+			if len(q) == 1 {
+				delete(t.byThread, tid)
+			} else {
+				t.byThread[tid] = q[1:]
+			}
 		}
 		t.queue[n] = nil
 		n++

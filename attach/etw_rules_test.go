@@ -102,9 +102,9 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	if !reflect.DeepEqual(pids, []int{100, 300}) {
 		t.Errorf("samples of pids %v, want 100 and its child 300 only", pids)
 	}
-	// The child, then its first thread (Windows tids are not pids).
-	if len(out.forks) != 2 || out.forks[0] != (Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) ||
-		out.forks[1] != (Fork{Time: 2000, Pid: 300, Tid: 301, Ppid: 300, Ptid: 300}) {
+	// The child; its first thread is its main thread, reported with
+	// the pid as tid, not as a new thread.
+	if len(out.forks) != 1 || out.forks[0] != (Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
 		t.Errorf("forks %+v", out.forks)
 	}
 	if len(out.maps) != 1 || out.maps[0].Pid != 100 || out.maps[0].Start != 0x140000000 || out.maps[0].End != 0x140010000 {
@@ -113,8 +113,12 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{`C:\app.exe`, "-x", "a b"}) {
 		t.Errorf("comms %+v", out.comms)
 	}
-	if len(out.exits) != 3 {
-		t.Errorf("exits %+v, want the child's thread and process, and the target", out.exits)
+	want := []Exit{{Time: 4000, Pid: 300, Tid: 300}, {Time: 5000, Pid: 100, Tid: 100}}
+	if !reflect.DeepEqual(out.exits, want) {
+		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.exits)
+	}
+	if out.samples[1].Tid != 300 {
+		t.Errorf("the child's main thread's sample has tid %d, want the pid", out.samples[1].Tid)
 	}
 }
 
@@ -226,7 +230,8 @@ func TestETWRulesLateThreadStart(t *testing.T) {
 		tr.Event(e, 0)
 	}
 	tr.Flush()
-	if len(out.samples) != 1 || out.samples[0].Tid != 105 || out.samples[0].Pid != 100 {
+	// 105 is 100's first thread: its main thread, reported as tid 100.
+	if len(out.samples) != 1 || out.samples[0].Tid != 100 || out.samples[0].Pid != 100 {
 		t.Errorf("samples %+v, want thread 105's only", out.samples)
 	}
 }

@@ -40,6 +40,11 @@ type etwTranslator struct {
 	exited   map[uint32]bool
 	launched int // how many targets there were at the start, for Done
 	tidPid   map[uint32]uint32
+	// mainTid is each target's first thread. It is reported with the
+	// pid as its tid, the way attach's events mark a main thread (and the
+	// mach backend does too): Windows thread ids are never process ids,
+	// and the two share one namespace, so this clashes with no thread.
+	mainTid  map[uint32]uint32
 	kimages  []Map // kernel images (pid 0), given to every target with kernel on
 	queue    []*etwPending
 	byThread map[uint32][]*etwPending // each thread's samples not sent yet, oldest first
@@ -53,6 +58,7 @@ type etwTranslator struct {
 type etwPending struct {
 	ev     Sample
 	raw    int64
+	tid    uint32 // the thread's own id (ev.Tid is the pid for a main thread)
 	frags  []*etwFragment
 	closed bool // the thread ended
 	// unowned says no thread event had named the sample's thread yet:
@@ -79,6 +85,7 @@ func newETWTranslator(h Handler, targets []int, toNS func(int64) int64, interval
 		targets:  map[uint32]bool{},
 		exited:   map[uint32]bool{},
 		tidPid:   map[uint32]uint32{},
+		mainTid:  map[uint32]uint32{},
 		byThread: map[uint32][]*etwPending{},
 		defs:     map[uint64][]etwKeyDef{},
 	}
@@ -126,7 +133,7 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 			return
 		}
 		count := int64(max(s.Count, 1))
-		p := &etwPending{raw: e.Time, unowned: !known, ev: Sample{
+		p := &etwPending{raw: e.Time, tid: s.TID, unowned: !known, ev: Sample{
 			Time: t.toNS(e.Time), Pid: int(pid), Tid: int(s.TID), CPU: cpu,
 			CPUDelta: count * t.interval, Stack: []uint64{s.IP},
 			InKernel: t.isKernel(s.IP),
@@ -189,16 +196,18 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		if !t.targets[th.PID] {
 			return
 		}
-		if etw.KindOf(e) == etw.KindThreadStart && th.TID != th.PID {
+		if _, ok := t.mainTid[th.PID]; !ok {
+			t.mainTid[th.PID] = th.TID
+		} else if etw.KindOf(e) == etw.KindThreadStart {
 			t.h(&Fork{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID), Ppid: int(th.PID), Ptid: int(th.PID)})
 		}
 		if th.Name != "" {
-			t.h(&Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID), Name: th.Name})
+			t.h(&Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: th.Name})
 		}
 	case etw.KindThreadName:
 		th, name, ok := etw.DecodeThreadName(e.Payload)
 		if ok && t.targets[th.PID] {
-			t.h(&Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID), Name: name})
+			t.h(&Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: name})
 		}
 	case etw.KindThreadEnd:
 		th, ok := etw.DecodeThread(e.Payload, e.Ptr64, e.Version)
@@ -208,7 +217,9 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		for _, p := range t.byThread[th.TID] {
 			p.closed = true
 		}
-		if t.targets[th.PID] {
+		// The main thread's end is not the process's: Exit with the
+		// pid as tid is, so it waits for Process End.
+		if t.targets[th.PID] && t.mainTid[th.PID] != th.TID {
 			t.h(&Exit{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID)})
 		}
 	case etw.KindImageLoad, etw.KindImageRundown:
@@ -277,7 +288,7 @@ func (t *etwTranslator) complete(p *etwPending, final bool) bool {
 	}
 	aged := t.maxWait > 0 && t.now-p.raw > t.maxWait
 	if p.unowned {
-		if pid, ok := t.tidPid[uint32(p.ev.Tid)]; ok {
+		if pid, ok := t.tidPid[p.tid]; ok {
 			p.unowned, p.ev.Pid = false, int(pid)
 		} else {
 			return aged
@@ -328,14 +339,14 @@ func (t *etwTranslator) emit(final bool) {
 		p := t.queue[n]
 		t.bindKeys(p)
 		if p.unowned {
-			if pid, ok := t.tidPid[uint32(p.ev.Tid)]; ok {
+			if pid, ok := t.tidPid[p.tid]; ok {
 				p.unowned, p.ev.Pid = false, int(pid)
 			}
 		}
 		if !p.unowned && t.targets[uint32(p.ev.Pid)] {
 			t.send(p)
 		}
-		tid := uint32(p.ev.Tid)
+		tid := p.tid
 		if q := t.byThread[tid]; len(q) > 0 && q[0] == p {
 			if len(q) == 1 {
 				delete(t.byThread, tid)
@@ -376,7 +387,16 @@ func (t *etwTranslator) bindKeys(p *etwPending) {
 
 func cmpKeyDef(x, y etwKeyDef) int { return cmp.Compare(x.time, y.time) }
 
+// outTid is the tid events report for thread tid of process pid.
+func (t *etwTranslator) outTid(pid, tid uint32) int {
+	if m, ok := t.mainTid[pid]; ok && m == tid {
+		return int(pid)
+	}
+	return int(tid)
+}
+
 func (t *etwTranslator) send(p *etwPending) {
+	p.ev.Tid = t.outTid(uint32(p.ev.Pid), p.tid)
 	kern, user, _ := t.parts(p)
 	if n := len(kern); n > 0 && !t.isKernel(kern[n-1]) {
 		user = nil // a whole stack in one event

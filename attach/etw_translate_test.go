@@ -108,7 +108,16 @@ func TestETWTranslatorMatchesETLReader(t *testing.T) {
 		if s.CPUDelta != 1e6 {
 			t.Fatalf("CPUDelta %d, want the 1 ms interval", s.CPUDelta)
 		}
-		byTid[s.Tid] = append(byTid[s.Tid], s)
+		tid := s.Tid
+		if tid == 3644 { // the main thread, reported with the pid
+			tid = int(tr.mainTid[3644])
+		}
+		byTid[tid] = append(byTid[tid], s)
+	}
+	for _, th := range want.Threads {
+		if th.Main && th.Tid != int(tr.mainTid[3644]) {
+			t.Errorf("main thread %d, the ETL reader's is %d", tr.mainTid[3644], th.Tid)
+		}
 	}
 	total, frames := 0, 0
 	for _, th := range want.Threads {

@@ -242,3 +242,30 @@ func TestSplitCommandLine(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestETWRulesMainThreadOutOfOrder: the main thread is the one that
+// started first, even when another CPU's buffer brings a later thread's
+// start (and samples) first.
+func TestETWRulesMainThreadOutOfOrder(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, false, 100)
+	tr.maxWait = 50
+	for _, e := range []*etw.Event{
+		procEvent(1, 1, 300, 100, "child.exe", "child.exe"),
+		threadEvent(1, 5, 300, 302),
+		sampleEvent(6, 302, uAddr),
+		stackEvent(6, 6, 300, 302, uAddr),
+		threadEvent(1, 2, 300, 301),
+		sampleEvent(7, 301, uAddr),
+		stackEvent(7, 7, 300, 301, uAddr),
+	} {
+		tr.Event(e, 0)
+	}
+	if len(out.samples) != 0 {
+		t.Fatalf("samples %+v sent while the main thread may still change", out.samples)
+	}
+	tr.Event(threadEvent(3, 100, 300, 303), 0) // time passes
+	if len(out.samples) != 2 || out.samples[0].Tid != 302 || out.samples[1].Tid != 300 {
+		t.Fatalf("samples %+v, want thread 302 as itself and 301 (started first) as the main thread", out.samples)
+	}
+}

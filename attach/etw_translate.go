@@ -44,15 +44,20 @@ type etwTranslator struct {
 	// pid as its tid, the way attach's events mark a main thread (and the
 	// mach backend does too): Windows thread ids are never process ids,
 	// and the two share one namespace, so this clashes with no thread.
-	mainTid  map[uint32]uint32
-	kimages  []Map // kernel images (pid 0), given to every target with kernel on
-	queue    []*etwPending
-	byThread map[uint32][]*etwPending // each thread's samples not sent yet, oldest first
-	defs     map[uint64][]etwKeyDef
-	events   int // every event seen, whoever's
-	samples  int // samples sent
-	lost     uint64
-	now      int64 // the newest event time seen
+	mainTid map[uint32]uint32
+	// Buffers of different CPUs arrive out of time order, so the first
+	// thread seen may not be the first started: until the choice has been
+	// used in an event, a thread that started earlier takes over.
+	mainStart map[uint32]int64
+	mainUsed  map[uint32]bool
+	kimages   []Map // kernel images (pid 0), given to every target with kernel on
+	queue     []*etwPending
+	byThread  map[uint32][]*etwPending // each thread's samples not sent yet, oldest first
+	defs      map[uint64][]etwKeyDef
+	events    int // every event seen, whoever's
+	samples   int // samples sent
+	lost      uint64
+	now       int64 // the newest event time seen
 }
 
 type etwPending struct {
@@ -82,12 +87,14 @@ type etwKeyDef struct {
 func newETWTranslator(h Handler, targets []int, toNS func(int64) int64, interval int64, kernel bool) *etwTranslator {
 	t := &etwTranslator{
 		h: h, toNS: toNS, interval: interval, kernel: kernel, ptr64: true,
-		targets:  map[uint32]bool{},
-		exited:   map[uint32]bool{},
-		tidPid:   map[uint32]uint32{},
-		mainTid:  map[uint32]uint32{},
-		byThread: map[uint32][]*etwPending{},
-		defs:     map[uint64][]etwKeyDef{},
+		targets:   map[uint32]bool{},
+		exited:    map[uint32]bool{},
+		tidPid:    map[uint32]uint32{},
+		mainTid:   map[uint32]uint32{},
+		mainStart: map[uint32]int64{},
+		mainUsed:  map[uint32]bool{},
+		byThread:  map[uint32][]*etwPending{},
+		defs:      map[uint64][]etwKeyDef{},
 	}
 	for _, p := range targets {
 		t.targets[uint32(p)] = true
@@ -196,8 +203,8 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		if !t.targets[th.PID] {
 			return
 		}
-		if _, ok := t.mainTid[th.PID]; !ok {
-			t.mainTid[th.PID] = th.TID
+		if m, ok := t.mainTid[th.PID]; !ok || m != th.TID && !t.mainUsed[th.PID] && e.Time < t.mainStart[th.PID] && etw.KindOf(e) == etw.KindThreadStart {
+			t.mainTid[th.PID], t.mainStart[th.PID] = th.TID, e.Time
 		} else if etw.KindOf(e) == etw.KindThreadStart {
 			t.h(&Fork{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID), Ppid: int(th.PID), Ptid: int(th.PID)})
 		}
@@ -219,7 +226,7 @@ func (t *etwTranslator) Event(e *etw.Event, cpu int) {
 		}
 		// The main thread's end is not the process's: Exit with the
 		// pid as tid is, so it waits for Process End.
-		if t.targets[th.PID] && t.mainTid[th.PID] != th.TID {
+		if t.targets[th.PID] && t.outTid(th.PID, th.TID) != int(th.PID) {
 			t.h(&Exit{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID)})
 		}
 	case etw.KindImageLoad, etw.KindImageRundown:
@@ -293,6 +300,9 @@ func (t *etwTranslator) complete(p *etwPending, final bool) bool {
 		} else {
 			return aged
 		}
+	}
+	if pid := uint32(p.ev.Pid); !t.mainUsed[pid] && t.maxWait > 0 && t.now-t.mainStart[pid] <= t.maxWait {
+		return false // which thread is the main one may still change
 	}
 	kern, user, pendingKeys := t.parts(p)
 	switch {
@@ -389,6 +399,7 @@ func cmpKeyDef(x, y etwKeyDef) int { return cmp.Compare(x.time, y.time) }
 
 // outTid is the tid events report for thread tid of process pid.
 func (t *etwTranslator) outTid(pid, tid uint32) int {
+	t.mainUsed[pid] = true
 	if m, ok := t.mainTid[pid]; ok && m == tid {
 		return int(pid)
 	}

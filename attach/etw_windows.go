@@ -88,8 +88,8 @@ func etwInitCallbacks() {
 	etwCallbacks.Do(func() {
 		etwRecordCB = syscall.NewCallback(func(r *eventRecord) uintptr {
 			s := etwCurrent.Load()
-			if s == nil || r == nil {
-				return 0
+			if s == nil || r == nil || s.panicV.Load() != nil {
+				return 0 // no session, or its translator panicked: the rest is dropped
 			}
 			defer func() {
 				// A panic on ETW's thread would skip Record's

@@ -18,6 +18,7 @@ const (
 	Perf   Backend = "perf"   // Linux perf_event_open
 	Ptrace Backend = "ptrace" // Linux ptrace and timers, where perf is denied
 	Mach   Backend = "mach"   // macOS task and thread ports
+	ETW    Backend = "etw"    // Windows kernel trace session
 )
 
 // Backends lists the backends this platform has, best first; Auto tries

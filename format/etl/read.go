@@ -139,6 +139,14 @@ const sniffSize = bufferHeaderSize + 0x20 + 0x24
 // own limit.
 const maxBuffer = 16 << 20
 
+// Walk calls fn for every event of an ETL file, in file order, with the
+// CPU of the buffer it was in. It is what Read decodes, for a consumer that
+// wants the events themselves (the live ETW backend's tests replay a real
+// trace through its translator with it). Events do not outlive the call.
+func Walk(r io.Reader, fn func(e *etw.Event, cpu int)) error {
+	return walk(bufio.NewReaderSize(r, 1<<16), func(e *etw.Event, cpu, _ int) { fn(e, cpu) })
+}
+
 // walk calls fn for every event of every buffer, in file order, with the
 // buffer's CPU and the buffer's index. Events do not outlive the call:
 // fn must copy what it keeps.

@@ -50,7 +50,7 @@ func TestDiffGate(t *testing.T) {
 			Broken []string `json:"broken"`
 		} `json:"rules"`
 		Functions []struct {
-			Name string `json:"name"`
+			Name  string `json:"name"`
 			Total struct {
 				Base, New, Delta float64
 				Significant      bool

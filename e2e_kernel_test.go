@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // threadTimes is what sysheavy prints for one thread: getrusage's view.
@@ -53,10 +53,10 @@ func cpuClose(got, want int64) bool {
 
 // kernelShare is the fraction of th's samples taken in the kernel: with a
 // kernel frame on top (a real one, or the [kernel] stand-in).
-func kernelShare(th *format.Thread) float64 {
+func kernelShare(th *profile.Thread) float64 {
 	n := 0
 	for _, s := range th.Samples.Stack {
-		if s != format.NoStack && th.Frames.Frames[th.Stacks.Frame[s]].Category == format.CategoryKernel {
+		if s != profile.NoStack && th.Frames.Frames[th.Stacks.Frame[s]].Category == profile.CategoryKernel {
 			n++
 		}
 	}
@@ -66,13 +66,13 @@ func kernelShare(th *format.Thread) float64 {
 // checkCPUAccounted compares each sysheavy thread in the profile at path
 // with its real user + system time: the sum of its samples' CPU deltas,
 // and (when samplesToo) its sample count times the interval.
-func checkCPUAccounted(t *testing.T, path string, times map[int]threadTimes, samplesToo bool) map[int]*format.Thread {
+func checkCPUAccounted(t *testing.T, path string, times map[int]threadTimes, samplesToo bool) map[int]*profile.Thread {
 	t.Helper()
 	p, err := gecko.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	threads := map[int]*format.Thread{}
+	threads := map[int]*profile.Thread{}
 	for _, pr := range p.Processes {
 		for _, th := range pr.Threads {
 			threads[th.Tid] = th
@@ -107,7 +107,7 @@ func checkCPUAccounted(t *testing.T, path string, times map[int]threadTimes, sam
 // checkKernelShare checks that kernel-mode samples show up in proportion
 // to system time (getrusage splits user and system by clock ticks, so the
 // tolerance is wide), on top of a user stack.
-func checkKernelShare(t *testing.T, threads map[int]*format.Thread, times map[int]threadTimes, wantLabel bool) {
+func checkKernelShare(t *testing.T, threads map[int]*profile.Thread, times map[int]threadTimes, wantLabel bool) {
 	t.Helper()
 	for tid, tt := range times {
 		th := threads[tid]
@@ -119,7 +119,7 @@ func checkKernelShare(t *testing.T, threads map[int]*format.Thread, times map[in
 			t.Errorf("thread %s: %.0f%% of samples in the kernel; getrusage says %.0f%% of its time was", tt.name, 100*got, 100*want)
 		}
 		for i, f := range th.Frames.Frames {
-			if f.Category != format.CategoryKernel {
+			if f.Category != profile.CategoryKernel {
 				continue
 			}
 			if isLabel := f.Label != ""; isLabel != wantLabel {
@@ -129,7 +129,7 @@ func checkKernelShare(t *testing.T, threads map[int]*format.Thread, times map[in
 			// The frame below a kernel frame is a kernel or user frame,
 			// never nothing: the user stack that entered the kernel.
 			for s, fr := range th.Stacks.Frame {
-				if int(fr) == i && th.Stacks.Prefix[s] == format.NoStack {
+				if int(fr) == i && th.Stacks.Prefix[s] == profile.NoStack {
 					t.Errorf("thread %s: kernel frame %+v has no user stack below it", tt.name, f)
 					break
 				}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format"
 )
 
 // perfRecord runs 'perf record -o OUT ARGS...', and skips the test when
@@ -110,7 +110,7 @@ func checkAgainstPerf(t *testing.T, file string, n int, want ...string) reportJS
 	if r := gprof(t, "convert", file, "-o", out); r.code != 0 {
 		t.Fatalf("gprof convert: exit %d: %s", r.code, r.stderr)
 	}
-	if _, k, err := load.File(out); err != nil || k != load.Processed {
+	if _, k, err := format.File(out); err != nil || k != format.Processed {
 		t.Fatalf("converted file: kind %q, %v", k, err)
 	}
 	return rep

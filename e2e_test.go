@@ -31,7 +31,7 @@ import (
 	"github.com/gprof-dev/gprof/cmd"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -217,7 +217,7 @@ func TestRecordLaunchMultiThread(t *testing.T) {
 		t.Fatalf("got %d processes, want 1", len(p.Processes))
 	}
 	proc := p.Processes[0]
-	threads := map[int]*format.Thread{}
+	threads := map[int]*profile.Thread{}
 	for _, th := range proc.Threads {
 		threads[th.Tid] = th
 	}
@@ -240,7 +240,7 @@ func TestRecordLaunchMultiThread(t *testing.T) {
 	// Every sampled address lies in a lib of its process.
 	for _, th := range proc.Threads {
 		for _, f := range th.Frames.Frames {
-			if f.Label == "" && format.FindLib(proc.Libs, f.Address) == nil {
+			if f.Label == "" && profile.FindLib(proc.Libs, f.Address) == nil {
 				t.Errorf("thread %d: address %#x is in no lib", th.Tid, f.Address)
 			}
 		}
@@ -377,7 +377,7 @@ func TestSplitSurvivesDeletedBinary(t *testing.T) {
 	if meta["symbolicated"] != true {
 		t.Errorf("processed meta.symbolicated = %v", meta["symbolicated"])
 	}
-	pp, _, err := load.File(conv)
+	pp, _, err := format.File(conv)
 	if err != nil {
 		t.Fatalf("reading gprof's processed output: %v", err)
 	}

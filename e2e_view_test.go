@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/analysis/report"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/load"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // TestViewNamesLikeReport records C and Go programs, serves each profile
@@ -150,13 +150,13 @@ func checkViewPProf(t *testing.T, gecko string) {
 // file its debug info names, and the disassembly while the binary exists.
 func checkSourceAsm(t *testing.T, path, fn string, haveBinary bool) {
 	t.Helper()
-	p, _, err := load.File(path)
+	p, _, err := format.File(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var key format.LibKey
+	var key profile.LibKey
 	var addr uint64
-	var sym format.SymbolFrame
+	var sym profile.SymbolFrame
 	for k, ls := range p.Symbols.Libs {
 		for a, frames := range ls.Addresses {
 			if frames[0].Function == fn && frames[0].FuncSize > 0 {
@@ -291,7 +291,7 @@ func startView(t *testing.T, path string) string {
 }
 
 type addrKey struct {
-	lib  format.LibKey
+	lib  profile.LibKey
 	addr uint64
 }
 
@@ -300,15 +300,15 @@ type addrKey struct {
 // does, without the thread at the root.
 func viewFolded(t *testing.T, path, base string) map[string]int64 {
 	t.Helper()
-	p, _, err := load.File(path)
+	p, _, err := format.File(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What the front-end asks for: each native frame at its library-
 	// relative address, nudged one byte into the call for callers.
-	asks := map[format.LibKey]map[uint64]bool{}
-	ask := func(proc *format.Process, f format.Frame, caller bool) {
-		l := format.FindLib(proc.Libs, f.Address)
+	asks := map[profile.LibKey]map[uint64]bool{}
+	ask := func(proc *profile.Process, f profile.Frame, caller bool) {
+		l := profile.FindLib(proc.Libs, f.Address)
 		if f.Label != "" || l == nil {
 			return
 		}
@@ -321,11 +321,11 @@ func viewFolded(t *testing.T, path, base string) map[string]int64 {
 		}
 		asks[l.Key()][a] = true
 	}
-	walk := func(visit func(proc *format.Process, th *format.Thread, sample int, frames []format.Frame)) {
+	walk := func(visit func(proc *profile.Process, th *profile.Thread, sample int, frames []profile.Frame)) {
 		for _, proc := range p.Processes {
 			for _, th := range proc.Threads {
 				for i, s := range th.Samples.Stack {
-					var frames []format.Frame // leaf first
+					var frames []profile.Frame // leaf first
 					for ; s >= 0; s = th.Stacks.Prefix[s] {
 						frames = append(frames, th.Frames.Frames[th.Stacks.Frame[s]])
 					}
@@ -334,7 +334,7 @@ func viewFolded(t *testing.T, path, base string) map[string]int64 {
 			}
 		}
 	}
-	walk(func(proc *format.Process, _ *format.Thread, _ int, frames []format.Frame) {
+	walk(func(proc *profile.Process, _ *profile.Thread, _ int, frames []profile.Frame) {
 		for i, f := range frames {
 			ask(proc, f, i > 0)
 		}
@@ -400,11 +400,11 @@ func viewFolded(t *testing.T, path, base string) map[string]int64 {
 	}
 
 	folded := map[string]int64{}
-	walk(func(proc *format.Process, th *format.Thread, sample int, frames []format.Frame) {
+	walk(func(proc *profile.Process, th *profile.Thread, sample int, frames []profile.Frame) {
 		var parts []string
 		for i := len(frames) - 1; i >= 0; i-- {
 			f := frames[i]
-			l := format.FindLib(proc.Libs, f.Address)
+			l := profile.FindLib(proc.Libs, f.Address)
 			switch {
 			case f.Label != "":
 				parts = append(parts, f.Label)

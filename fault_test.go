@@ -28,8 +28,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 var backends = []string{"perf", "ptrace"}
@@ -177,7 +177,7 @@ func (r faultReport) selfSamples(proc, fn string) int64 {
 }
 
 // samplesByTid counts samples per thread over all processes.
-func samplesByTid(p *format.Profile) map[int]int {
+func samplesByTid(p *profile.Profile) map[int]int {
 	m := map[int]int{}
 	for _, proc := range p.Processes {
 		for _, th := range proc.Threads {
@@ -512,7 +512,7 @@ func TestFaultFork(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var child *format.Process
+			var child *profile.Process
 			for _, proc := range p.Processes {
 				if proc.Pid != pid {
 					child = proc
@@ -658,7 +658,7 @@ func TestFaultUnmappedLibrary(t *testing.T) {
 }
 
 // libNamed finds a process's lib whose path is path.
-func libNamed(proc *format.Process, path string) *format.Lib {
+func libNamed(proc *profile.Process, path string) *profile.Lib {
 	for i := range proc.Libs {
 		if proc.Libs[i].Path == path {
 			return &proc.Libs[i]
@@ -735,7 +735,7 @@ func TestFaultVanishedBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lib *format.Lib
+		var lib *profile.Lib
 		for _, proc := range p.Processes {
 			if l := libNamed(proc, bin); l != nil {
 				lib = l

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // synthProfile writes a Gecko profile of threads × samples samples over
@@ -34,20 +34,20 @@ func synthProfile(t *testing.T, path string, threads, samples int) {
 	t.Helper()
 	rng := rand.New(rand.NewSource(1))
 	const funcs = 2000
-	key := format.LibKey{DebugName: "synthlib", BreakpadID: "5A5A"}
-	lib := format.Lib{Start: 0x400000, End: 0x400000 + funcs*256, Name: "synthlib", Path: "/nonexistent/synthlib", DebugName: key.DebugName, BreakpadID: key.BreakpadID}
-	st := &format.SymbolTable{}
+	key := profile.LibKey{DebugName: "synthlib", BreakpadID: "5A5A"}
+	lib := profile.Lib{Start: 0x400000, End: 0x400000 + funcs*256, Name: "synthlib", Path: "/nonexistent/synthlib", DebugName: key.DebugName, BreakpadID: key.BreakpadID}
+	st := &profile.SymbolTable{}
 	for f := uint64(0); f < funcs; f++ {
-		st.Add(key, f*256, []format.SymbolFrame{{Function: "synth_function_" + strconv.Itoa(int(f)), FuncAddr: f * 256, FuncSize: 256}})
+		st.Add(key, f*256, []profile.SymbolFrame{{Function: "synth_function_" + strconv.Itoa(int(f)), FuncAddr: f * 256, FuncSize: 256}})
 	}
-	pr := &format.Process{Pid: 1, Name: "synth", End: -1, Libs: []format.Lib{lib}}
+	pr := &profile.Process{Pid: 1, Name: "synth", End: -1, Libs: []profile.Lib{lib}}
 	for i := 0; i < threads; i++ {
-		th := &format.Thread{Tid: 1 + i, Name: "worker", Main: i == 0, End: -1}
+		th := &profile.Thread{Tid: 1 + i, Name: "worker", Main: i == 0, End: -1}
 		pool := make([]int32, 5000)
 		for j := range pool {
-			fs := make([]format.Frame, 8+rng.Intn(24))
+			fs := make([]profile.Frame, 8+rng.Intn(24))
 			for d := range fs {
-				fs[d] = format.Frame{Address: lib.Start + uint64(rng.Intn(funcs))*256, Category: format.CategoryUser}
+				fs[d] = profile.Frame{Address: lib.Start + uint64(rng.Intn(funcs))*256, Category: profile.CategoryUser}
 			}
 			pool[j] = th.InternStack(fs)
 		}
@@ -56,7 +56,7 @@ func synthProfile(t *testing.T, path string, threads, samples int) {
 		}
 		pr.Threads = append(pr.Threads, th)
 	}
-	p := &format.Profile{Meta: format.Meta{Product: "synth", Interval: 1e6, Duration: int64(samples) * 1e6}, Processes: []*format.Process{pr}, Symbols: st}
+	p := &profile.Profile{Meta: profile.Meta{Product: "synth", Interval: 1e6, Duration: int64(samples) * 1e6}, Processes: []*profile.Process{pr}, Symbols: st}
 	if err := gecko.WriteFile(path, p); err != nil {
 		t.Fatal(err)
 	}

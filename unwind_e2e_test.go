@@ -17,8 +17,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -27,7 +27,7 @@ import (
 // executable's entry point (_start) for the main thread, the thread
 // creation code in libc for other threads. Being structural, it needs no
 // symbols, so it works on Debian's stripped binaries.
-func completeness(t *testing.T, proc *format.Process, exe string) (float64, int) {
+func completeness(t *testing.T, proc *profile.Process, exe string) (float64, int) {
 	t.Helper()
 	f, err := elf.Open(exe)
 	if err != nil {
@@ -45,16 +45,16 @@ func completeness(t *testing.T, proc *format.Process, exe string) (float64, int)
 	complete, total := 0, 0
 	for _, th := range proc.Threads {
 		for _, s := range th.Samples.Stack {
-			if s == format.NoStack {
+			if s == profile.NoStack {
 				continue
 			}
 			total++
 			outer := s
-			for th.Stacks.Prefix[outer] != format.NoStack {
+			for th.Stacks.Prefix[outer] != profile.NoStack {
 				outer = th.Stacks.Prefix[outer]
 			}
 			addr := th.Frames.Frames[th.Stacks.Frame[outer]].Address
-			lib := format.FindLib(proc.Libs, addr)
+			lib := profile.FindLib(proc.Libs, addr)
 			if lib == nil {
 				continue
 			}
@@ -73,7 +73,7 @@ func completeness(t *testing.T, proc *format.Process, exe string) (float64, int)
 	return float64(complete) / float64(total), total
 }
 
-func recordProfile(t *testing.T, args ...string) *format.Profile {
+func recordProfile(t *testing.T, args ...string) *profile.Profile {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "p.json.gz")
 	r := gprof(t, append([]string{"record", "-q", "-o", out}, args...)...)
@@ -115,7 +115,7 @@ func TestOmitFramePointerStacks(t *testing.T) {
 	}
 }
 
-func writeTemp(t *testing.T, p *format.Profile) string {
+func writeTemp(t *testing.T, p *profile.Profile) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "w.json.gz")
 	if err := gecko.WriteFile(path, p); err != nil {
@@ -142,7 +142,7 @@ func TestDebianBinaryStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := recordProfile(t, "--", xz, "-6", "-T1", "-k", "-f", in)
-	var proc *format.Process
+	var proc *profile.Process
 	for _, pr := range p.Processes {
 		if pr.Name == "xz" {
 			proc = pr

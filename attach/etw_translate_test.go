@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/etl"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // perfViewTrace is format/etl's real PerfView trace (kernel + CLR, 8 CPUs,
@@ -86,7 +86,7 @@ func TestETWTranslatorMatchesETLReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want *format.Process
+	var want *profile.Process
 	for _, p := range prof.Processes {
 		if p.Pid == 3644 {
 			want = p
@@ -129,8 +129,8 @@ func TestETWTranslatorMatchesETLReader(t *testing.T) {
 		}
 		total += len(got)
 		for i, si := range th.Samples.Stack {
-			var wantFr []format.Frame
-			for s := si; s != format.NoStack; s = th.Stacks.Prefix[s] {
+			var wantFr []profile.Frame
+			for s := si; s != profile.NoStack; s = th.Stacks.Prefix[s] {
 				wantFr = append(wantFr, th.Frames.Frames[th.Stacks.Frame[s]])
 			}
 			g := got[i]
@@ -148,7 +148,7 @@ func TestETWTranslatorMatchesETLReader(t *testing.T) {
 			}
 			nk := 0
 			for _, f := range wantFr {
-				if f.Category == format.CategoryKernel {
+				if f.Category == profile.CategoryKernel {
 					nk++
 				}
 			}

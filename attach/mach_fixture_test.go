@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"debug/macho"
 	"encoding/binary"
+	"github.com/gprof-dev/gprof/objfile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,7 +91,7 @@ func machoOracle(t *testing.T, file []byte) oracle {
 	if o.uuid == ([16]byte{}) {
 		t.Fatal("no LC_UUID in the fixture")
 	}
-	o.sizeofcmds = machHeaderSize64 + int(f.Cmdsz)
+	o.sizeofcmds = objfile.MachHeaderSize64 + int(f.Cmdsz)
 	return o
 }
 

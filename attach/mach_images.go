@@ -6,6 +6,7 @@ package attach
 
 import (
 	"fmt"
+	"github.com/gprof-dev/gprof/objfile"
 	"path/filepath"
 )
 
@@ -81,11 +82,11 @@ func (m *machImages) poll(emit func(Event), now int64) error {
 
 // image reads and identifies one image from the target's memory.
 func (m *machImages) image(im dyldImage) (*Map, error) {
-	var h [machHeaderSize64]byte
+	var h [objfile.MachHeaderSize64]byte
 	if err := m.task.read(im.Header, h[:]); err != nil {
 		return nil, err
 	}
-	n, err := machoSizeOfCmds(h[:])
+	n, err := objfile.MachOSizeOfCmds(h[:])
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (m *machImages) image(im dyldImage) (*Map, error) {
 	if err := m.task.read(im.Header, hdr); err != nil {
 		return nil, err
 	}
-	img, err := machoFromMemory(hdr)
+	img, err := objfile.MachOFromMemory(hdr)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gprof-dev/gprof/objfile"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestMachImagesPoll(t *testing.T) {
 	if err := m.poll(log.emit, 1); err != nil {
 		t.Fatal(err)
 	}
-	id := func(o oracle) string { return (machoImage{UUID: o.uuid}).BreakpadID() }
+	id := func(o oracle) string { return (objfile.MachOImage{UUID: o.uuid}).BreakpadID() }
 	want := []string{
 		"map 0x100000000-" + hex64(appHdr+appID.textSize) + " /Users/me/app " + id(appID),
 		"map 0x18c000000-" + hex64(libHdr+libID.textSize) + " /usr/lib/libSystem.B.dylib " + id(libID),

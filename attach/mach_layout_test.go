@@ -4,6 +4,7 @@ import (
 	"debug/macho"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/gprof-dev/gprof/objfile"
 	"slices"
 	"strings"
 	"testing"
@@ -19,12 +20,12 @@ func TestMachoFromMemoryRealBinaries(t *testing.T) {
 			want := machoOracle(t, file)
 			// Only the header and load commands are in memory at the load
 			// address for the decoder to see; give it exactly that.
-			head := file[:machHeaderSize64]
-			n, err := machoSizeOfCmds(head)
+			head := file[:objfile.MachHeaderSize64]
+			n, err := objfile.MachOSizeOfCmds(head)
 			if err != nil || n != want.sizeofcmds {
-				t.Fatalf("machoSizeOfCmds = %d, %v; want %d", n, err, want.sizeofcmds)
+				t.Fatalf("objfile.MachOSizeOfCmds = %d, %v; want %d", n, err, want.sizeofcmds)
 			}
-			img, err := machoFromMemory(slices.Clone(file[:n]))
+			img, err := objfile.MachOFromMemory(slices.Clone(file[:n]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestMachoFromMemoryRealBinaries(t *testing.T) {
 				t.Errorf("breakpad ID %s code ID %s, want %s", img.BreakpadID(), img.CodeID(), id)
 			}
 			// A header cut short is an error, not a wrong identity.
-			if _, err := machoFromMemory(file[:n-8]); err == nil {
+			if _, err := objfile.MachOFromMemory(file[:n-8]); err == nil {
 				t.Error("a truncated header decoded")
 			}
 		})
@@ -50,16 +51,16 @@ func TestMachoFromMemoryRealBinaries(t *testing.T) {
 		// A relocatable object has no __TEXT segment and no UUID: it is
 		// never a loaded image, and must not pass for one.
 		obj := clangObject(t, "arm64-apple-macos11", "int f(int x) { return x + 1; }\n")
-		n, err := machoSizeOfCmds(obj)
+		n, err := objfile.MachOSizeOfCmds(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := machoFromMemory(obj[:n]); err == nil {
+		if _, err := objfile.MachOFromMemory(obj[:n]); err == nil {
 			t.Error("an object file decoded as an image")
 		}
 	})
 	t.Run("not macho", func(t *testing.T) {
-		if _, err := machoSizeOfCmds(make([]byte, 64)); err == nil {
+		if _, err := objfile.MachOSizeOfCmds(make([]byte, 64)); err == nil {
 			t.Error("zeros accepted as a Mach-O header")
 		}
 	})
@@ -78,7 +79,7 @@ func TestMachoArchFromClangObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := machoArch(f.Cpu, f.SubCpu); got != want {
+		if got := objfile.MachOArch(f.Cpu, f.SubCpu); got != want {
 			t.Errorf("%s: arch %q, want %q", target, got, want)
 		}
 	}

@@ -10,6 +10,7 @@ package attach
 import (
 	"context"
 	"errors"
+	"github.com/gprof-dev/gprof/objfile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,7 +147,7 @@ func TestMachLiveLaunch(t *testing.T) {
 		// dyld may name it by another path to the same file (/var is a
 		// symlink to /private/var, where temporary directories live).
 		if filepath.Base(m.Path) == filepath.Base(spin) {
-			exe = m.Image.BreakpadID == (machoImage{UUID: want.uuid}).BreakpadID() && m.End-m.Start == want.textSize
+			exe = m.Image.BreakpadID == (objfile.MachOImage{UUID: want.uuid}).BreakpadID() && m.End-m.Start == want.textSize
 		}
 		if _, err := os.Stat(m.Path); strings.HasPrefix(m.Path, "/usr/lib/") && err != nil && m.Image.BreakpadID != "" {
 			cached = true

@@ -1,8 +1,8 @@
 package cmd
 
 import (
-	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -15,7 +15,7 @@ var (
 
 // filterProcesses applies --pid and --name to p; it is a usage error when
 // they leave nothing.
-func filterProcesses(c *cli.Context, p *format.Profile) (*format.Profile, error) {
+func filterProcesses(c *cli.Context, p *profile.Profile) (*profile.Profile, error) {
 	var f report.Filter
 	var err error
 	if f.Pids, err = intList(c, "pid"); err != nil {

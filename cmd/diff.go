@@ -6,7 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gprof-dev/gprof/analysis/diff"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
 	"github.com/gprof-dev/gprof/view"
 )
 

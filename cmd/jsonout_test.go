@@ -12,26 +12,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/analysis/report"
 	"github.com/gprof-dev/gprof/format/gecko"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // jsonProfile is a small symbolicated profile with one thread.
-func jsonProfile() *format.Profile {
-	key := format.LibKey{DebugName: "app", BreakpadID: "A1"}
-	st := &format.SymbolTable{}
-	st.Add(key, 0x100, []format.SymbolFrame{{Function: "hot", File: "h.c", Line: 3}})
-	st.Add(key, 0x200, []format.SymbolFrame{{Function: "main", File: "m.c", Line: 9}})
-	th := &format.Thread{Tid: 7, Name: "app", Main: true, End: -1}
+func jsonProfile() *profile.Profile {
+	key := profile.LibKey{DebugName: "app", BreakpadID: "A1"}
+	st := &profile.SymbolTable{}
+	st.Add(key, 0x100, []profile.SymbolFrame{{Function: "hot", File: "h.c", Line: 3}})
+	st.Add(key, 0x200, []profile.SymbolFrame{{Function: "main", File: "m.c", Line: 9}})
+	th := &profile.Thread{Tid: 7, Name: "app", Main: true, End: -1}
 	for i := 0; i < 4; i++ {
-		s := th.InternStack([]format.Frame{{Address: 0x10100, Category: format.CategoryUser}, {Address: 0x10200, Category: format.CategoryUser}})
+		s := th.InternStack([]profile.Frame{{Address: 0x10100, Category: profile.CategoryUser}, {Address: 0x10200, Category: profile.CategoryUser}})
 		th.Samples.Add(s, int64(i)*1e6, 1e6)
 	}
-	return &format.Profile{
-		Meta: format.Meta{Product: "gprof", Interval: time.Millisecond, Duration: 4e6},
-		Processes: []*format.Process{{Pid: 7, Name: "app", End: -1, Threads: []*format.Thread{th},
-			Libs: []format.Lib{{Start: 0x10000, End: 0x20000, Name: "app", DebugName: "app", BreakpadID: "A1"}}}},
+	return &profile.Profile{
+		Meta: profile.Meta{Product: "gprof", Interval: time.Millisecond, Duration: 4e6},
+		Processes: []*profile.Process{{Pid: 7, Name: "app", End: -1, Threads: []*profile.Thread{th},
+			Libs: []profile.Lib{{Start: 0x10000, End: 0x20000, Name: "app", DebugName: "app", BreakpadID: "A1"}}}},
 		Symbols: st,
 	}
 }

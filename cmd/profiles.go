@@ -10,14 +10,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/gecko"
-	"github.com/gprof-dev/gprof/format/load"
-	"github.com/gprof-dev/gprof/format/pprof"
-	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 
-	// Linked in to read perf.data files (load.Register).
+	// Linked in to read perf.data files (format.Register).
 	_ "github.com/gprof-dev/gprof/record/perfdata"
 )
 
@@ -78,11 +75,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			to := load.Kind(c.String("to"))
-			if to != load.Processed && to != load.Gecko && to != load.PProf {
+			to := format.Kind(c.String("to"))
+			if to != format.Processed && to != format.Gecko && to != format.PProf {
 				return usagef("unknown --to %q: use processed, gecko or pprof", to)
 			}
-			return rewriteProfile(c, in, out, false, func(load.Kind) load.Kind { return to }, func(p *format.Profile) (*format.Profile, error) { return filterProcesses(c, p) })
+			return rewriteProfile(c, in, out, false, func(format.Kind) format.Kind { return to }, func(p *profile.Profile) (*profile.Profile, error) { return filterProcesses(c, p) })
 		},
 	}
 }
@@ -115,11 +112,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			kind := load.Kind(c.String("format"))
-			if kind != "" && kind != load.Gecko && kind != load.Processed {
+			kind := format.Kind(c.String("format"))
+			if kind != "" && kind != format.Gecko && kind != format.Processed {
 				return usagef("unknown --format %q: use gecko or processed", kind)
 			}
-			return rewriteProfile(c, in, out, true, func(in load.Kind) load.Kind {
+			return rewriteProfile(c, in, out, true, func(in format.Kind) format.Kind {
 				if kind == "" {
 					return in
 				}
@@ -134,7 +131,7 @@ Examples:
 // input's. fresh resolves every name again, keeping the old ones that no
 // longer resolve; otherwise only names the profile lacks are looked up.
 // filter, when not nil, narrows the profile before names are resolved.
-func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.Kind) load.Kind, filter func(*format.Profile) (*format.Profile, error)) error {
+func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(format.Kind) format.Kind, filter func(*profile.Profile) (*profile.Profile, error)) error {
 	if err := checkSymbolDirs(c); err != nil {
 		return err
 	}
@@ -161,7 +158,10 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(load.K
 	ph.set("resolving names")
 	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
 	if fresh {
-		keepUnresolved(p, old)
+		if p.Symbols == nil {
+			p.Symbols = &profile.SymbolTable{}
+		}
+		p.Symbols.AddMissing(old)
 	}
 	ph.set("writing " + outName(out))
 	err = writeProfile(out, p, kind(inKind))
@@ -222,18 +222,18 @@ func outName(path string) string {
 
 // readProfile reads the profile at path; '-' is standard input, gzipped
 // or not.
-func readProfile(path string) (*format.Profile, load.Kind, error) {
+func readProfile(path string) (*profile.Profile, format.Kind, error) {
 	if path == "-" {
 		if isTerminal(os.Stdin) {
 			return nil, "", errors.New("standard input is a terminal, not a profile: pipe one in, e.g. 'gprof report - < profile.json.gz'")
 		}
-		p, k, err := load.Reader(os.Stdin)
+		p, k, err := format.Reader(os.Stdin)
 		if err != nil {
 			return nil, k, fmt.Errorf("cannot read profile from standard input: %v", err)
 		}
 		return p, k, nil
 	}
-	p, k, err := load.File(path)
+	p, k, err := format.File(path)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, k, fmt.Errorf("%s does not exist", path)
@@ -247,7 +247,7 @@ func readProfile(path string) (*format.Profile, load.Kind, error) {
 // disk. Failing to find a binary is normal (another machine's profile) and
 // not an error: those frames stay addresses. It returns notices for the
 // end of the command: debug files skipped as another build's.
-func fillSymbols(p *format.Profile, dirs []string) []string {
+func fillSymbols(p *profile.Profile, dirs []string) []string {
 	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
 	return st.RejectedDebugFiles()
 }
@@ -277,23 +277,6 @@ func checkSymbolDirs(c *cli.Context) error {
 	return nil
 }
 
-// keepUnresolved copies entries of old that the fresh symbol table lacks.
-func keepUnresolved(p *format.Profile, old *format.SymbolTable) {
-	if old == nil {
-		return
-	}
-	if p.Symbols == nil {
-		p.Symbols = &format.SymbolTable{}
-	}
-	for k, ls := range old.Libs {
-		for addr, frames := range ls.Addresses {
-			if p.Symbols.Lookup(k, addr) == nil {
-				p.Symbols.Add(k, addr, frames)
-			}
-		}
-	}
-}
-
 // checkWritable fails early, before any long work, when the output cannot
 // be written, so that a long recording is not lost at the end.
 func checkWritable(path string) error {
@@ -315,23 +298,9 @@ func checkWritable(path string) error {
 // ends in .gz; a device or FIFO is written in place. Callers check that
 // path is writable before the long work that precedes writing
 // (checkWritable).
-func writeProfile(path string, p *format.Profile, kind load.Kind) error {
-	var err error
-	switch {
-	case path == "-" && kind == load.Processed:
-		err = processed.Write(os.Stdout, p)
-	case path == "-" && kind == load.PProf:
-		err = pprof.Write(os.Stdout, p)
-	case path == "-":
-		err = gecko.Write(os.Stdout, p)
-	case kind == load.Processed:
-		err = processed.WriteFile(path, p)
-	case kind == load.PProf:
-		err = pprof.WriteFile(path, p)
-	default:
-		err = gecko.WriteFile(path, p)
-	}
-	if err != nil {
+
+func writeProfile(path string, p *profile.Profile, kind format.Kind) error {
+	if err := format.WriteFile(path, p, kind); err != nil {
 		return fmt.Errorf("cannot write %s: %s", outName(path), strings.TrimPrefix(err.Error(), path+": "))
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/record"
 )
 
@@ -130,11 +130,11 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	kind := load.Kind(c.String("format"))
-	if kind != load.Gecko && kind != load.Processed {
+	kind := format.Kind(c.String("format"))
+	if kind != format.Gecko && kind != format.Processed {
 		return usagef("unknown --format %q: use gecko or processed", kind)
 	}
-	if kind == load.Processed && c.Bool("no-symbols") {
+	if kind == format.Processed && c.Bool("no-symbols") {
 		return usagef("--format processed stores names, so it cannot be combined with --no-symbols")
 	}
 	out := c.String("output")

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 )
 

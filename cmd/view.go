@@ -15,7 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/view"
 )
@@ -117,11 +117,11 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 	}
 	// Read it all before serving: a bad profile is an error here, not a
 	// broken page in the browser.
-	p, kind, err := load.Reader(bytes.NewReader(data))
+	p, kind, err := format.Reader(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("cannot read profile %s: %v", path, err)
 	}
-	if kind != load.Gecko && kind != load.Processed {
+	if kind != format.Gecko && kind != format.Processed {
 		// The front-end does not read this format: serve it in the
 		// processed format, names applied, which also keeps sample
 		// weights (pprof's are aggregated) that Gecko's front-end import

@@ -1,10 +1,8 @@
 package etw
 
 import (
-	"bytes"
-	"debug/pe"
-	"encoding/binary"
 	"errors"
+	"github.com/gprof-dev/gprof/objfile"
 	"io"
 	"os"
 )
@@ -44,69 +42,22 @@ func ReadPEIdentity(path string) (PEIdentity, error) {
 	return PEIdentityOf(f)
 }
 
-// PEIdentityOf reads the identity of a PE image file.
+// PEIdentityOf reads the identity of a PE image file, through objfile,
+// the one place object files are parsed.
 func PEIdentityOf(r io.ReaderAt) (PEIdentity, error) {
 	var id PEIdentity
-	f, err := pe.NewFile(r)
+	f, err := objfile.NewFile(r, "")
 	if err != nil {
 		return id, err
 	}
-	id.TimeDateStamp = f.FileHeader.TimeDateStamp
-	var dir pe.DataDirectory
-	switch oh := f.OptionalHeader.(type) {
-	case *pe.OptionalHeader64:
-		id.SizeOfImage = oh.SizeOfImage
-		if len(oh.DataDirectory) > pe.IMAGE_DIRECTORY_ENTRY_DEBUG {
-			dir = oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_DEBUG]
-		}
-	case *pe.OptionalHeader32:
-		id.SizeOfImage = oh.SizeOfImage
-		if len(oh.DataDirectory) > pe.IMAGE_DIRECTORY_ENTRY_DEBUG {
-			dir = oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_DEBUG]
-		}
-	default:
-		return id, errors.New("PE file has no optional header")
+	defer f.Close()
+	tds, size, ok := f.PEHeader()
+	if !ok {
+		return id, errors.New("not a PE file with an optional header")
 	}
-	if dir.Size == 0 || dir.Size > 1<<16 {
-		return id, nil
-	}
-	// The debug directory is at an RVA; find the section holding it.
-	var off int64 = -1
-	for _, s := range f.Sections {
-		if dir.VirtualAddress >= s.VirtualAddress && dir.VirtualAddress+dir.Size <= s.VirtualAddress+max(s.VirtualSize, s.Size) {
-			off = int64(s.Offset) + int64(dir.VirtualAddress-s.VirtualAddress)
-			break
-		}
-	}
-	if off < 0 {
-		return id, nil
-	}
-	ents := make([]byte, dir.Size)
-	if _, err := r.ReadAt(ents, off); err != nil {
-		return id, nil
-	}
-	le := binary.LittleEndian
-	for e := ents; len(e) >= 28; e = e[28:] {
-		if le.Uint32(e[12:]) != 2 { // IMAGE_DEBUG_TYPE_CODEVIEW
-			continue
-		}
-		size, ptr := le.Uint32(e[16:]), le.Uint32(e[24:])
-		if size < 24 || size > 1<<12 {
-			continue
-		}
-		cv := make([]byte, size)
-		if _, err := r.ReadAt(cv, int64(ptr)); err != nil || !bytes.HasPrefix(cv, []byte("RSDS")) {
-			continue
-		}
-		copy(id.GUID[:], cv[4:20])
-		id.Age = le.Uint32(cv[20:])
-		path := cv[24:]
-		if i := bytes.IndexByte(path, 0); i >= 0 {
-			path = path[:i]
-		}
-		id.PDBPath = string(path)
-		id.HasRSDS = true
-		break
+	id.TimeDateStamp, id.SizeOfImage = tds, size
+	if info, ok := f.PDB(); ok {
+		id.GUID, id.Age, id.PDBPath, id.HasRSDS = info.GUID, info.Age, info.Path, true
 	}
 	return id, nil
 }

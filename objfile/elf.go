@@ -166,7 +166,7 @@ func ELFRelativeBase(f *elf.File) uint64 {
 	return 0
 }
 
-// ELFLibOffset returns the Offset of a format.Lib for a mapping that starts
+// ELFLibOffset returns the Offset of a profile.Lib for a mapping that starts
 // at address start and maps the file from fileOffset: the value such that
 // start-offset is the address the binary's relative address 0 (the first
 // PT_LOAD's vaddr) was loaded at, as samply and breakpad count. loads are
@@ -337,7 +337,7 @@ func (p Placement) Known() bool { return p.loads != nil }
 // Segments returns the file's loadable segments.
 func (p Placement) Segments() []Segment { return p.segs }
 
-// LibOffset returns the Offset of a format.Lib for a mapping that starts at
+// LibOffset returns the Offset of a profile.Lib for a mapping that starts at
 // start and maps the file from fileOffset; see ELFLibOffset.
 func (p Placement) LibOffset(start, fileOffset uint64) uint64 {
 	typ := elf.ET_DYN

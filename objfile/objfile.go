@@ -564,3 +564,20 @@ func baseName(p string) string {
 	}
 	return p
 }
+
+// ReadCode returns up to size bytes of the code at SVMA addr, from the
+// executable segment that holds it.
+func (f *File) ReadCode(addr, size uint64) ([]byte, error) {
+	for _, s := range f.Segments() {
+		if !s.Exec || addr < s.Addr || addr >= s.Addr+s.FileSize {
+			continue
+		}
+		n := min(size, s.Addr+s.FileSize-addr)
+		buf := make([]byte, n)
+		if _, err := f.r.ReadAt(buf, int64(s.Offset+addr-s.Addr)); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return nil, fmt.Errorf("address %#x is not in an executable segment", addr)
+}

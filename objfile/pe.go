@@ -247,3 +247,18 @@ func (f *File) peExports() ([]Symbol, error) {
 	}
 	return out, nil
 }
+
+// PEHeader returns a PE file's TimeDateStamp and SizeOfImage, the two
+// fields its code ID is made of (ok is false for other formats).
+func (f *File) PEHeader() (timeDateStamp, sizeOfImage uint32, ok bool) {
+	if f.pe == nil {
+		return 0, 0, false
+	}
+	switch oh := f.pe.OptionalHeader.(type) {
+	case *pe.OptionalHeader64:
+		return f.pe.FileHeader.TimeDateStamp, oh.SizeOfImage, true
+	case *pe.OptionalHeader32:
+		return f.pe.FileHeader.TimeDateStamp, oh.SizeOfImage, true
+	}
+	return 0, 0, false
+}

@@ -3,7 +3,7 @@ package record
 import (
 	"runtime/debug"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // modelShare is the part of a --max-memory budget the profile model itself
@@ -94,4 +94,4 @@ func (bd *bound) dropBefore(b *builder, cut int64) {
 }
 
 // compactDone exists so tests can observe compaction; it does nothing.
-var compactDone = func(*format.Thread) {}
+var compactDone = func(*profile.Thread) {}

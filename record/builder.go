@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // mapping is one executable mapping seen in a process.
@@ -25,8 +25,8 @@ type mapping struct {
 // new proc, marked as an exec image of the same OS process (the old
 // address space and name no longer apply).
 type proc struct {
-	p        *format.Process
-	threads  map[int]*format.Thread
+	p        *profile.Process
+	threads  map[int]*profile.Thread
 	mappings []mapping // in arrival order; later mappings win on overlap
 	mapGen   int       // bumped when mappings are reset (exec)
 	named    bool      // name came from argv or an exec, not a guess
@@ -37,7 +37,7 @@ type proc struct {
 // goroutine only (attach.Handler's contract).
 type builder struct {
 	t0      int64 // monotonic ns of time zero
-	profile *format.Profile
+	profile *profile.Profile
 	procs   map[int]*proc // live process per pid
 	all     []*proc       // every process ever seen, in order of appearance
 
@@ -64,7 +64,7 @@ type builder struct {
 
 	// off tracks threads off the CPU (see offcpu.go); offCPU is set once
 	// a switch was seen, offSamples counts the samples made of them.
-	off        map[*format.Thread]*offState
+	off        map[*profile.Thread]*offState
 	offCPU     bool
 	offSamples uint64
 	waits      []waitRef // markers of long waits, to name (nameWaits)
@@ -72,11 +72,11 @@ type builder struct {
 	// their own (beyond the backend's cap), shown at the previous one.
 	switches, unstacked uint64
 
-	frames []format.Frame // scratch, reused per sample
-	addrs  []uint64       // scratch
+	frames []profile.Frame // scratch, reused per sample
+	addrs  []uint64        // scratch
 }
 
-func newBuilder(t0 int64, p *format.Profile) *builder {
+func newBuilder(t0 int64, p *profile.Profile) *builder {
 	return &builder{t0: t0, profile: p, procs: make(map[int]*proc)}
 }
 
@@ -93,8 +93,8 @@ func (b *builder) process(pid int, t int64) *proc {
 		return pr
 	}
 	pr := &proc{
-		p:       &format.Process{Pid: pid, Start: b.rel(t), End: -1, ExitCode: -1},
-		threads: make(map[int]*format.Thread),
+		p:       &profile.Process{Pid: pid, Start: b.rel(t), End: -1, ExitCode: -1},
+		threads: make(map[int]*profile.Thread),
 	}
 	b.procs[pid] = pr
 	b.all = append(b.all, pr)
@@ -105,11 +105,11 @@ func (b *builder) process(pid int, t int64) *proc {
 }
 
 // thread returns the live thread tid of pr, creating it if needed.
-func (b *builder) thread(pr *proc, tid int, t int64) *format.Thread {
+func (b *builder) thread(pr *proc, tid int, t int64) *profile.Thread {
 	if th := pr.threads[tid]; th != nil {
 		return th
 	}
-	th := &format.Thread{Tid: tid, Main: tid == pr.p.Pid, Start: b.rel(t), End: -1}
+	th := &profile.Thread{Tid: tid, Main: tid == pr.p.Pid, Start: b.rel(t), End: -1}
 	pr.threads[tid] = th
 	pr.p.Threads = append(pr.p.Threads, th)
 	b.threadCount++
@@ -171,7 +171,7 @@ func (b *builder) comm(e *attach.Comm) {
 		}
 		if pr.sampled {
 			// Keep what was sampled under the old program and start a
-			// fresh image of the same OS process (format.Process.Exec).
+			// fresh image of the same OS process (profile.Process.Exec).
 			b.endProcess(pr, e.Time)
 			delete(b.procs, e.Pid)
 			pr = b.process(e.Pid, e.Time)
@@ -271,14 +271,14 @@ func (b *builder) sample(s *attach.Sample) {
 		// In the kernel, whose stack was not asked for (or not
 		// permitted): one frame stands for it, above the user stack
 		// that entered it.
-		frames = append(frames, format.Frame{Label: KernelLabel, Category: format.CategoryKernel})
+		frames = append(frames, profile.Frame{Label: KernelLabel, Category: profile.CategoryKernel})
 	}
 	for i, a := range addrs {
-		c := format.CategoryUser
+		c := profile.CategoryUser
 		if i < s.KernelFrames {
-			c = format.CategoryKernel
+			c = profile.CategoryKernel
 		}
-		frames = append(frames, format.Frame{Address: a, Category: c})
+		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}
 	b.frames = frames
 	if s.Switch {
@@ -296,7 +296,7 @@ func (b *builder) sample(s *attach.Sample) {
 func (b *builder) finish(end int64) []*proc {
 	b.flushAllOff(end)
 	if b.offCPU {
-		b.profile.Meta.Categories = format.OffCPUCategories
+		b.profile.Meta.Categories = profile.OffCPUCategories
 	}
 	var out []*proc
 	for _, pr := range b.all {

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 const ms = int64(1e6)
 
 func newTestBuilder() *builder {
-	return newBuilder(1000*ms, &format.Profile{})
+	return newBuilder(1000*ms, &profile.Profile{})
 }
 
 func sample(t int64, pid, tid int, stack ...uint64) *attach.Sample {
@@ -138,7 +138,7 @@ func TestBuilderKernelFramesAndInterning(t *testing.T) {
 		t.Errorf("%d stacks and %d frames, want 3 and 3", th.Stacks.Len(), th.Frames.Len())
 	}
 	leaf := th.Frames.Frames[th.Stacks.Frame[th.Samples.Stack[0]]]
-	if leaf.Category != format.CategoryKernel || leaf.Address != 0xffffffff81000010 {
+	if leaf.Category != profile.CategoryKernel || leaf.Address != 0xffffffff81000010 {
 		t.Errorf("leaf %+v, want the kernel frame", leaf)
 	}
 }

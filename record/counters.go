@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Counters and overhead, as the Gecko sampler records them: at every
@@ -24,7 +24,7 @@ type counterSampler struct {
 	live   map[int]bool
 	series map[int]*procSeries
 
-	over format.Overhead // times are monotonic ns until attach
+	over profile.Overhead // times are monotonic ns until attach
 	// threads holds, every threadEvery loops, each thread's CPU time as
 	// the scheduler counts it, by tid, to calibrate CPU deltas with.
 	threads map[int]*threadSeries
@@ -182,15 +182,15 @@ func (c *counterSampler) run() {
 // attach gives each process of the profile its counters (the readings of
 // its pid within its lifetime, exec images apart) and the profile its
 // overhead, with times relative to monotonic t0. Call after stop.
-func (c *counterSampler) attach(p *format.Profile, t0 int64) {
+func (c *counterSampler) attach(p *profile.Profile, t0 int64) {
 	rel := func(t int64) int64 { return max(t-t0, 0) }
 	for _, pr := range p.Processes {
 		s := c.series[pr.Pid]
 		if s == nil {
 			continue
 		}
-		mem := format.Counter{Name: "Memory", Category: "Memory", Description: "Resident memory (RSS) of the process"}
-		cpu := format.Counter{Name: "processCPU", Category: "CPU", Description: "CPU time of the process since the previous sample, ns"}
+		mem := profile.Counter{Name: "Memory", Category: "Memory", Description: "Resident memory (RSS) of the process"}
+		cpu := profile.Counter{Name: "processCPU", Category: "CPU", Description: "CPU time of the process since the previous sample, ns"}
 		var prevRSS, prevCPU int64
 		for i, t := range s.time {
 			r := rel(t)
@@ -232,7 +232,7 @@ const pWhPerJoule = 1e12 / 3600
 // the Gecko profiler gives them to the parent process, and says in the
 // profile's meta when there are none: no power PMU, as in most VMs, or
 // one whose counters do not count.
-func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
+func (c *counterSampler) attachPower(p *profile.Profile, rel func(int64) int64) {
 	if p.Meta.Extra == nil {
 		p.Meta.Extra = map[string]string{}
 	}
@@ -251,7 +251,7 @@ func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
 	counted := false
 	for _, name := range names {
 		v := c.power[name]
-		ctr := format.Counter{Name: "Power: " + name, Category: "power", Description: "Energy of " + name + " (perf's power PMU), pWh since the previous sample"}
+		ctr := profile.Counter{Name: "Power: " + name, Category: "power", Description: "Energy of " + name + " (perf's power PMU), pWh since the previous sample"}
 		for i := 1; i < len(v); i++ {
 			d := int64((v[i] - v[i-1]) * pWhPerJoule)
 			counted = counted || d != 0
@@ -263,7 +263,7 @@ func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
 		}
 	}
 	if !counted {
-		p.Processes[0].Counters = slices.DeleteFunc(p.Processes[0].Counters, func(c format.Counter) bool { return c.Category == "power" })
+		p.Processes[0].Counters = slices.DeleteFunc(p.Processes[0].Counters, func(c profile.Counter) bool { return c.Category == "power" })
 		p.Meta.Extra["power"] = "the power PMU's counters (" + strings.Join(names, ", ") + ") did not count, as in most VMs: no energy recorded"
 		return
 	}
@@ -277,7 +277,7 @@ func (c *counterSampler) attachPower(p *format.Profile, rel func(int64) int64) {
 // context switch, and the sampling interrupt); the Gecko model's CPU
 // delta is the thread's own CPU time, which the scheduler's count is.
 // Samples outside the readings keep their deltas.
-func (c *counterSampler) calibrate(p *format.Profile, rel func(int64) int64) {
+func (c *counterSampler) calibrate(p *profile.Profile, rel func(int64) int64) {
 	for _, pr := range p.Processes {
 		for _, th := range pr.Threads {
 			ts := c.threads[th.Tid]

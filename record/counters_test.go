@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // fakeProbe replays energy readings.
@@ -24,8 +24,8 @@ func (f *fakeProbe) close()                        {}
 // Energy becomes a "power" counter of the first process in pWh per
 // sample; a PMU that does not count, or none, is said in the meta.
 func TestAttachPower(t *testing.T) {
-	mk := func() *format.Profile {
-		return &format.Profile{Processes: []*format.Process{{Pid: 1, End: -1}}}
+	mk := func() *profile.Profile {
+		return &profile.Profile{Processes: []*profile.Process{{Pid: 1, End: -1}}}
 	}
 	c := newCounterSampler(1e6, &fakeProbe{})
 	c.powerTime = []int64{100, 200, 300}
@@ -59,11 +59,11 @@ func TestAttachPower(t *testing.T) {
 // CPU deltas between a thread's first and latest CPU time readings are
 // scaled to add up to them; samples outside keep theirs.
 func TestCalibrateCPU(t *testing.T) {
-	th := &format.Thread{Tid: 7, End: -1}
+	th := &profile.Thread{Tid: 7, End: -1}
 	for i, d := range []int64{1e6, 1e6, 1e6, 0, 1e6, 1e6} {
-		th.Samples.Add(format.NoStack, int64(i+1)*1e6, d)
+		th.Samples.Add(profile.NoStack, int64(i+1)*1e6, d)
 	}
-	p := &format.Profile{Processes: []*format.Process{{Pid: 7, End: -1, Threads: []*format.Thread{th}}}}
+	p := &profile.Profile{Processes: []*profile.Process{{Pid: 7, End: -1, Threads: []*profile.Thread{th}}}}
 	c := newCounterSampler(1e6, &fakeProbe{})
 	// Readings at 1.5 ms and 5.5 ms: samples at 2..5 ms (3 ms of deltas)
 	// took 2.7 ms by the scheduler's count.

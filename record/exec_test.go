@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/analysis/report"
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/processed"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // execProfile records what `sh -c 'perl; perl'` looks like to the builder:
 // a shell forks two children that each run a little as sh, then exec perl;
 // one perl starts a thread; the second child reuses no pid. Pid 12 also
 // execs twice (a pyenv shim: bash, bash, python3).
-func execProfile() *format.Profile {
+func execProfile() *profile.Profile {
 	b := newTestBuilder()
 	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 10, Tid: 10, Name: "sh", Argv: []string{"sh"}})
 	b.handle(mapEv(1000*ms, 10, 0x1000, 0x2000, "/bin/sh"))
@@ -44,7 +44,7 @@ func execProfile() *format.Profile {
 		t += 2 * ms
 		b.handle(&attach.Exit{Time: t, Pid: pid, Tid: pid})
 	}
-	p := &format.Profile{Meta: format.Meta{Interval: time.Millisecond, Duration: 100 * ms}}
+	p := &profile.Profile{Meta: profile.Meta{Interval: time.Millisecond, Duration: 100 * ms}}
 	for _, pr := range b.finish(t + ms) {
 		p.Processes = append(p.Processes, pr.p)
 	}
@@ -181,7 +181,7 @@ func TestExecThreadsAllGetTracks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]*format.Profile{"gecko": gp, "processed": pp} {
+	for name, q := range map[string]*profile.Profile{"gecko": gp, "processed": pp} {
 		if n := report.Build(q, report.Options{}).Processes; n != 3 {
 			t.Errorf("%s read back: report counts %d processes, want 3", name, n)
 		}

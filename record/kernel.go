@@ -1,6 +1,6 @@
 package record
 
-import "github.com/gprof-dev/gprof/format"
+import "github.com/gprof-dev/gprof/profile"
 
 // kernelLibName is how perf and samply name the running kernel.
 const kernelLibName = "[kernel.kallsyms]"
@@ -8,22 +8,22 @@ const kernelLibName = "[kernel.kallsyms]"
 // kernelLib, per platform, describes the running kernel as a library.
 
 // addKernelLib adds the kernel to every process that has kernel frames.
-func addKernelLib(p *format.Profile) {
+func addKernelLib(p *profile.Profile) {
 	kl, ok := kernelLib()
 	if !ok {
 		return
 	}
 	for _, pr := range p.Processes {
 		if hasKernelFrames(pr) {
-			pr.Libs = format.SortLibs(append(pr.Libs, kl))
+			pr.Libs = profile.SortLibs(append(pr.Libs, kl))
 		}
 	}
 }
 
-func hasKernelFrames(pr *format.Process) bool {
+func hasKernelFrames(pr *profile.Process) bool {
 	for _, th := range pr.Threads {
 		for _, f := range th.Frames.Frames {
-			if f.Category == format.CategoryKernel {
+			if f.Category == profile.CategoryKernel {
 				return true
 			}
 		}

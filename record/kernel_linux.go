@@ -8,18 +8,18 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // kernelLib describes the running kernel as a library covering every
 // address in /proc/kallsyms (core and modules), so kernel frames resolve
 // like any other. Relative addresses count from _stext, which is where a
 // vmlinux's first loadable segment starts.
-func kernelLib() (format.Lib, bool) {
+func kernelLib() (profile.Lib, bool) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		return format.Lib{}, false
+		return profile.Lib{}, false
 	}
 	defer f.Close()
 	var stext, lo, hi uint64
@@ -45,12 +45,12 @@ func kernelLib() (format.Lib, bool) {
 		}
 	}
 	if stext == 0 || hi == 0 {
-		return format.Lib{}, false
+		return profile.Lib{}, false
 	}
 	if lo < stext {
 		lo = stext
 	}
-	l := format.Lib{
+	l := profile.Lib{
 		Start: lo, End: hi + 4096, Offset: lo - stext,
 		Name: kernelLibName, Path: kernelLibName, DebugName: kernelLibName, DebugPath: kernelLibName,
 		BreakpadID: zeroBreakpadID, Arch: archName(),

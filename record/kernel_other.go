@@ -2,8 +2,8 @@
 
 package record
 
-import "github.com/gprof-dev/gprof/format"
+import "github.com/gprof-dev/gprof/profile"
 
 // kernelLib: kernel frames come from Linux's perf only, so elsewhere there
 // is no kernel library to add.
-func kernelLib() (format.Lib, bool) { return format.Lib{}, false }
+func kernelLib() (profile.Lib, bool) { return profile.Lib{}, false }

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -54,11 +54,11 @@ type textCopy struct {
 }
 
 // libResolver identifies binaries as they are mapped and turns a
-// process's mappings into format.Libs.
+// process's mappings into profile.Libs.
 type libResolver struct {
 	symbolDirs []string
 	files      map[fileKey]*libFile
-	byKey      map[format.LibKey]*libFile
+	byKey      map[profile.LibKey]*libFile
 	vdso       *libFile // gprof's own vdso, identical to its targets'
 	vdsoDone   bool
 	perfMaps   map[int]*symbolize.PerfMap // JIT maps read while recording
@@ -86,7 +86,7 @@ func newLibResolver(symbolDirs []string) *libResolver {
 	return &libResolver{
 		symbolDirs: symbolDirs,
 		files:      make(map[fileKey]*libFile),
-		byKey:      make(map[format.LibKey]*libFile),
+		byKey:      make(map[profile.LibKey]*libFile),
 		perfMaps:   make(map[int]*symbolize.PerfMap),
 		jitPids:    make(map[int]bool),
 		perfStat:   make(map[int]perfMapStat),
@@ -227,10 +227,10 @@ func (r *libResolver) refreshPerfMap(pid int) {
 }
 
 // symbolize resolves every native address of p and stores the names in p.
-func (r *libResolver) symbolize(p *format.Profile) (symbolize.Stats, error) {
+func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
-		OpenPath: func(_ *format.Process, lib *format.Lib) []string {
+		OpenPath: func(_ *profile.Process, lib *profile.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
 				return []string{heldPath(lf.fd)}
 			}
@@ -339,8 +339,8 @@ func idFromBuildID(path string, bid []byte) symbolize.Identity {
 
 // libsFor turns pr's mappings into the sorted, disjoint libs a profile
 // needs.
-func (r *libResolver) libsFor(pr *proc) []format.Lib {
-	libs := make([]format.Lib, 0, len(pr.mappings))
+func (r *libResolver) libsFor(pr *proc) []profile.Lib {
+	libs := make([]profile.Lib, 0, len(pr.mappings))
 	for i := range pr.mappings {
 		if pr.mappings[i].unmap {
 			continue
@@ -350,11 +350,11 @@ func (r *libResolver) libsFor(pr *proc) []format.Lib {
 			libs = append(libs, l)
 		}
 	}
-	return format.SortLibs(libs)
+	return profile.SortLibs(libs)
 }
 
-func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
-	l := format.Lib{Start: m.Start, End: m.End, Arch: archName()}
+func (r *libResolver) lib(m *attach.Map) (profile.Lib, bool) {
+	l := profile.Lib{Start: m.Start, End: m.End, Arch: archName()}
 	var lf *libFile
 	fileOffset := m.FileOffset
 	switch {
@@ -402,7 +402,7 @@ func (r *libResolver) lib(m *attach.Map) (format.Lib, bool) {
 		if name == "" || strings.HasPrefix(name, "//anon") {
 			name = "[anon]"
 		}
-		key := format.PerfMapKey(m.Pid)
+		key := profile.PerfMapKey(m.Pid)
 		l.Name, l.Path = name, name
 		l.DebugName, l.DebugPath = key.DebugName, symbolize.PerfMapPath(m.Pid)
 		l.Offset = m.Start

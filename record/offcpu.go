@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Off-CPU sampling: a backend with attach.Options.OffCPU reports when each
@@ -31,20 +31,20 @@ const (
 // Stacks are kept as frames, not stack indexes, because a bounded
 // recording compacts stack tables (bound.dropBefore).
 type offState struct {
-	pr         *format.Process
-	pending    []format.Frame // stack of the latest switch-out sample, leaf first
+	pr         *profile.Process
+	pending    []profile.Frame // stack of the latest switch-out sample, leaf first
 	hasPending bool
-	offAt      int64          // monotonic ns it went off the CPU; -1 while on it
-	frames     []format.Frame // stack of its off-CPU samples while off
-	wchan      string         // where it sleeps, when the backend said
-	credit     int64          // off time not yet sampled, ns
+	offAt      int64           // monotonic ns it went off the CPU; -1 while on it
+	frames     []profile.Frame // stack of its off-CPU samples while off
+	wchan      string          // where it sleeps, when the backend said
+	credit     int64           // off time not yet sampled, ns
 }
 
-func (b *builder) offOf(pr *proc, th *format.Thread) *offState {
+func (b *builder) offOf(pr *proc, th *profile.Thread) *offState {
 	st := b.off[th]
 	if st == nil {
 		if b.off == nil {
-			b.off = map[*format.Thread]*offState{}
+			b.off = map[*profile.Thread]*offState{}
 		}
 		st = &offState{pr: pr.p, offAt: -1}
 		b.off[th] = st
@@ -54,7 +54,7 @@ func (b *builder) offOf(pr *proc, th *format.Thread) *offState {
 
 // switchSample keeps the stack of a switch-out sample for the Switch event
 // that follows it.
-func (b *builder) switchSample(pr *proc, th *format.Thread, frames []format.Frame) {
+func (b *builder) switchSample(pr *proc, th *profile.Thread, frames []profile.Frame) {
 	st := b.offOf(pr, th)
 	st.pending = append(st.pending[:0], frames...)
 	st.hasPending = true
@@ -78,9 +78,9 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 	if st.offAt >= 0 {
 		return // out twice: keep the first
 	}
-	label := format.Frame{Label: BlockedLabel, Category: format.CategoryIdle}
+	label := profile.Frame{Label: BlockedLabel, Category: profile.CategoryIdle}
 	if e.Preempt {
-		label = format.Frame{Label: PreemptedLabel, Category: format.CategoryPreempted}
+		label = profile.Frame{Label: PreemptedLabel, Category: profile.CategoryPreempted}
 	}
 	st.frames = append(st.frames[:0], label)
 	b.switches++
@@ -92,7 +92,7 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 	} else if n := th.Samples.Len(); n > 0 {
 		// No stack taken at the switch (not permitted): the thread's
 		// latest stack is the best guess of where it stopped.
-		for s := th.Samples.Stack[n-1]; s != format.NoStack; s = th.Stacks.Prefix[s] {
+		for s := th.Samples.Stack[n-1]; s != profile.NoStack; s = th.Stacks.Prefix[s] {
 			f := th.Frames.Frames[th.Stacks.Frame[s]]
 			if len(st.frames) == 1 && (f.Label == BlockedLabel || f.Label == PreemptedLabel || f.Label == KernelLabel) {
 				continue // the leaf of an earlier off-CPU sample, or kernel mode
@@ -106,7 +106,7 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 }
 
 // flushOff samples th's stretch off the CPU up to monotonic time t.
-func (b *builder) flushOff(th *format.Thread, st *offState, t int64) {
+func (b *builder) flushOff(th *profile.Thread, st *offState, t int64) {
 	if st == nil || st.offAt < 0 || t < st.offAt {
 		return
 	}
@@ -138,17 +138,17 @@ const waitMarkerIntervals = 10
 
 // waitMarker marks th's wait that ends at monotonic t. Its payload names
 // the functions once names are known (nameWaits).
-func (b *builder) waitMarker(th *format.Thread, st *offState, t int64) {
-	name, cat := "Blocked", format.CategoryIdle
+func (b *builder) waitMarker(th *profile.Thread, st *offState, t int64) {
+	name, cat := "Blocked", profile.CategoryIdle
 	if len(st.frames) > 0 && st.frames[0].Label == PreemptedLabel {
-		name, cat = "Preempted", format.CategoryPreempted
+		name, cat = "Preempted", profile.CategoryPreempted
 	}
-	data := map[string]any{"type": format.OffCPUMarkerType}
-	th.Markers = append(th.Markers, format.Marker{
-		Name: name, Start: b.rel(st.offAt), End: b.rel(t), Phase: format.PhaseInterval, Category: cat,
+	data := map[string]any{"type": profile.OffCPUMarkerType}
+	th.Markers = append(th.Markers, profile.Marker{
+		Name: name, Start: b.rel(st.offAt), End: b.rel(t), Phase: profile.PhaseInterval, Category: cat,
 		Data: data,
 	})
-	var frames []format.Frame
+	var frames []profile.Frame
 	if len(st.frames) > 1 {
 		frames = append(frames, st.frames[1:]...)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Off-CPU stretches become samples at the interval with the stack taken at
@@ -45,7 +45,7 @@ func TestBuilderOffCPU(t *testing.T) {
 	for i, s := range th.Samples.Stack {
 		leaf := th.Frames.Frames[th.Stacks.Frame[s]]
 		n := 0
-		for x := s; x != format.NoStack; x = th.Stacks.Prefix[x] {
+		for x := s; x != profile.NoStack; x = th.Stacks.Prefix[x] {
 			n++
 		}
 		name := leaf.Label
@@ -68,7 +68,7 @@ func TestBuilderOffCPU(t *testing.T) {
 			t.Errorf("sample %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if c := th.Frames.Frames[th.Stacks.Frame[th.Samples.Stack[1]]].Category; c != format.CategoryIdle {
+	if c := th.Frames.Frames[th.Stacks.Frame[th.Samples.Stack[1]]].Category; c != profile.CategoryIdle {
 		t.Errorf("blocked leaf category %d, want Idle", c)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Options configure a recording.
@@ -45,7 +45,7 @@ type Progress struct {
 
 // Result is a finished recording.
 type Result struct {
-	Profile  *format.Profile
+	Profile  *profile.Profile
 	Duration time.Duration
 	// Samples counts the samples the profile holds, not those discarded.
 	Samples   uint64
@@ -75,7 +75,7 @@ type Result struct {
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
 	t0 := attach.MonotonicNow()
-	prof := &format.Profile{Meta: hostMeta(start, opts)}
+	prof := &profile.Profile{Meta: hostMeta(start, opts)}
 	b := newBuilder(t0, prof)
 	b.bound = bound{maxBytes: opts.MaxBytes, keep: int64(opts.Keep)}
 	if opts.MaxBytes > 0 {
@@ -222,12 +222,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // hostMeta describes this machine for the profile header.
-func hostMeta(start time.Time, opts Options) format.Meta {
+func hostMeta(start time.Time, opts Options) profile.Meta {
 	interval := opts.Attach.Interval
 	if interval <= 0 {
 		interval = time.Millisecond
 	}
-	m := format.Meta{
+	m := profile.Meta{
 		Product:     "gprof",
 		StartTime:   start,
 		Interval:    interval,

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // ReplayOptions configure Replay.
 type ReplayOptions struct {
 	// Meta describes the recording; Replay sets its Duration.
-	Meta format.Meta
+	Meta profile.Meta
 	// Start and End bound the events' times: time zero and when recording
 	// stopped, on the events' clock.
 	Start, End int64
@@ -32,8 +32,8 @@ type ReplayOptions struct {
 // unwinding, library identification and symbolication. Events must be in
 // time order; their mappings' BuildIDs, when set, must match the binaries
 // on disk (else their MapFile, when set, is tried).
-func Replay(events []attach.Event, opts ReplayOptions) *format.Profile {
-	prof := &format.Profile{Meta: opts.Meta}
+func Replay(events []attach.Event, opts ReplayOptions) *profile.Profile {
+	prof := &profile.Profile{Meta: opts.Meta}
 	if prof.Meta.Extra == nil {
 		prof.Meta.Extra = map[string]string{}
 	}

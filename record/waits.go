@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // waitRef is a wait marker whose payload is named once the profile's
@@ -13,10 +13,10 @@ import (
 // The payload map is shared with the marker, so it is found even after a
 // bounded recording dropped older markers.
 type waitRef struct {
-	pr      *format.Process
+	pr      *profile.Process
 	data    map[string]any
 	blocked bool
-	frames  []format.Frame
+	frames  []profile.Frame
 	wchan   string // from the backend, when it read it
 }
 
@@ -27,21 +27,21 @@ const stackNames = 4
 // waited in, its callers, and from kernel frames (with --kernel) the
 // system call and the wait channel, the kernel function below the
 // scheduler where it slept.
-func nameWaits(p *format.Profile, waits []waitRef) {
-	libsOf := map[*format.Process][]format.Lib{}
+func nameWaits(p *profile.Profile, waits []waitRef) {
+	libsOf := map[*profile.Process][]profile.Lib{}
 	kernel, kernOK := p.Symbols.KernelLib()
 	for _, w := range waits {
 		libs, ok := libsOf[w.pr]
 		if !ok {
 			libs = slices.Clone(w.pr.Libs)
-			slices.SortStableFunc(libs, func(a, b format.Lib) int { return cmp.Compare(a.Start, b.Start) })
+			slices.SortStableFunc(libs, func(a, b profile.Lib) int { return cmp.Compare(a.Start, b.Start) })
 			libsOf[w.pr] = libs
 		}
 		var user []string
 		syscall, wchan := "", w.wchan
 		for i, f := range w.frames {
 			for _, name := range frameNames(p, libs, kernel, kernOK, f, i > 0) {
-				if f.Category != format.CategoryKernel {
+				if f.Category != profile.CategoryKernel {
 					// A function shows once however many of its
 					// addresses the stack holds.
 					if len(user) == 0 || user[len(user)-1] != name {
@@ -75,18 +75,18 @@ func nameWaits(p *format.Profile, waits []waitRef) {
 }
 
 // frameNames returns f's function names, innermost (inlined) first.
-func frameNames(p *format.Profile, libs []format.Lib, kernel format.LibKey, kernOK bool, f format.Frame, caller bool) []string {
+func frameNames(p *profile.Profile, libs []profile.Lib, kernel profile.LibKey, kernOK bool, f profile.Frame, caller bool) []string {
 	if f.Label != "" {
 		return []string{f.Label}
 	}
-	var syms []format.SymbolFrame
+	var syms []profile.SymbolFrame
 	fallback := ""
-	if l := format.FindLib(libs, f.Address); l != nil {
+	if l := profile.FindLib(libs, f.Address); l != nil {
 		rel := l.Rel(f.Address)
 		syms = p.Symbols.LookupFrame(l.Key(), rel, caller)
 		fallback = l.Name + "+0x" + hexString(rel)
 	} else {
-		if kernOK && f.Category == format.CategoryKernel {
+		if kernOK && f.Category == profile.CategoryKernel {
 			syms = p.Symbols.LookupFrame(kernel, f.Address, caller)
 		}
 		fallback = "0x" + hexString(f.Address)

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // A long wait gets a marker that names the function it waited in, its
@@ -25,17 +25,17 @@ func TestWaitMarkers(t *testing.T) {
 	b.handle(&attach.Switch{Time: 1035 * ms, Pid: 10, Tid: 10})
 	procs := b.finish(1040 * ms)
 	pr := procs[0].p
-	pr.Libs = []format.Lib{{Start: 0x1000, End: 0x9000, Name: "app", DebugName: "app", BreakpadID: "A"}}
+	pr.Libs = []profile.Lib{{Start: 0x1000, End: 0x9000, Name: "app", DebugName: "app", BreakpadID: "A"}}
 	p := b.profile
-	p.Symbols = &format.SymbolTable{}
+	p.Symbols = &profile.SymbolTable{}
 	app := pr.Libs[0].Key()
-	p.Symbols.Add(app, 0x300, []format.SymbolFrame{{Function: "read"}})
-	p.Symbols.Add(app, 0x310, []format.SymbolFrame{{Function: "read"}})
-	p.Symbols.Add(app, 0x200, []format.SymbolFrame{{Function: "main"}, {Function: "wait_for_data"}})
-	k := format.LibKey{DebugName: format.KernelDebugName, BreakpadID: "K"}
-	p.Symbols.Add(k, kern+0x10, []format.SymbolFrame{{Function: "schedule"}})
-	p.Symbols.Add(k, kern+0x1f, []format.SymbolFrame{{Function: "pipe_read"}})
-	p.Symbols.Add(k, kern+0x2f, []format.SymbolFrame{{Function: "__x64_sys_read"}})
+	p.Symbols.Add(app, 0x300, []profile.SymbolFrame{{Function: "read"}})
+	p.Symbols.Add(app, 0x310, []profile.SymbolFrame{{Function: "read"}})
+	p.Symbols.Add(app, 0x200, []profile.SymbolFrame{{Function: "main"}, {Function: "wait_for_data"}})
+	k := profile.LibKey{DebugName: profile.KernelDebugName, BreakpadID: "K"}
+	p.Symbols.Add(k, kern+0x10, []profile.SymbolFrame{{Function: "schedule"}})
+	p.Symbols.Add(k, kern+0x1f, []profile.SymbolFrame{{Function: "pipe_read"}})
+	p.Symbols.Add(k, kern+0x2f, []profile.SymbolFrame{{Function: "__x64_sys_read"}})
 	nameWaits(p, b.waits)
 
 	th := pr.Threads[0]
@@ -43,10 +43,10 @@ func TestWaitMarkers(t *testing.T) {
 		t.Fatalf("markers %+v, want one (the 5 ms wait is short)", th.Markers)
 	}
 	m := th.Markers[0]
-	if m.Name != "Blocked" || m.Start != 2*ms || m.End != 22*ms || m.Phase != format.PhaseInterval {
+	if m.Name != "Blocked" || m.Start != 2*ms || m.End != 22*ms || m.Phase != profile.PhaseInterval {
 		t.Errorf("marker %+v", m)
 	}
-	want := map[string]any{"type": format.OffCPUMarkerType, "function": "read", "stack": "wait_for_data ← main", "syscall": "read", "wchan": "pipe_read"}
+	want := map[string]any{"type": profile.OffCPUMarkerType, "function": "read", "stack": "wait_for_data ← main", "syscall": "read", "wchan": "pipe_read"}
 	for k, v := range want {
 		if m.Data[k] != v {
 			t.Errorf("marker data %s = %v, want %v", k, m.Data[k], v)

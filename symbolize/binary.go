@@ -9,7 +9,7 @@
 // the virtual address of the binary's first PT_LOAD segment, so that
 // relAddr = addr - (lib.Start - lib.Offset). Binary.Lookup answers one
 // address; Profile fills a whole profile's symbol table, under the keys and
-// addresses format.Process.Locate gives readers of that table.
+// addresses profile.Process.Locate gives readers of that table.
 //
 // Each binary is indexed once: its symbol tables eagerly, its DWARF one
 // compilation unit at a time as lookups reach them, so a query is a few

@@ -21,7 +21,7 @@ func BuildIDFromNotes(notes []byte, order binary.ByteOrder, align uint64) []byte
 	return objfile.BuildIDFromNotes(notes, order, align)
 }
 
-// LibOffset returns the Offset of a format.Lib for a mapping of this binary
+// LibOffset returns the Offset of a profile.Lib for a mapping of this binary
 // that starts at address start and maps the file from fileOffset; see
 // objfile.ELFLibOffset.
 func (b *Binary) LibOffset(start, fileOffset uint64) uint64 {

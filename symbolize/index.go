@@ -7,13 +7,13 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
-// Frame is one level of a lookup result; see format.SymbolFrame. FuncAddr
+// Frame is one level of a lookup result; see profile.SymbolFrame. FuncAddr
 // is lib-relative, like the address looked up.
-type Frame = format.SymbolFrame
+type Frame = profile.SymbolFrame
 
 // index is everything Lookup needs, built once per binary. The symbol
 // table is built eagerly on first use; DWARF compilation units are parsed

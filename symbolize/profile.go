@@ -8,8 +8,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Options configure Profile.
@@ -21,7 +21,7 @@ type Options struct {
 	// OpenPath returns more paths that open lib's binary, tried after
 	// lib.Path: /proc/PID/map_files/START-END while the process lives, or a
 	// copy kept by the recorder.
-	OpenPath func(p *format.Process, lib *format.Lib) []string
+	OpenPath func(p *profile.Process, lib *profile.Lib) []string
 	// Kallsyms loads the kernel symbols, once, if the profile has kernel
 	// frames; nil means LoadKallsyms.
 	Kallsyms func() (*Kallsyms, error)
@@ -38,7 +38,7 @@ type Stats struct {
 
 // LibStats is the outcome for one library (or pseudo-library).
 type LibStats struct {
-	Key       format.LibKey
+	Key       profile.LibKey
 	Path      string // the file symbols came from, when one was opened
 	DebugFile string // its separate debug file, if any
 	// Rejected lists debug files found for it but skipped as another
@@ -67,13 +67,13 @@ func (s Stats) RejectedDebugFiles() []string {
 
 // group is every address of one library across the profile.
 type group struct {
-	key  format.LibKey
+	key  profile.LibKey
 	kind groupKind
 	pid  int
 	// cands are the mappings the library was seen at, to find a path that
 	// opens.
 	cands []candidate
-	seen  map[*format.Lib]bool
+	seen  map[*profile.Lib]bool
 	// addrs maps each library-relative address to whether some frame at it
 	// is exact (a sampled instruction) rather than a return address.
 	addrs map[uint64]bool
@@ -89,12 +89,12 @@ const (
 )
 
 type candidate struct {
-	proc *format.Process
-	lib  *format.Lib
+	proc *profile.Process
+	lib  *profile.Lib
 }
 
 // Profile symbolizes every native frame of p into p.Symbols, keyed as
-// format.Process.Locate says. Addresses already in p.Symbols are left
+// profile.Process.Locate says. Addresses already in p.Symbols are left
 // alone, and a library whose addresses are all known is not opened.
 //
 // Results are filed under the raw frame address, but an address that is
@@ -107,12 +107,12 @@ type candidate struct {
 //
 // Failures to open or read one library are reported in Stats, not as an
 // error; the error is for a profile that cannot be processed at all.
-func Profile(p *format.Profile, opts Options) (Stats, error) {
+func Profile(p *profile.Profile, opts Options) (Stats, error) {
 	if p == nil {
 		return Stats{}, errors.New("symbolize: nil profile")
 	}
 	if p.Symbols == nil {
-		p.Symbols = &format.SymbolTable{}
+		p.Symbols = &profile.SymbolTable{}
 	}
 	groups := collect(p)
 
@@ -136,7 +136,7 @@ func Profile(p *format.Profile, opts Options) (Stats, error) {
 	loadKernel := sync.OnceValues(loadKallsyms)
 
 	var mu sync.Mutex // guards p.Symbols
-	add := func(g *group, rel uint64, frames []format.SymbolFrame) {
+	add := func(g *group, rel uint64, frames []profile.SymbolFrame) {
 		mu.Lock()
 		p.Symbols.Add(g.key, rel, frames)
 		mu.Unlock()
@@ -177,8 +177,8 @@ func Profile(p *format.Profile, opts Options) (Stats, error) {
 
 // collect groups the profile's native frame addresses by library and
 // decides which are return addresses.
-func collect(p *format.Profile) map[format.LibKey]*group {
-	groups := make(map[format.LibKey]*group)
+func collect(p *profile.Profile) map[profile.LibKey]*group {
+	groups := make(map[profile.LibKey]*group)
 	for _, proc := range p.Processes {
 		for _, th := range proc.Threads {
 			exact := exactFrames(th)
@@ -189,19 +189,19 @@ func collect(p *format.Profile) map[format.LibKey]*group {
 				}
 				g := groups[key]
 				if g == nil {
-					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*format.Lib]bool)}
+					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*profile.Lib]bool)}
 					g.stats.Key = key
 					switch {
-					case f.Category == format.CategoryKernel:
+					case f.Category == profile.CategoryKernel:
 						g.kind = kindKernel
-					case key.DebugName == format.PerfMapKey(proc.Pid).DebugName:
+					case key.DebugName == profile.PerfMapKey(proc.Pid).DebugName:
 						// Outside every lib, or in the pseudo-lib a
 						// recorder made of anonymous executable memory.
 						g.kind = kindPerfMap
 					}
 					groups[key] = g
 				}
-				if lib := format.FindLib(proc.Libs, f.Address); lib != nil {
+				if lib := profile.FindLib(proc.Libs, f.Address); lib != nil {
 					if !g.seen[lib] {
 						g.seen[lib] = true
 						g.cands = append(g.cands, candidate{proc, lib})
@@ -217,7 +217,7 @@ func collect(p *format.Profile) map[format.LibKey]*group {
 // exactFrames marks the frames of th that are sampled instructions rather
 // than return addresses: sample leaves, and the user frame directly under
 // a kernel frame (the instruction that trapped or made the system call).
-func exactFrames(th *format.Thread) []bool {
+func exactFrames(th *profile.Thread) []bool {
 	exact := make([]bool, th.Frames.Len())
 	frames := th.Frames.Frames
 	st := &th.Stacks
@@ -228,10 +228,10 @@ func exactFrames(th *format.Thread) []bool {
 	}
 	for s, fi := range st.Frame {
 		pre := st.Prefix[s]
-		if pre < 0 || int(fi) >= len(frames) || frames[fi].Category != format.CategoryKernel {
+		if pre < 0 || int(fi) >= len(frames) || frames[fi].Category != profile.CategoryKernel {
 			continue
 		}
-		if pf := st.Frame[pre]; frames[pf].Category != format.CategoryKernel {
+		if pf := st.Frame[pre]; frames[pf].Category != profile.CategoryKernel {
 			exact[pf] = true
 		}
 	}
@@ -246,7 +246,7 @@ func lookupAddr(rel uint64, exact bool) uint64 {
 	return rel - 1
 }
 
-func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
+func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
 	b, err := openForLib(g, opts)
 	if err != nil {
 		// Not ELF, or not this build: a Mach-O or PE file may be.
@@ -268,7 +268,7 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.S
 	lookupAll(g, b, add)
 }
 
-func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []format.SymbolFrame)) {
+func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []profile.SymbolFrame)) {
 	for rel, exact := range g.addrs {
 		frames := s.Lookup(lookupAddr(rel, exact))
 		if frames == nil {
@@ -369,7 +369,7 @@ func (g *group) base() uint64 {
 	return g.cands[0].lib.Start - g.cands[0].lib.Offset
 }
 
-func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, []format.SymbolFrame)) {
+func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, []profile.SymbolFrame)) {
 	if err != nil {
 		g.stats.Err = err
 		g.stats.Unresolved = len(g.addrs)
@@ -388,11 +388,11 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 			name += " [" + s.Module + "]"
 		}
 		g.stats.Resolved++
-		add(g, rel, []format.SymbolFrame{{Function: name, FuncAddr: s.Addr - base, FuncSize: s.Size}})
+		add(g, rel, []profile.SymbolFrame{{Function: name, FuncAddr: s.Addr - base, FuncSize: s.Size}})
 	}
 }
 
-func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
+func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
 	load := opts.PerfMap
 	if load == nil {
 		load = LoadPerfMap
@@ -412,6 +412,6 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []format.
 			continue
 		}
 		g.stats.Resolved++
-		add(g, rel, []format.SymbolFrame{{Function: s.Name, FuncAddr: s.Start - base, FuncSize: s.Size}})
+		add(g, rel, []profile.SymbolFrame{{Function: s.Name, FuncAddr: s.Start - base, FuncSize: s.Size}})
 	}
 }

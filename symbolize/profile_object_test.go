@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // A profile's Mach-O and PE libraries are named at the end of a recording
@@ -40,12 +40,12 @@ func TestProfileNamesMachOAndPE(t *testing.T) {
 			if mainAddr == 0 {
 				t.Fatal("no main.main symbol")
 			}
-			lib := format.Lib{Start: 0x10000000, End: 0x20000000, Name: "prog", Path: exe,
+			lib := profile.Lib{Start: 0x10000000, End: 0x20000000, Name: "prog", Path: exe,
 				DebugName: id.DebugName, BreakpadID: id.BreakpadID}
 			rel := mainAddr - id.Base
-			th := &format.Thread{Tid: 1, Main: true}
-			th.Samples.Add(th.InternStack([]format.Frame{{Address: lib.Start + rel}}), 0, -1)
-			p := &format.Profile{Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{lib}, Threads: []*format.Thread{th}}}}
+			th := &profile.Thread{Tid: 1, Main: true}
+			th.Samples.Add(th.InternStack([]profile.Frame{{Address: lib.Start + rel}}), 0, -1)
+			p := &profile.Profile{Processes: []*profile.Process{{Pid: 1, Libs: []profile.Lib{lib}, Threads: []*profile.Thread{th}}}}
 			if _, err := Profile(p, Options{}); err != nil {
 				t.Fatal(err)
 			}

@@ -9,25 +9,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // mapLibs lays bin out as the kernel would at bias: one Lib per PT_LOAD,
 // page-aligned, with offsets from LibOffset.
-func mapLibs(t *testing.T, bin, path string, bias uint64) []format.Lib {
+func mapLibs(t *testing.T, bin, path string, bias uint64) []profile.Lib {
 	b, err := Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	id := b.Identity()
-	var libs []format.Lib
+	var libs []profile.Lib
 	for _, p := range objfile.ELFLoadSegments(b.obj.ELF()) {
 		const page = 4096
 		start := bias + p.Vaddr&^(page-1)
 		end := bias + (p.Vaddr+p.Memsz+page-1)&^(page-1)
-		libs = append(libs, format.Lib{
+		libs = append(libs, profile.Lib{
 			Start: start, End: end, Offset: b.LibOffset(start, p.Off&^(page-1)),
 			Name: "prog", Path: path, DebugName: "prog", DebugPath: path,
 			BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch,
@@ -70,15 +70,15 @@ func TestProfile(t *testing.T) {
 	// Recorded under a path that no longer exists; OpenPath supplies the
 	// live file, as /proc/PID/map_files would.
 	gone := "/nonexistent/prog"
-	proc := &format.Process{Pid: 4242, Libs: mapLibs(t, bin, gone, bias)}
-	th := &format.Thread{Tid: 4242}
-	kf := format.Frame{Address: kaddr, Category: format.CategoryKernel}
-	uf := func(a uint64) format.Frame { return format.Frame{Address: a, Category: format.CategoryUser} }
-	th.Samples.Add(th.InternStack([]format.Frame{uf(bias + leaf), uf(bias + ret)}), 1, -1)
-	th.Samples.Add(th.InternStack([]format.Frame{kf, uf(bias + workLo), uf(bias + ret)}), 2, -1)
-	th.Samples.Add(th.InternStack([]format.Frame{uf(jit), uf(stray), {Label: "pre-symbolicated"}}), 3, -1)
+	proc := &profile.Process{Pid: 4242, Libs: mapLibs(t, bin, gone, bias)}
+	th := &profile.Thread{Tid: 4242}
+	kf := profile.Frame{Address: kaddr, Category: profile.CategoryKernel}
+	uf := func(a uint64) profile.Frame { return profile.Frame{Address: a, Category: profile.CategoryUser} }
+	th.Samples.Add(th.InternStack([]profile.Frame{uf(bias + leaf), uf(bias + ret)}), 1, -1)
+	th.Samples.Add(th.InternStack([]profile.Frame{kf, uf(bias + workLo), uf(bias + ret)}), 2, -1)
+	th.Samples.Add(th.InternStack([]profile.Frame{uf(jit), uf(stray), {Label: "pre-symbolicated"}}), 3, -1)
 	proc.Threads = append(proc.Threads, th)
-	p := &format.Profile{Processes: []*format.Process{proc}}
+	p := &profile.Profile{Processes: []*profile.Process{proc}}
 
 	k, err := ParseKallsyms(strings.NewReader(kallsymsSample))
 	if err != nil {
@@ -87,7 +87,7 @@ func TestProfile(t *testing.T) {
 	var opened []string
 	st, err := Profile(p, Options{
 		DebugRoot: t.TempDir(),
-		OpenPath: func(pr *format.Process, lib *format.Lib) []string {
+		OpenPath: func(pr *profile.Process, lib *profile.Lib) []string {
 			opened = append(opened, fmt.Sprintf("%d:%s", pr.Pid, lib.Path))
 			return []string{bin}
 		},
@@ -103,7 +103,7 @@ func TestProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := proc.Libs[0].Key()
-	check := func(k format.LibKey, rel uint64, want []format.SymbolFrame) {
+	check := func(k profile.LibKey, rel uint64, want []profile.SymbolFrame) {
 		t.Helper()
 		if got := p.Symbols.Lookup(k, rel); !reflect.DeepEqual(got, want) {
 			t.Errorf("Symbols[%s][%#x] = %+v, want %+v", k.DebugName, rel, got, want)
@@ -115,8 +115,8 @@ func TestProfile(t *testing.T) {
 	check(key, ret-base, b.Lookup(ret-base-1))
 	// The user frame under a kernel frame is where the thread trapped.
 	check(key, workLo-base, b.Lookup(workLo-base))
-	check(format.KernelKey, kaddr, []format.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
-	check(format.PerfMapKey(4242), jit, []format.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
+	check(profile.KernelKey, kaddr, []profile.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
+	check(profile.PerfMapKey(4242), jit, []profile.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
 	if got := p.Symbols.Lookup(key, ret-base); len(got) == 0 || got[0].Function != "helper" {
 		t.Errorf("return address in helper symbolized as %+v", got)
 	}
@@ -129,7 +129,7 @@ func TestProfile(t *testing.T) {
 
 	// A second pass has nothing left to do and opens nothing.
 	opened = nil
-	st, _ = Profile(p, Options{OpenPath: func(*format.Process, *format.Lib) []string { opened = append(opened, "x"); return nil }})
+	st, _ = Profile(p, Options{OpenPath: func(*profile.Process, *profile.Lib) []string { opened = append(opened, "x"); return nil }})
 	if st.Resolved != 0 || st.Unresolved != 1 || len(opened) != 0 {
 		t.Errorf("second pass: stats %+v, opened %v", st, opened)
 	}
@@ -138,11 +138,11 @@ func TestProfile(t *testing.T) {
 func TestProfileRefusesOtherBuild(t *testing.T) {
 	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
 	other := build(t, "prog-gdwarf-4", "gcc", "-gdwarf-4", "-O2", "-o", "OUT", "TESTDATA/prog.c")
-	proc := &format.Process{Pid: 1, Libs: mapLibs(t, bin, other, 0x1000000)}
-	th := &format.Thread{Tid: 1}
-	th.Samples.Add(th.InternStack([]format.Frame{{Address: proc.Libs[1].Start + 4}}), 0, -1)
-	proc.Threads = []*format.Thread{th}
-	st, err := Profile(&format.Profile{Processes: []*format.Process{proc}}, Options{})
+	proc := &profile.Process{Pid: 1, Libs: mapLibs(t, bin, other, 0x1000000)}
+	th := &profile.Thread{Tid: 1}
+	th.Samples.Add(th.InternStack([]profile.Frame{{Address: proc.Libs[1].Start + 4}}), 0, -1)
+	proc.Threads = []*profile.Thread{th}
+	st, err := Profile(&profile.Profile{Processes: []*profile.Process{proc}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +152,12 @@ func TestProfileRefusesOtherBuild(t *testing.T) {
 }
 
 func TestProfileKernelUnavailable(t *testing.T) {
-	proc := &format.Process{Pid: 1}
-	th := &format.Thread{Tid: 1}
-	th.Samples.Add(th.InternStack([]format.Frame{{Address: 0xffffffff81000000, Category: format.CategoryKernel}}), 0, -1)
-	proc.Threads = []*format.Thread{th}
+	proc := &profile.Process{Pid: 1}
+	th := &profile.Thread{Tid: 1}
+	th.Samples.Add(th.InternStack([]profile.Frame{{Address: 0xffffffff81000000, Category: profile.CategoryKernel}}), 0, -1)
+	proc.Threads = []*profile.Thread{th}
 	zeroed := regexp.MustCompile(`(?m)^[0-9a-f]+`).ReplaceAllString(kallsymsSample, "0000000000000000")
-	st, err := Profile(&format.Profile{Processes: []*format.Process{proc}}, Options{
+	st, err := Profile(&profile.Profile{Processes: []*profile.Process{proc}}, Options{
 		Kallsyms: func() (*Kallsyms, error) { return ParseKallsyms(strings.NewReader(zeroed)) },
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func TestProfileKernelUnavailable(t *testing.T) {
 	if !errors.Is(st.Libs[0].Err, ErrKallsymsUnavailable) {
 		t.Errorf("kernel error = %v", st.Libs[0].Err)
 	}
-	if st.Unresolved != 1 || st.Libs[0].Key != format.KernelKey {
+	if st.Unresolved != 1 || st.Libs[0].Key != profile.KernelKey {
 		t.Errorf("stats = %+v", st)
 	}
 }

@@ -2,8 +2,8 @@ package view
 
 import (
 	"debug/dwarf"
-	"debug/elf"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -23,7 +23,7 @@ func compDirs(b *symbolize.Binary) []compUnit {
 	if path == "" {
 		path = b.OpenedPath()
 	}
-	f, err := elf.Open(path)
+	f, err := objfile.Open(path)
 	if err != nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -41,7 +41,7 @@ const maxBody = 64 << 20
 type Config struct {
 	// Profile is the loaded profile: its stored names and its libraries,
 	// which say where binaries were.
-	Profile *format.Profile
+	Profile *profile.Profile
 	// Data is the file served as /TOKEN/profile.json: JSON the front-end
 	// imports (gzipped or not; the front-end sniffs gzip itself).
 	Data []byte
@@ -62,13 +62,13 @@ type Server struct {
 	token      string
 	data       []byte
 	gzipped    bool
-	syms       *format.SymbolTable
-	libs       map[format.LibKey][]format.Lib
-	roles      map[format.LibKey]*roles
+	syms       *profile.SymbolTable
+	libs       map[profile.LibKey][]profile.Lib
+	roles      map[profile.LibKey]*roles
 	symbolDirs []string
 
 	mu   sync.Mutex
-	bins map[format.LibKey]*binary
+	bins map[profile.LibKey]*binary
 
 	kernel           func() (*symbolize.Kallsyms, error) // loads once
 	kernelBreakpadID func() (string, error)              // reads once
@@ -109,9 +109,9 @@ func New(cfg Config) (*Server, error) {
 		data:       cfg.Data,
 		gzipped:    len(cfg.Data) >= 2 && cfg.Data[0] == 0x1f && cfg.Data[1] == 0x8b,
 		syms:       cfg.Profile.Symbols,
-		libs:       make(map[format.LibKey][]format.Lib),
+		libs:       make(map[profile.LibKey][]profile.Lib),
 		symbolDirs: cfg.SymbolDirs,
-		bins:       make(map[format.LibKey]*binary),
+		bins:       make(map[profile.LibKey]*binary),
 	}
 	for _, p := range cfg.Profile.Processes {
 		for _, l := range p.Libs {

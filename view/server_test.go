@@ -14,36 +14,36 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
 const testToken = "secrettoken0123456789abcdef"
 
-var testKey = format.LibKey{DebugName: "app", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0"}
+var testKey = profile.LibKey{DebugName: "app", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0"}
 
 // newTestServer serves a profile of one library whose stored names say
 // 0x1010 is in outer (which inlined inner there) and 0x2000 in leaf,
 // with src as the source file of both levels at 0x1010.
 func newTestServer(t *testing.T, src string) *Server {
 	t.Helper()
-	p := &format.Profile{
-		Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{{
+	p := &profile.Profile{
+		Processes: []*profile.Process{{Pid: 1, Libs: []profile.Lib{{
 			Start: 0x400000, End: 0x500000, Name: "app", Path: "/nonexistent/app",
 			DebugName: testKey.DebugName, BreakpadID: testKey.BreakpadID,
-		}}, Threads: []*format.Thread{{
+		}}, Threads: []*profile.Thread{{
 			// One sample: 0x6000 (no names) called from 0x5000 (none).
-			Frames:  format.FrameTable{Frames: []format.Frame{{Address: 0x405000}, {Address: 0x406000}}},
-			Stacks:  format.StackTable{Prefix: []int32{-1, 0}, Frame: []int32{0, 1}},
-			Samples: format.SampleTable{Stack: []int32{1}},
+			Frames:  profile.FrameTable{Frames: []profile.Frame{{Address: 0x405000}, {Address: 0x406000}}},
+			Stacks:  profile.StackTable{Prefix: []int32{-1, 0}, Frame: []int32{0, 1}},
+			Samples: profile.SampleTable{Stack: []int32{1}},
 		}}}},
-		Symbols: &format.SymbolTable{},
+		Symbols: &profile.SymbolTable{},
 	}
-	p.Symbols.Add(testKey, 0x1010, []format.SymbolFrame{
+	p.Symbols.Add(testKey, 0x1010, []profile.SymbolFrame{
 		{Function: "outer", FuncAddr: 0x1000, FuncSize: 0x40, File: src, Line: 10},
 		{Function: "inner", File: src, Line: 3},
 	})
-	p.Symbols.Add(testKey, 0x2000, []format.SymbolFrame{{Function: "leaf", FuncAddr: 0x1ff0, File: "/elsewhere/leaf.c", Line: 7}})
+	p.Symbols.Add(testKey, 0x2000, []profile.SymbolFrame{{Function: "leaf", FuncAddr: 0x1ff0, File: "/elsewhere/leaf.c", Line: 7}})
 	s, err := New(Config{Profile: p, Data: []byte(`{"meta":{}}`), Token: testToken})
 	if err != nil {
 		t.Fatal(err)
@@ -324,8 +324,8 @@ func TestFromBinary(t *testing.T) {
 		t.Fatal("no symbol for main.work")
 	}
 	rel := fn.Value - base
-	key := format.LibKey{DebugName: filepath.Base(exe), BreakpadID: id.BreakpadID}
-	p := &format.Profile{Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{{
+	key := profile.LibKey{DebugName: filepath.Base(exe), BreakpadID: id.BreakpadID}
+	p := &profile.Profile{Processes: []*profile.Process{{Pid: 1, Libs: []profile.Lib{{
 		Start: 0x1000, End: 0x2000, Name: key.DebugName, Path: exe, DebugName: key.DebugName, BreakpadID: key.BreakpadID,
 	}}}}}
 	s, err := New(Config{Profile: p, Token: testToken})
@@ -431,7 +431,7 @@ func TestKernelFromKallsyms(t *testing.T) {
 		{bid, "vfs_read"},
 		{"FF" + bid[2:], "[kernel.kallsyms]+0x2010"}, // another kernel: no names
 	} {
-		p := &format.Profile{Processes: []*format.Process{{Pid: 1, Libs: []format.Lib{{
+		p := &profile.Profile{Processes: []*profile.Process{{Pid: 1, Libs: []profile.Lib{{
 			Start: 0xffffffff81000000, End: 0xffffffffc1000000, Name: "[kernel.kallsyms]", Path: "[kernel.kallsyms]",
 			DebugName: "[kernel.kallsyms]", BreakpadID: bid,
 		}}}}}

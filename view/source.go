@@ -1,7 +1,6 @@
 package view
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,7 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // maxSource bounds a source file served; larger ones are not source code.
@@ -52,7 +50,7 @@ func (s *Server) source(body []byte) (any, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("bad moduleOffset: %v", err)
 	}
-	k := format.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}
+	k := profile.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}
 	frames, _ := s.lookup(k, addr)
 	named := false
 	for _, f := range frames {
@@ -133,7 +131,7 @@ func (s *Server) asm(body []byte) (any, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("bad size: %v", err)
 	}
-	k := format.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}
+	k := profile.LibKey{DebugName: req.DebugName, BreakpadID: req.DebugID}
 	if req.ContinueUntilFunctionEnd {
 		if frames, _ := s.lookup(k, start); len(frames) > 0 && frames[0].FuncSize != 0 && frames[0].FuncAddr <= start {
 			size = max(size, frames[0].FuncAddr+frames[0].FuncSize-start)
@@ -148,49 +146,32 @@ func (s *Server) asm(body []byte) (any, int, error) {
 		}
 		return nil, http.StatusNotFound, errors.New(msg)
 	}
-	f := b.b.Object().ELF()
-	code, err := readCode(f, b.b.Object().Identity().Base+start, size)
+	obj := b.b.Object()
+	code, err := obj.ReadCode(obj.Identity().Base+start, size)
 	if err != nil {
 		return nil, http.StatusNotFound, fmt.Errorf("%s: %v", req.DebugName, err)
 	}
 	// Branch targets in the same lib-relative addresses as the listing,
 	// which the front-end numbers from startAddress.
-	syntax, insts, err := disassemble(f.Machine, code, start)
+	syntax, insts, err := disassemble(obj.Identity().Arch, code, start)
 	if err != nil {
 		return nil, http.StatusNotImplemented, err
 	}
 	return map[string]any{
 		"startAddress": hex(start),
 		"size":         hex(uint64(len(code))),
-		"arch":         objfile.ELFArch(f.Machine),
+		"arch":         obj.Identity().Arch,
 		"syntax":       []string{syntax},
 		"instructions": insts,
 	}, http.StatusOK, nil
 }
 
-// readCode reads size bytes at virtual address vaddr from an executable
-// segment of f.
-func readCode(f *elf.File, vaddr, size uint64) ([]byte, error) {
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || vaddr < p.Vaddr || vaddr >= p.Vaddr+p.Filesz {
-			continue
-		}
-		n := min(size, p.Vaddr+p.Filesz-vaddr)
-		buf := make([]byte, n)
-		if _, err := p.ReadAt(buf, int64(vaddr-p.Vaddr)); err != nil && err != io.EOF {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return nil, fmt.Errorf("address %#x is not in an executable segment", vaddr)
-}
-
 // disassemble decodes code, which sits at pc, into [offset, text] rows.
 // An undecodable byte becomes a ".byte" row, so the listing goes on.
-func disassemble(m elf.Machine, code []byte, pc uint64) (string, [][2]any, error) {
+func disassemble(arch string, code []byte, pc uint64) (string, [][2]any, error) {
 	var rows [][2]any
-	switch m {
-	case elf.EM_X86_64:
+	switch arch {
+	case "x86_64":
 		for off := 0; off < len(code); {
 			inst, err := x86asm.Decode(code[off:], 64)
 			if err != nil || inst.Len == 0 {
@@ -202,7 +183,7 @@ func disassemble(m elf.Machine, code []byte, pc uint64) (string, [][2]any, error
 			off += inst.Len
 		}
 		return "Intel", rows, nil
-	case elf.EM_AARCH64:
+	case "aarch64", "arm64":
 		for off := 0; off+4 <= len(code); off += 4 {
 			inst, err := arm64asm.Decode(code[off:])
 			if err != nil {
@@ -213,5 +194,5 @@ func disassemble(m elf.Machine, code []byte, pc uint64) (string, [][2]any, error
 		}
 		return "ARM", rows, nil
 	}
-	return "", nil, fmt.Errorf("no disassembler for %s: only x86_64 and aarch64", objfile.ELFArch(m))
+	return "", nil, fmt.Errorf("no disassembler for %s: only x86_64 and aarch64", arch)
 }

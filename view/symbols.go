@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -21,7 +21,7 @@ import (
 // under the return address itself (with the call's answer), so addr+1 is
 // tried when addr has nothing. No instruction starts one byte before a
 // return address, so the two cannot be confused.
-func (s *Server) lookup(k format.LibKey, addr uint64) (frames []format.SymbolFrame, known bool) {
+func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolFrame, known bool) {
 	if s.syms != nil && s.syms.Libs[k] != nil {
 		known = true
 		if f := s.syms.Lookup(k, addr); len(f) > 0 {
@@ -62,7 +62,7 @@ func runningKernelBreakpadID() (string, error) {
 // kernel's symbols, if the profile was recorded on this very kernel (an
 // identity of zeros, a kernel without a build-id, is taken on trust, as
 // gprof report does).
-func (s *Server) kernelLookup(k format.LibKey, addr uint64) []format.SymbolFrame {
+func (s *Server) kernelLookup(k profile.LibKey, addr uint64) []profile.SymbolFrame {
 	if len(s.libs[k]) == 0 {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (s *Server) kernelLookup(k format.LibKey, addr uint64) []format.SymbolFrame
 	if sym.Module != "" {
 		name += " [" + sym.Module + "]"
 	}
-	return []format.SymbolFrame{{Function: name, FuncAddr: sym.Addr - base, FuncSize: sym.Size}}
+	return []profile.SymbolFrame{{Function: name, FuncAddr: sym.Addr - base, FuncSize: sym.Size}}
 }
 
 // roles are the lib-relative addresses of one library's frames in the
@@ -94,8 +94,8 @@ type roles struct {
 	leaf, caller map[uint64]bool
 }
 
-func frameRoles(p *format.Profile) map[format.LibKey]*roles {
-	out := map[format.LibKey]*roles{}
+func frameRoles(p *profile.Profile) map[profile.LibKey]*roles {
+	out := map[profile.LibKey]*roles{}
 	for _, proc := range p.Processes {
 		for _, th := range proc.Threads {
 			mark := func(fi int32, caller bool) {
@@ -103,7 +103,7 @@ func frameRoles(p *format.Profile) map[format.LibKey]*roles {
 					return
 				}
 				f := th.Frames.Frames[fi]
-				l := format.FindLib(proc.Libs, f.Address)
+				l := profile.FindLib(proc.Libs, f.Address)
 				if f.Label != "" || l == nil {
 					return
 				}
@@ -137,7 +137,7 @@ func frameRoles(p *format.Profile) map[format.LibKey]*roles {
 // fallbackName names an address nothing resolves the way gprof report
 // does, "LIB+0xOFFSET", at the frame's own address: for a caller the
 // return address, which the front-end asked about one byte lower.
-func (s *Server) fallbackName(k format.LibKey, addr uint64) string {
+func (s *Server) fallbackName(k profile.LibKey, addr uint64) string {
 	if r := s.roles[k]; r != nil && !r.leaf[addr] && r.caller[addr+1] {
 		addr++
 	}
@@ -147,7 +147,7 @@ func (s *Server) fallbackName(k format.LibKey, addr uint64) string {
 // binary opens, once, the binary of lib k from this machine: at a path the
 // profile recorded for it, or by name in a symbol directory, as long as it
 // is the same build.
-func (s *Server) binary(k format.LibKey) *binary {
+func (s *Server) binary(k profile.LibKey) *binary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b := s.bins[k]; b != nil {
@@ -250,9 +250,9 @@ func (s *Server) symbolicate(body []byte) (any, int, error) {
 
 func (s *Server) job(job v5Job) v5Result {
 	res := v5Result{FoundModules: map[string]bool{}, Stacks: make([][]v5Frame, len(job.Stacks))}
-	keys := make([]format.LibKey, len(job.MemoryMap))
+	keys := make([]profile.LibKey, len(job.MemoryMap))
 	for i, m := range job.MemoryMap {
-		keys[i] = format.LibKey{DebugName: m[0], BreakpadID: m[1]}
+		keys[i] = profile.LibKey{DebugName: m[0], BreakpadID: m[1]}
 		res.FoundModules[m[0]+"/"+m[1]] = false
 	}
 	for si, stack := range job.Stacks {
@@ -270,7 +270,7 @@ func (s *Server) job(job v5Job) v5Result {
 				// A library of the profile: name what nothing resolves
 				// as report does, rather than leave the front-end a bare
 				// address.
-				frames, known = []format.SymbolFrame{{Function: s.fallbackName(k, uint64(off))}}, true
+				frames, known = []profile.SymbolFrame{{Function: s.fallbackName(k, uint64(off))}}, true
 			}
 			if known {
 				res.FoundModules[k.DebugName+"/"+k.BreakpadID] = true
@@ -287,7 +287,7 @@ func (s *Server) job(job v5Job) v5Result {
 // fillFrame turns the model's frames (outer first, each with its own
 // location) into a v5 frame: the outer function with its location, and
 // the inlined callees ordered inside to outside.
-func fillFrame(f *v5Frame, addr uint64, frames []format.SymbolFrame) {
+func fillFrame(f *v5Frame, addr uint64, frames []profile.SymbolFrame) {
 	outer := frames[0]
 	f.Function = outer.Function
 	// An unknown start makes the address its own symbol; the front-end

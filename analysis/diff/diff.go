@@ -17,8 +17,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Version is the version of the JSON schema. It changes when a field is
@@ -90,7 +90,7 @@ type Group struct {
 // Input is one profile of a side, already read and named.
 type Input struct {
 	File    string
-	Profile *format.Profile
+	Profile *profile.Profile
 }
 
 // run is what one profile contributes.
@@ -113,7 +113,7 @@ type run struct {
 // build, and a function's identity to the reader is its name.
 type fnKey struct{ name string }
 
-func summarize(p *format.Profile, by string) run {
+func summarize(p *profile.Profile, by string) run {
 	r := report.Build(p, report.Options{Top: -1, By: by})
 	out := run{samples: r.Samples, cpu: r.CPU, whole: r.Samples, n: r.Samples, self: map[fnKey]int64{}, total: map[fnKey]int64{},
 		threads: map[string][2]int64{}, procs: map[string][2]int64{}, libs: map[string]string{}}

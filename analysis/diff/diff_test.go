@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // sampled returns a profile of n samples drawn at random with the given
 // weights for leaf functions called from main, one ms of CPU each.
-func sampled(rng *rand.Rand, n int, weights map[string]float64) *format.Profile {
-	th := &format.Thread{Tid: 1, Name: "worker", Main: true}
+func sampled(rng *rand.Rand, n int, weights map[string]float64) *profile.Profile {
+	th := &profile.Thread{Tid: 1, Name: "worker", Main: true}
 	var names []string
 	var total float64
 	for _, k := range []string{"work_a", "work_b", "work_c", "work_d"} {
@@ -33,12 +33,12 @@ func sampled(rng *rand.Rand, n int, weights map[string]float64) *format.Profile 
 			}
 			x -= weights[k]
 		}
-		s := th.InternStack([]format.Frame{{Label: leaf}, {Label: "main"}})
+		s := th.InternStack([]profile.Frame{{Label: leaf}, {Label: "main"}})
 		th.Samples.Add(s, int64(i)*int64(time.Millisecond), int64(time.Millisecond))
 	}
-	return &format.Profile{
-		Meta:      format.Meta{Interval: time.Millisecond},
-		Processes: []*format.Process{{Pid: 1, Name: "fixture", Threads: []*format.Thread{th}}},
+	return &profile.Profile{
+		Meta:      profile.Meta{Interval: time.Millisecond},
+		Processes: []*profile.Process{{Pid: 1, Name: "fixture", Threads: []*profile.Thread{th}}},
 	}
 }
 
@@ -182,18 +182,18 @@ func TestMatch(t *testing.T) {
 // With --by cpu, a function's share is of CPU time: time blocked, which
 // samples count in a profile recorded off the CPU too, weighs nothing.
 func TestCompareByCPU(t *testing.T) {
-	mk := func(work, wait int) *format.Profile {
-		th := &format.Thread{Tid: 1, Name: "t", Main: true}
-		w := th.InternStack([]format.Frame{{Label: "work"}, {Label: "main"}})
-		b := th.InternStack([]format.Frame{{Label: "[blocked]", Category: format.CategoryIdle}, {Label: "main"}})
+	mk := func(work, wait int) *profile.Profile {
+		th := &profile.Thread{Tid: 1, Name: "t", Main: true}
+		w := th.InternStack([]profile.Frame{{Label: "work"}, {Label: "main"}})
+		b := th.InternStack([]profile.Frame{{Label: "[blocked]", Category: profile.CategoryIdle}, {Label: "main"}})
 		for i := 0; i < work; i++ {
 			th.Samples.Add(w, int64(i)*1e6, 1e6)
 		}
 		for i := 0; i < wait; i++ {
 			th.Samples.Add(b, int64(work+i)*1e6, 0)
 		}
-		return &format.Profile{Meta: format.Meta{Interval: time.Millisecond, Categories: format.OffCPUCategories},
-			Processes: []*format.Process{{Pid: 1, Name: "p", Threads: []*format.Thread{th}}}}
+		return &profile.Profile{Meta: profile.Meta{Interval: time.Millisecond, Categories: profile.OffCPUCategories},
+			Processes: []*profile.Process{{Pid: 1, Name: "p", Threads: []*profile.Thread{th}}}}
 	}
 	base := []Input{{File: "a", Profile: mk(300, 700)}}
 	next := []Input{{File: "b", Profile: mk(300, 1700)}}

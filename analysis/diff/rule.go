@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
 )
 
 // Rule is one --fail-if gate:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gprof-dev/gprof/format/report"
+	"github.com/gprof-dev/gprof/analysis/report"
 )
 
 // WriteJSON writes res as indented JSON (the schema is Result's; see

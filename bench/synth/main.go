@@ -22,8 +22,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
 
@@ -81,7 +81,7 @@ func run(path string, threads, samples, leaves, nfuncs int, out string) error {
 	for _, p := range b.Object().Segments() {
 		lo, hi = min(lo, p.Addr), max(hi, p.Addr+p.Size)
 	}
-	lib := format.Lib{
+	lib := profile.Lib{
 		Start: bias + lo, End: bias + hi, Offset: 0,
 		Name: id.DebugName, Path: path, DebugName: id.DebugName, DebugPath: id.DebugPath,
 		BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch,
@@ -90,31 +90,31 @@ func run(path string, threads, samples, leaves, nfuncs int, out string) error {
 		lib.BreakpadID = "000000000000000000000000000000000"
 	}
 	// Each function has a few call sites (return addresses) and hot spots.
-	frameIn := func(fi int) format.Frame {
+	frameIn := func(fi int) profile.Frame {
 		fu := fns[fi]
 		// Within the first half: symbol sizes include alignment padding,
 		// which no real sample hits (and which gprof symbolicates with
 		// line -1, a profile its own reader then rejects).
 		off := 1 + (uint64(fi)*2654435761+uint64(rng.IntN(6))*0x1f)%(fu.size/2)
-		return format.Frame{Address: bias + fu.addr + off, Category: format.CategoryUser}
+		return profile.Frame{Address: bias + fu.addr + off, Category: profile.CategoryUser}
 	}
 
 	const interval = int64(time.Millisecond)
 	dur := int64(samples)*interval + interval
-	p := &format.Profile{Meta: format.Meta{
+	p := &profile.Profile{Meta: profile.Meta{
 		Product: "gprof", StartTime: time.Now().Add(-time.Duration(dur)), Interval: time.Millisecond,
 		OSCPU: "Linux synthetic", Platform: "Linux", Arch: "x86_64", LogicalCPUs: threads,
 		Duration: dur, Extra: map[string]string{"backend": "synthetic", "event": "cpu-clock"},
 	}}
-	proc := &format.Process{Pid: 4242, Name: "synth", End: dur, ExitCode: 0, Libs: []format.Lib{lib}}
-	p.Processes = []*format.Process{proc}
+	proc := &profile.Process{Pid: 4242, Name: "synth", End: dur, ExitCode: 0, Libs: []profile.Lib{lib}}
+	p.Processes = []*profile.Process{proc}
 	zipf := rand.NewZipf(rng, 1.1, 4, uint64(leaves-1))
 	for ti := 0; ti < threads; ti++ {
-		th := &format.Thread{Tid: 4242 + ti, Name: fmt.Sprintf("worker-%d", ti), Main: ti == 0, End: dur}
-		var trees [][]format.Frame // root first
+		th := &profile.Thread{Tid: 4242 + ti, Name: fmt.Sprintf("worker-%d", ti), Main: ti == 0, End: dur}
+		var trees [][]profile.Frame // root first
 		stacks := make([]int32, leaves)
 		for i := range stacks {
-			var fr []format.Frame
+			var fr []profile.Frame
 			if i < 32 {
 				for d := 8 + rng.IntN(24); d > 0; d-- {
 					fr = append(fr, frameIn(rng.IntN(len(fns))))

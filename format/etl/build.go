@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // record is one event kept until the end of the trace, when all of them
@@ -284,8 +284,8 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 
 // pending is a sample whose stack is assembled at the end of the trace.
 type pending struct {
-	th   *format.Thread
-	proc *format.Process
+	th   *profile.Thread
+	proc *profile.Process
 	time int64 // ns since the profile's start
 	raw  int64 // the trace's timestamp, which stack events refer to
 	ip   uint64
@@ -293,14 +293,14 @@ type pending struct {
 }
 
 type procState struct {
-	p        *format.Process
+	p        *profile.Process
 	ended    bool
-	threads  map[uint32]*format.Thread
+	threads  map[uint32]*profile.Thread
 	samples  int
 	loadedAt map[uint64]int // lib base -> samples count when loaded
 }
 
-func (b *builder) profile() *format.Profile {
+func (b *builder) profile() *profile.Profile {
 	h := &b.hdr
 	freq := h.ticksPerSecond()
 	zero := b.minTime
@@ -320,7 +320,7 @@ func (b *builder) profile() *format.Profile {
 	if h.pointerSize == 4 {
 		arch = "x86"
 	}
-	prof := &format.Profile{Meta: format.Meta{
+	prof := &profile.Profile{Meta: profile.Meta{
 		Product:     "gprof",
 		StartTime:   start,
 		Interval:    interval,
@@ -340,14 +340,14 @@ func (b *builder) profile() *format.Profile {
 	var procs []*procState
 	byPid := map[uint32]*procState{}
 	tids := map[uint32]*procState{} // which process a tid belongs to now
-	var kernelLibs []format.Lib
+	var kernelLibs []profile.Lib
 	var samples []pending
 
 	getProc := func(pid uint32, name string, t int64) *procState {
 		ps := byPid[pid]
 		if ps == nil || ps.ended {
-			ps = &procState{p: &format.Process{Pid: int(pid), Name: name, Start: t, End: -1, ExitCode: -1},
-				threads: map[uint32]*format.Thread{}, loadedAt: map[uint64]int{}}
+			ps = &procState{p: &profile.Process{Pid: int(pid), Name: name, Start: t, End: -1, ExitCode: -1},
+				threads: map[uint32]*profile.Thread{}, loadedAt: map[uint64]int{}}
 			byPid[pid] = ps
 			procs = append(procs, ps)
 		}
@@ -356,10 +356,10 @@ func (b *builder) profile() *format.Profile {
 		}
 		return ps
 	}
-	getThread := func(ps *procState, tid uint32, t int64) *format.Thread {
+	getThread := func(ps *procState, tid uint32, t int64) *profile.Thread {
 		th := ps.threads[tid]
 		if th == nil || th.End >= 0 {
-			th = &format.Thread{Tid: int(tid), Start: t, End: -1, Main: len(ps.p.Threads) == 0}
+			th = &profile.Thread{Tid: int(tid), Start: t, End: -1, Main: len(ps.p.Threads) == 0}
 			ps.threads[tid] = th
 			ps.p.Threads = append(ps.p.Threads, th)
 		}
@@ -451,12 +451,12 @@ func (b *builder) profile() *format.Profile {
 				break
 			}
 			if n, ok := ps.loadedAt[r.ev.img.Base]; ok && n == ps.samples {
-				ps.p.Libs = slices.DeleteFunc(ps.p.Libs, func(l format.Lib) bool { return l.Start == r.ev.img.Base })
+				ps.p.Libs = slices.DeleteFunc(ps.p.Libs, func(l profile.Lib) bool { return l.Start == r.ev.img.Base })
 				delete(ps.loadedAt, r.ev.img.Base)
 			}
 		case etw.KindSample:
 			ps := tids[r.tid]
-			var th *format.Thread
+			var th *profile.Thread
 			if ps != nil {
 				th = ps.threads[r.tid]
 			}
@@ -492,7 +492,7 @@ func (b *builder) profile() *format.Profile {
 		slices.SortFunc(ms, func(x, y method) int { return cmp.Compare(x.start, y.start) })
 		jit[int(pid)] = ms
 	}
-	var leaf []format.Frame
+	var leaf []profile.Frame
 	sampleTick := int64(interval)
 	// Samples reached each thread in time order; the stack table too.
 	for _, s := range samples {
@@ -520,11 +520,11 @@ func (b *builder) profile() *format.Profile {
 		}
 		ms := jit[s.proc.Pid]
 		for _, a := range addrs {
-			f := format.Frame{Address: a, Category: format.CategoryUser}
+			f := profile.Frame{Address: a, Category: profile.CategoryUser}
 			if isKernel(a) {
-				f.Category = format.CategoryKernel
+				f.Category = profile.CategoryKernel
 			} else if m := findMethod(ms, a); m != nil {
-				f = format.Frame{Label: m.name, Category: format.CategoryUser}
+				f = profile.Frame{Label: m.name, Category: profile.CategoryUser}
 			}
 			leaf = append(leaf, f)
 		}
@@ -539,7 +539,7 @@ func (b *builder) profile() *format.Profile {
 			ps.p.Name = "Idle"
 		}
 		libs := append(ps.p.Libs, kernelLibs...)
-		ps.p.Libs = format.SortLibs(slices.Clone(libs))
+		ps.p.Libs = profile.SortLibs(slices.Clone(libs))
 		prof.Processes = append(prof.Processes, ps.p)
 	}
 	return prof
@@ -567,7 +567,7 @@ func (b *builder) resolve(f fragment) []uint64 {
 // RSDS event for from the file on disk, when the trace is read where it
 // was recorded and the file is still the one that was loaded (same size,
 // and same TimeDateStamp when the trace has one).
-func (b *builder) identityFromDisk(l *format.Lib, im *image) {
+func (b *builder) identityFromDisk(l *profile.Lib, im *image) {
 	if b.onDisk == nil {
 		b.onDisk = map[string]*etw.PEIdentity{}
 	}
@@ -654,9 +654,9 @@ func findMethod(ms []method, a uint64) *method {
 	return nil
 }
 
-func makeLib(im *image, volumes [][2]string) format.Lib {
+func makeLib(im *image, volumes [][2]string) profile.Lib {
 	path := dosPath(im.FileName, volumes)
-	l := format.Lib{
+	l := profile.Lib{
 		Start: im.Base,
 		End:   im.Base + im.Size,
 		Name:  etw.BaseName(path),

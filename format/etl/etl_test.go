@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // perfView reads the PerfView trace from testdata.
@@ -37,7 +37,7 @@ func perfView(t testing.TB) []byte {
 	return nil
 }
 
-func process(p *format.Profile, pid int) *format.Process {
+func process(p *profile.Profile, pid int) *profile.Process {
 	for _, pr := range p.Processes {
 		if pr.Pid == pid {
 			return pr
@@ -86,12 +86,12 @@ func TestPerfViewTrace(t *testing.T) {
 	if pr == nil || pr.Name != "Test.x86.exe" {
 		t.Fatalf("no Test.x86.exe with pid 3644: %+v", pr)
 	}
-	var libByName = map[string][]format.Lib{}
+	var libByName = map[string][]profile.Lib{}
 	for _, l := range pr.Libs {
 		libByName[strings.ToLower(l.Name)] = append(libByName[strings.ToLower(l.Name)], l)
 	}
 	// WOW64: both ntdlls, with the IDs of their own RSDS records.
-	var ntdll32, ntdll64 *format.Lib
+	var ntdll32, ntdll64 *profile.Lib
 	for i, l := range libByName["ntdll.dll"] {
 		switch l.BreakpadID {
 		case "6048FDB62DCD41C18835594844CE71432":
@@ -124,7 +124,7 @@ func TestPerfViewTrace(t *testing.T) {
 				continue
 			}
 			leaf := th.Frames.Frames[th.Stacks.Frame[s]]
-			if leaf.Label != "" || format.FindLib(pr.Libs, leaf.Address) != nil {
+			if leaf.Label != "" || profile.FindLib(pr.Libs, leaf.Address) != nil {
 				inLib++
 			}
 			root := s

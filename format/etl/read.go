@@ -14,7 +14,7 @@ import (
 	"io"
 
 	"github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 const bufferHeaderSize = 0x48
@@ -108,7 +108,7 @@ type Options struct{}
 
 // Read reads an ETL file. It reads one buffer at a time: what it keeps is
 // the decoded events a profile needs, not the file.
-func Read(r io.Reader) (*format.Profile, error) {
+func Read(r io.Reader) (*profile.Profile, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, _ := br.Peek(sniffSize)
 	if !Sniff(head) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -20,7 +20,7 @@ import (
 // threads of 600,000 samples, stacks 10 to 60 frames deep drawn from a few
 // thousand functions, some 20,000 distinct leaf stacks per thread, and
 // samples skewed toward a few hot stacks.
-var bigProfile = sync.OnceValue(func() *format.Profile {
+var bigProfile = sync.OnceValue(func() *profile.Profile {
 	const (
 		threads  = 8
 		samples  = 600_000
@@ -28,21 +28,21 @@ var bigProfile = sync.OnceValue(func() *format.Profile {
 		libStart = 0x5555_0000_0000
 	)
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := &format.Profile{Meta: format.Meta{Product: "gprof", StartTime: time.Unix(1700000000, 0), Interval: time.Millisecond}}
-	proc := &format.Process{Pid: 1000, Name: "big", End: -1, ExitCode: -1, Libs: []format.Lib{{
+	p := &profile.Profile{Meta: profile.Meta{Product: "gprof", StartTime: time.Unix(1700000000, 0), Interval: time.Millisecond}}
+	proc := &profile.Process{Pid: 1000, Name: "big", End: -1, ExitCode: -1, Libs: []profile.Lib{{
 		Start: libStart, End: libStart + 0x100_0000, Name: "big", Path: "/bin/big",
 		DebugName: "big", BreakpadID: "00000000000000000000000000000000A", Arch: "x86_64",
 	}}}
-	p.Processes = []*format.Process{proc}
+	p.Processes = []*profile.Process{proc}
 	zipf := rand.NewZipf(rng, 1.1, 4, leaves-1)
 	for ti := 0; ti < threads; ti++ {
-		th := &format.Thread{Tid: 1000 + ti, Name: "worker", Main: ti == 0, End: -1}
+		th := &profile.Thread{Tid: 1000 + ti, Name: "worker", Main: ti == 0, End: -1}
 		// Leaf stacks share prefixes the way real call trees do: each new
 		// one is an earlier one cut a few frames short and grown again.
-		var leafFrames [][]format.Frame
+		var leafFrames [][]profile.Frame
 		stacks := make([]int32, leaves)
 		for i := range stacks {
-			var frames []format.Frame
+			var frames []profile.Frame
 			if i < 16 {
 				for d := 0; d < 10+rng.IntN(30); d++ {
 					frames = append(frames, randFrame(rng))
@@ -75,10 +75,10 @@ var bigProfile = sync.OnceValue(func() *format.Profile {
 	return p
 })
 
-func randFrame(rng *rand.Rand) format.Frame {
+func randFrame(rng *rand.Rand) profile.Frame {
 	const libStart = 0x5555_0000_0000
 	fn := uint64(rng.IntN(4000))
-	return format.Frame{Address: libStart + fn*0x400 + uint64(rng.IntN(8))*4, Category: format.CategoryUser}
+	return profile.Frame{Address: libStart + fn*0x400 + uint64(rng.IntN(8))*4, Category: profile.CategoryUser}
 }
 
 // peakHeap tracks the largest live heap seen while it runs.
@@ -183,7 +183,7 @@ func benchRead(b *testing.B, data []byte, jsonBytes int64) {
 	b.ReportAllocs()
 	base := heapNow()
 	ph := startPeak()
-	var p *format.Profile
+	var p *profile.Profile
 	b.ResetTimer()
 	for b.Loop() {
 		p = nil

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Counters go in their process's object, with times relative to it;
@@ -14,9 +14,9 @@ import (
 func TestWriteCountersAndOverhead(t *testing.T) {
 	p := testProfile()
 	child := p.Processes[1]
-	child.Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+	child.Counters = []profile.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
 		Time: []int64{child.Start + 1e6, child.Start + 2e6}, Count: []int64{4096, -1024}}}
-	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	p.Overhead = &profile.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
 	var out struct {
 		Counters         []any `json:"counters"`
 		ProfilerOverhead struct {
@@ -61,11 +61,11 @@ func TestWriteCountersAndOverhead(t *testing.T) {
 func TestReadCountersAndOverhead(t *testing.T) {
 	p := testProfile()
 	child := p.Processes[1]
-	child.Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+	child.Counters = []profile.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
 		Time: []int64{child.Start + 1e6, child.Start + 2e6}, Count: []int64{4096, -1024}}}
-	p.Processes[0].Counters = []format.Counter{{Name: "processCPU", Category: "CPU", Description: "CPU",
+	p.Processes[0].Counters = []profile.Counter{{Name: "processCPU", Category: "CPU", Description: "CPU",
 		Time: []int64{3e6}, Count: []int64{250000}}}
-	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	p.Overhead = &profile.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
 	got, err := Read(bytes.NewReader(encode(t, p)))
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@
 //     Meta.Extra.
 //   - "gprofProcess" in each process object: pid, name, start, end (ms
 //     since the top-level meta.startTime), exitCode, and "exec": true for
-//     an image that began with an exec (format.Process.Exec).
+//     an image that began with an exec (profile.Process.Exec).
 //   - "gprofName" and "gprofMain" on each thread: its own name and whether
 //     it is the main thread, which the GeckoMain convention hides.
 //   - a "weight" column in a samples schema, when the model has weights

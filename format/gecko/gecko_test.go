@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // testProfile builds a small profile that exercises every field Write
 // stores: two processes, native and label frames, null stacks and CPU
 // deltas, all marker phases, weights and stored symbols.
-func testProfile() *format.Profile {
-	p := &format.Profile{
-		Meta: format.Meta{
+func testProfile() *profile.Profile {
+	p := &profile.Profile{
+		Meta: profile.Meta{
 			Product:     "gprof",
 			StartTime:   time.Unix(1700000000, 123456789),
 			Interval:    time.Millisecond,
@@ -36,31 +36,31 @@ func testProfile() *format.Profile {
 			Extra:       map[string]string{"backend": "perf", "command": "sleep 1 \"quoted\"\n"},
 		},
 	}
-	exe := format.Lib{Start: 0x55550000_0000, End: 0x55550000_4000, Offset: 0x1000, Name: "app", Path: "/usr/bin/app",
+	exe := profile.Lib{Start: 0x55550000_0000, End: 0x55550000_4000, Offset: 0x1000, Name: "app", Path: "/usr/bin/app",
 		DebugName: "app", DebugPath: "/usr/bin/app", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0", CodeID: "efcdab8967452301", Arch: "x86_64"}
-	libc := format.Lib{Start: 0x7f00_0000_0000, End: 0x7f00_0010_0000, Offset: 0x28000, Name: "libc.so.6", Path: "/lib/libc.so.6",
+	libc := profile.Lib{Start: 0x7f00_0000_0000, End: 0x7f00_0010_0000, Offset: 0x28000, Name: "libc.so.6", Path: "/lib/libc.so.6",
 		DebugName: "libc.so.6", DebugPath: "/lib/libc.so.6", BreakpadID: "FEDCBA9876543210FEDCBA98765432100", Arch: "x86_64"}
-	kernel := format.Lib{Start: 0xffffffff_81000000, End: 0xffffffff_83000000, Name: "[kernel.kallsyms]", Path: "[kernel.kallsyms]",
+	kernel := profile.Lib{Start: 0xffffffff_81000000, End: 0xffffffff_83000000, Name: "[kernel.kallsyms]", Path: "[kernel.kallsyms]",
 		DebugName: "[kernel.kallsyms]", BreakpadID: "AAAABBBBCCCCDDDDEEEEFFFF000011110", Arch: "x86_64"}
 
-	mk := func(pid int, name string, start, end int64) *format.Process {
-		return &format.Process{Pid: pid, Name: name, Start: start, End: end, ExitCode: -1,
-			Libs: []format.Lib{exe, libc, kernel}}
+	mk := func(pid int, name string, start, end int64) *profile.Process {
+		return &profile.Process{Pid: pid, Name: name, Start: start, End: end, ExitCode: -1,
+			Libs: []profile.Lib{exe, libc, kernel}}
 	}
 	p1 := mk(100, "app", 0, -1)
 	p2 := mk(200, "child", 1_500_000_000, 4_000_000_000)
 	p2.ExitCode = 3
 
-	addThread := func(proc *format.Process, tid int, name string, main bool, start, end int64, n int) *format.Thread {
-		th := &format.Thread{Tid: tid, Name: name, Main: main, Start: start, End: end}
-		stacks := [][]format.Frame{
+	addThread := func(proc *profile.Process, tid int, name string, main bool, start, end int64, n int) *profile.Thread {
+		th := &profile.Thread{Tid: tid, Name: name, Main: main, Start: start, End: end}
+		stacks := [][]profile.Frame{
 			{{Address: exe.Start + 0x123}, {Address: exe.Start + 0x456}},
 			{{Address: libc.Start + 0x10}, {Address: exe.Start + 0x789}, {Address: exe.Start + 0x456}},
-			{{Address: kernel.Start + 0x99, Category: format.CategoryKernel}, {Address: libc.Start + 0x20}, {Label: "main loop"}},
-			{{Label: "ünïcödé \"label\"\x01\u2028", Category: format.CategoryUser}},
+			{{Address: kernel.Start + 0x99, Category: profile.CategoryKernel}, {Address: libc.Start + 0x20}, {Label: "main loop"}},
+			{{Label: "ünïcödé \"label\"\x01\u2028", Category: profile.CategoryUser}},
 		}
 		for i := 0; i < n; i++ {
-			s := format.NoStack
+			s := profile.NoStack
 			if i%5 != 4 {
 				s = th.InternStack(stacks[i%len(stacks)])
 			}
@@ -70,12 +70,12 @@ func testProfile() *format.Profile {
 			}
 			th.Samples.Add(s, start+int64(i)*1_000_123, cpu)
 		}
-		th.Markers = []format.Marker{
-			{Name: "Instant", Start: start + 10, Phase: format.PhaseInstant, Data: map[string]any{"type": "Text", "name": "hello"}},
-			{Name: "Span", Start: start + 20, End: start + 3_000_000, Phase: format.PhaseInterval, Category: format.CategoryUser,
+		th.Markers = []profile.Marker{
+			{Name: "Instant", Start: start + 10, Phase: profile.PhaseInstant, Data: map[string]any{"type": "Text", "name": "hello"}},
+			{Name: "Span", Start: start + 20, End: start + 3_000_000, Phase: profile.PhaseInterval, Category: profile.CategoryUser,
 				Data: map[string]any{"type": "Span", "n": 3.5, "list": []any{"a", 1.0}, "nested": map[string]any{"ok": true}}},
-			{Name: "Begin", Start: start + 30, Phase: format.PhaseIntervalStart},
-			{Name: "End", End: start + 40, Phase: format.PhaseIntervalEnd},
+			{Name: "Begin", Start: start + 30, Phase: profile.PhaseIntervalStart},
+			{Name: "End", End: start + 40, Phase: profile.PhaseIntervalEnd},
 		}
 		proc.Threads = append(proc.Threads, th)
 		return th
@@ -88,21 +88,21 @@ func testProfile() *format.Profile {
 	}
 	addThread(p2, 200, "child", true, 1_500_000_000, 4_000_000_000, 30)
 	addThread(p2, 201, "GeckoMain", false, 1_600_000_000, -1, 10)
-	p.Processes = []*format.Process{p1, p2}
+	p.Processes = []*profile.Process{p1, p2}
 
-	p.Symbols = &format.SymbolTable{}
-	p.Symbols.Add(exe.Key(), 0x1123, []format.SymbolFrame{
+	p.Symbols = &profile.SymbolTable{}
+	p.Symbols.Add(exe.Key(), 0x1123, []profile.SymbolFrame{
 		{Function: "main", FuncAddr: 0x1100, FuncSize: 0x80, File: "main.c", Line: 12},
 		{Function: "inlined_helper", File: "helper.h", Line: 3},
 	})
-	p.Symbols.Add(exe.Key(), 0x1456, []format.SymbolFrame{{Function: "main", FuncAddr: 0x1100, FuncSize: 0x80, File: "main.c", Line: 20}})
+	p.Symbols.Add(exe.Key(), 0x1456, []profile.SymbolFrame{{Function: "main", FuncAddr: 0x1100, FuncSize: 0x80, File: "main.c", Line: 20}})
 	p.Symbols.Add(exe.Key(), 0x1789, nil)
-	p.Symbols.Add(libc.Key(), 0x28010, []format.SymbolFrame{{Function: "write", FuncAddr: 0x28000, FuncSize: 0x40}})
-	p.Symbols.Add(kernel.Key(), 0xffff_ffff_ffff_fff0, []format.SymbolFrame{{Function: "far away", Line: 1}})
+	p.Symbols.Add(libc.Key(), 0x28010, []profile.SymbolFrame{{Function: "write", FuncAddr: 0x28000, FuncSize: 0x40}})
+	p.Symbols.Add(kernel.Key(), 0xffff_ffff_ffff_fff0, []profile.SymbolFrame{{Function: "far away", Line: 1}})
 	return p
 }
 
-func encode(t testing.TB, p *format.Profile) []byte {
+func encode(t testing.TB, p *profile.Profile) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := Write(&buf, p); err != nil {
@@ -172,7 +172,7 @@ func TestWriteFileKeepsOldOnError(t *testing.T) {
 	}
 }
 
-func compareProfiles(t *testing.T, got, want *format.Profile) {
+func compareProfiles(t *testing.T, got, want *profile.Profile) {
 	t.Helper()
 	if !got.Meta.StartTime.Equal(want.Meta.StartTime) {
 		t.Errorf("StartTime = %v, want %v", got.Meta.StartTime, want.Meta.StartTime)
@@ -251,7 +251,7 @@ func TestStructure(t *testing.T) {
 	p := testProfile()
 	// Overlapping and unsorted libs must come out sorted and disjoint.
 	libs := p.Processes[0].Libs
-	libs = append(libs, format.Lib{Start: libs[0].Start + 0x1000, End: libs[0].End + 0x1000, Offset: 0, Name: "overlap"})
+	libs = append(libs, profile.Lib{Start: libs[0].Start + 0x1000, End: libs[0].End + 0x1000, Offset: 0, Name: "overlap"})
 	libs[0], libs[2] = libs[2], libs[0]
 	p.Processes[0].Libs = libs
 
@@ -352,7 +352,7 @@ func TestStructure(t *testing.T) {
 }
 
 func TestSortLibs(t *testing.T) {
-	libs := []format.Lib{
+	libs := []profile.Lib{
 		{Start: 300, End: 400, Name: "c"},
 		{Start: 100, End: 200, Name: "a"},
 		{Start: 150, End: 250, Offset: 10, Name: "b"}, // overlaps a: trimmed to 200..250
@@ -360,8 +360,8 @@ func TestSortLibs(t *testing.T) {
 		{Start: 100, End: 200, Name: "a2"},            // same range as a: dropped
 		{Start: 500, End: 500, Name: "empty"},
 	}
-	got := format.SortLibs(libs)
-	want := []format.Lib{
+	got := profile.SortLibs(libs)
+	want := []profile.Lib{
 		{Start: 100, End: 200, Name: "a"},
 		{Start: 200, End: 250, Offset: 60, Name: "b"},
 		{Start: 300, End: 400, Name: "c"},
@@ -407,14 +407,14 @@ func TestReadFirefox(t *testing.T) {
 	if n := main.Samples.Len(); n != 4 {
 		t.Fatalf("%d samples", n)
 	}
-	if main.Samples.Stack[3] != format.NoStack {
+	if main.Samples.Stack[3] != profile.NoStack {
 		t.Errorf("null stack read as %d", main.Samples.Stack[3])
 	}
 	if main.Samples.Time[1] != 1_500_000 {
 		t.Errorf("sample time %d", main.Samples.Time[1])
 	}
 	// Pre-v20-style markers and phased ones both arrive.
-	if len(main.Markers) != 2 || main.Markers[1].Phase != format.PhaseInterval || main.Markers[1].End != 3_250_000 {
+	if len(main.Markers) != 2 || main.Markers[1].Phase != profile.PhaseInterval || main.Markers[1].End != 3_250_000 {
 		t.Errorf("markers %+v", main.Markers)
 	}
 	// The child process started 2.5ms after the parent; its times move
@@ -444,7 +444,7 @@ func TestReadOldMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Processes[0].Threads[0].Markers
-	if len(m) != 1 || m[0].Name != "Paint" || m[0].Start != 2_500_000 || m[0].Phase != format.PhaseInstant {
+	if len(m) != 1 || m[0].Name != "Paint" || m[0].Start != 2_500_000 || m[0].Phase != profile.PhaseInstant {
 		t.Errorf("markers %+v", m)
 	}
 }
@@ -492,7 +492,7 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestEmptyProfile(t *testing.T) {
-	data := encode(t, &format.Profile{Meta: format.Meta{StartTime: time.Unix(1, 0)}})
+	data := encode(t, &profile.Profile{Meta: profile.Meta{StartTime: time.Unix(1, 0)}})
 	p, err := Read(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +540,7 @@ func TestReadSortsLibs(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := p.Processes[0]
-	want := []format.Lib{
+	want := []profile.Lib{
 		{Start: 4096, End: 10000, Name: "a", DebugName: "a", BreakpadID: "A0"},
 		{Start: 10000, End: 12288, Offset: 10000 - 8192, Name: "b", DebugName: "b", BreakpadID: "B0"},
 	}

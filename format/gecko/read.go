@@ -12,14 +12,14 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
 // ReadFile reads a Gecko profile file; see Read. Errors name the file.
-func ReadFile(path string) (*format.Profile, error) {
+func ReadFile(path string) (*profile.Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -40,12 +40,12 @@ func ReadFile(path string) (*format.Profile, error) {
 // frames ("0x…" locations) become addresses; every other location becomes a
 // label. A thread's pid decides its process, so one Gecko process object
 // holding several pids yields several processes sharing its libs, which
-// are sorted and made disjoint with format.SortLibs as the model requires.
+// are sorted and made disjoint with profile.SortLibs as the model requires.
 //
 // Input is untrusted: what Read holds is bounded by the file's size, and
 // strings, numbers and nesting by what a profile needs (see package
 // limit), so a damaged or hostile file fails fast with one line.
-func Read(r io.Reader) (p *format.Profile, err error) {
+func Read(r io.Reader) (p *profile.Profile, err error) {
 	file := limit.NewFile(r)
 	br := bufio.NewReaderSize(file, 64<<10)
 	var in io.Reader = br
@@ -94,19 +94,19 @@ type rawProfile struct {
 	cpuName        string
 	profilingEnd   int64 // -1 when absent
 	profilingStart int64
-	categories     []format.CategoryInfo
+	categories     []profile.CategoryInfo
 	cpuUnit        string
 	lostEvents     uint64
 	extra          map[string]string
 
-	libs    []format.Lib
+	libs    []profile.Lib
 	threads []*rawThread
 	subs    []*rawProfile
 	proc    *rawProcess
-	symbols *format.SymbolTable
+	symbols *profile.SymbolTable
 
-	counters []format.Counter // times relative to this profile object
-	overhead *format.Overhead
+	counters []profile.Counter // times relative to this profile object
+	overhead *profile.Overhead
 }
 
 // rawProcess is the gprofProcess object Write adds to each process.
@@ -144,7 +144,7 @@ type rawThread struct {
 type rawMarker struct {
 	name       int32
 	start, end int64 // -1 << 63 when null
-	phase      format.MarkerPhase
+	phase      profile.MarkerPhase
 	cat        int32
 	data       any
 }
@@ -178,12 +178,12 @@ type topProfile struct {
 // build makes of it, for charging the file's budget.
 const (
 	profileCost = int(unsafe.Sizeof(topProfile{})) + 512
-	threadCost  = int(unsafe.Sizeof(rawThread{})+unsafe.Sizeof(format.Thread{})) + 1024
-	libCost     = 2 * int(unsafe.Sizeof(format.Lib{}))
+	threadCost  = int(unsafe.Sizeof(rawThread{})+unsafe.Sizeof(profile.Thread{})) + 1024
+	libCost     = 2 * int(unsafe.Sizeof(profile.Lib{}))
 	sampleCost  = 2 * (4 + 8 + 8 + 4) // columns, and their final copy
 	frameCost   = 8 + 4 + 64          // read, remapped, interned
 	stackCost   = 8 + 4 + 48
-	markerCost  = int(unsafe.Sizeof(rawMarker{})+unsafe.Sizeof(format.Marker{})) + 16
+	markerCost  = int(unsafe.Sizeof(rawMarker{})+unsafe.Sizeof(profile.Marker{})) + 16
 	cellCost    = int(unsafe.Sizeof(cell{})) + 16 // a cell kept before its schema
 )
 
@@ -332,14 +332,14 @@ func (p *rawProfile) readMeta(s *scanner) {
 	}
 }
 
-func readCategories(s *scanner) []format.CategoryInfo {
-	var cats []format.CategoryInfo
+func readCategories(s *scanner) []profile.CategoryInfo {
+	var cats []profile.CategoryInfo
 	if !s.beginArray("categories") {
 		return nil
 	}
 	for i := 0; s.elem(i); i++ {
-		s.hold(int(unsafe.Sizeof(format.CategoryInfo{})))
-		var c format.CategoryInfo
+		s.hold(int(unsafe.Sizeof(profile.CategoryInfo{})))
+		var c profile.CategoryInfo
 		if s.beginObject("a category") {
 			for j := 0; s.field(j); j++ {
 				switch string(s.key) {
@@ -357,9 +357,9 @@ func readCategories(s *scanner) []format.CategoryInfo {
 	return cats
 }
 
-func readLib(s *scanner) format.Lib {
+func readLib(s *scanner) profile.Lib {
 	s.hold(libCost)
-	var l format.Lib
+	var l profile.Lib
 	if !s.beginObject("a lib") {
 		return l
 	}
@@ -668,8 +668,8 @@ func (s *scanner) index(c *cell, what string) int32 {
 }
 
 // readCounter reads one of a process's counters.
-func readCounter(s *scanner) format.Counter {
-	var c format.Counter
+func readCounter(s *scanner) profile.Counter {
+	var c profile.Counter
 	if !s.beginObject("counter") {
 		return c
 	}
@@ -702,11 +702,11 @@ func readCounter(s *scanner) format.Counter {
 
 // readOverhead reads the profilerOverhead: times in µs, durations in ns;
 // the statistics are recomputed from them.
-func readOverhead(s *scanner) *format.Overhead {
+func readOverhead(s *scanner) *profile.Overhead {
 	if s.null() || !s.beginObject("profilerOverhead") {
 		return nil
 	}
-	o := &format.Overhead{}
+	o := &profile.Overhead{}
 	for i := 0; s.field(i); i++ {
 		if string(s.key) != "samples" {
 			s.skip()
@@ -819,11 +819,11 @@ func (t *rawThread) readMarkers(s *scanner) {
 			m.end = c.n.fixed(6)
 		}
 		if c := tb.col(phase); c.kind == 'n' {
-			if v, ok := c.n.uint(); ok && v <= uint64(format.PhaseIntervalEnd) {
-				m.phase = format.MarkerPhase(v)
+			if v, ok := c.n.uint(); ok && v <= uint64(profile.PhaseIntervalEnd) {
+				m.phase = profile.MarkerPhase(v)
 			}
 		} else if m.end != nullTime {
-			m.phase = format.PhaseInterval
+			m.phase = profile.PhaseInterval
 		}
 		if c := tb.col(category); c.kind == 'n' {
 			if v, ok := c.n.uint(); ok && v < 256 {
@@ -837,14 +837,14 @@ func (t *rawThread) readMarkers(s *scanner) {
 
 // build turns the parsed top-level profile into the model, charging what
 // it copies to meter.
-func (top *rawProfile) build(meter *limit.Meter) (*format.Profile, error) {
+func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 	if !top.hasMeta {
 		return nil, fmt.Errorf("%w: missing meta", errNotGecko)
 	}
 	if !top.hasThreads {
 		return nil, fmt.Errorf("%w: missing threads", errNotGecko)
 	}
-	p := &format.Profile{Symbols: top.symbols}
+	p := &profile.Profile{Symbols: top.symbols}
 	m := &p.Meta
 	m.Product = top.product
 	m.StartTime = time.Unix(0, top.start)
@@ -857,7 +857,7 @@ func (top *rawProfile) build(meter *limit.Meter) (*format.Profile, error) {
 	m.LostEvents = top.lostEvents
 	m.DataStart = top.profilingStart
 	m.Extra = top.extra
-	if !slices.Equal(top.categories, format.DefaultCategories) {
+	if !slices.Equal(top.categories, profile.DefaultCategories) {
 		m.Categories = top.categories
 	}
 	b := builder{p: p, ncat: len(top.categories), cpuUnit: top.cpuUnit, start: top.start, meter: meter}
@@ -873,7 +873,7 @@ func (top *rawProfile) build(meter *limit.Meter) (*format.Profile, error) {
 }
 
 type builder struct {
-	p       *format.Profile
+	p       *profile.Profile
 	ncat    int
 	cpuUnit string
 	start   int64 // the top-level meta.startTime, which all times become relative to
@@ -887,17 +887,17 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	}
 	// The model wants libs sorted and disjoint, and files from elsewhere
 	// need not have them so; gprof's own already are.
-	libs := format.SortLibs(slices.Clone(rp.libs))
-	var procs []*format.Process
-	byPid := map[int64]*format.Process{}
+	libs := profile.SortLibs(slices.Clone(rp.libs))
+	var procs []*profile.Process
+	byPid := map[int64]*profile.Process{}
 	for _, rt := range rp.threads {
 		proc := byPid[rt.pid]
 		if proc == nil {
 			// Every process gets its own copy of the libs.
-			if err := b.meter.Hold(int64(len(libs)+8) * int64(unsafe.Sizeof(format.Lib{}))); err != nil {
+			if err := b.meter.Hold(int64(len(libs)+8) * int64(unsafe.Sizeof(profile.Lib{}))); err != nil {
 				return err
 			}
-			proc = &format.Process{
+			proc = &profile.Process{
 				Pid:      int(rt.pid),
 				Start:    shift,
 				End:      -1,
@@ -921,7 +921,7 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	}
 	if rp.proc != nil {
 		if len(procs) == 0 {
-			procs = append(procs, &format.Process{Libs: slices.Clone(libs)})
+			procs = append(procs, &profile.Process{Libs: slices.Clone(libs)})
 		}
 		if len(procs) == 1 {
 			proc := procs[0]
@@ -960,8 +960,8 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 	return nil
 }
 
-func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
-	th := &format.Thread{
+func (b *builder) thread(rt *rawThread, shift int64) (*profile.Thread, error) {
+	th := &profile.Thread{
 		Tid:   int(rt.tid),
 		Name:  rt.name,
 		Main:  rt.name == "GeckoMain",
@@ -989,9 +989,9 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		if int(loc) >= len(strs) {
 			return nil, fmt.Errorf("frame %d has location string %d of %d", i, loc, len(strs))
 		}
-		f := format.Frame{Category: format.Category(rt.frameCat[i])}
+		f := profile.Frame{Category: profile.Category(rt.frameCat[i])}
 		if int(f.Category) >= b.ncat {
-			f.Category = format.CategoryOther
+			f.Category = profile.CategoryOther
 		}
 		s := strs[loc]
 		if a, ok := parseAddress(s); ok {
@@ -1061,7 +1061,7 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		// Only when samples tables of different schemas were concatenated.
 		return nil, fmt.Errorf("%d of %d samples have a weight", len(weight), len(st))
 	}
-	th.Samples = format.SampleTable{Stack: st, Time: times, CPUDelta: cpu, Weight: weight}
+	th.Samples = profile.SampleTable{Stack: st, Time: times, CPUDelta: cpu, Weight: weight}
 
 	for _, rm := range rt.markers {
 		if int(rm.name) >= len(strs) {
@@ -1071,14 +1071,14 @@ func (b *builder) thread(rt *rawThread, shift int64) (*format.Thread, error) {
 		if typ, _ := data["type"].(string); lifecycle.IsLifecycle(typ) {
 			continue
 		}
-		m := format.Marker{Name: strs[rm.name], Phase: rm.phase, Category: format.Category(rm.cat), Data: data}
+		m := profile.Marker{Name: strs[rm.name], Phase: rm.phase, Category: profile.Category(rm.cat), Data: data}
 		if int(m.Category) >= b.ncat {
-			m.Category = format.CategoryOther
+			m.Category = profile.CategoryOther
 		}
 		if rm.start != nullTime {
 			m.Start = rm.start + shift
 		}
-		if rm.end != nullTime && (m.Phase == format.PhaseInterval || m.Phase == format.PhaseIntervalEnd) {
+		if rm.end != nullTime && (m.Phase == profile.PhaseInterval || m.Phase == profile.PhaseIntervalEnd) {
 			m.End = rm.end + shift
 		}
 		th.Markers = append(th.Markers, m)

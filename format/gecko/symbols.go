@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Stored symbols.
@@ -43,14 +43,14 @@ import (
 // readers would round but Read does not.
 const symbolsVersion = 1
 
-func writeSymbols(e *emitter, st *format.SymbolTable) {
-	keys := make([]format.LibKey, 0, len(st.Libs))
+func writeSymbols(e *emitter, st *profile.SymbolTable) {
+	keys := make([]profile.LibKey, 0, len(st.Libs))
 	for k, ls := range st.Libs {
 		if ls != nil {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b format.LibKey) int {
+	slices.SortFunc(keys, func(a, b profile.LibKey) int {
 		return cmp.Or(cmp.Compare(a.DebugName, b.DebugName), cmp.Compare(a.BreakpadID, b.BreakpadID))
 	})
 	e.raw(`{"version":` + strconv.Itoa(symbolsVersion) + `,"libs":[`)
@@ -68,7 +68,7 @@ type funcKey struct {
 	addr, size uint64
 }
 
-func writeLibSymbols(e *emitter, k format.LibKey, ls *format.LibSymbols) {
+func writeLibSymbols(e *emitter, k profile.LibKey, ls *profile.LibSymbols) {
 	addrs := make([]uint64, 0, len(ls.Addresses))
 	for a := range ls.Addresses {
 		addrs = append(addrs, a)
@@ -151,8 +151,8 @@ func writeLibSymbols(e *emitter, k format.LibKey, ls *format.LibSymbols) {
 	e.raw("]}")
 }
 
-func readSymbols(s *scanner) *format.SymbolTable {
-	st := &format.SymbolTable{Libs: map[format.LibKey]*format.LibSymbols{}}
+func readSymbols(s *scanner) *profile.SymbolTable {
+	st := &profile.SymbolTable{Libs: map[profile.LibKey]*profile.LibSymbols{}}
 	if !s.beginObject("gprofSymbols") {
 		return nil
 	}
@@ -177,9 +177,9 @@ func readSymbols(s *scanner) *format.SymbolTable {
 	return st
 }
 
-func readLibSymbols(s *scanner) (format.LibKey, *format.LibSymbols) {
+func readLibSymbols(s *scanner) (profile.LibKey, *profile.LibSymbols) {
 	var (
-		k     format.LibKey
+		k     profile.LibKey
 		strs  []string
 		funcs []funcKey
 		// Rows are kept flat until strings and funcs are both known,
@@ -220,7 +220,7 @@ func readLibSymbols(s *scanner) (format.LibKey, *format.LibSymbols) {
 						cells = s.uints(cells)
 						n := len(cells) - before
 						// The row length, and the map entry and frames the row becomes.
-						s.hold(8 + 48 + n/3*int(unsafe.Sizeof(format.SymbolFrame{})))
+						s.hold(8 + 48 + n/3*int(unsafe.Sizeof(profile.SymbolFrame{})))
 						if n%3 != 1 {
 							s.fail("gprofSymbols address row has %d fields", n)
 						}
@@ -232,20 +232,20 @@ func readLibSymbols(s *scanner) (format.LibKey, *format.LibSymbols) {
 			}
 		}
 	}
-	ls := &format.LibSymbols{Addresses: make(map[uint64][]format.SymbolFrame, len(rowLen))}
+	ls := &profile.LibSymbols{Addresses: make(map[uint64][]profile.SymbolFrame, len(rowLen))}
 	var addr uint64
 	for _, n := range rowLen {
 		row := cells[:n]
 		cells = cells[n:]
 		addr += row[0]
-		var frames []format.SymbolFrame
+		var frames []profile.SymbolFrame
 		for j := 1; j < n; j += 3 {
 			fi, file, line := row[j], row[j+1], row[j+2]
 			if fi >= uint64(len(funcs)) || file >= uint64(len(strs)) || funcs[fi].name >= len(strs) {
 				s.failOff(at, "gprofSymbols lib %s has an index out of range", k.DebugName)
 			}
 			f := funcs[fi]
-			frames = append(frames, format.SymbolFrame{
+			frames = append(frames, profile.SymbolFrame{
 				Function: strs[f.name],
 				FuncAddr: f.addr,
 				FuncSize: f.size,

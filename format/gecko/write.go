@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/goccy/go-json"
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -22,12 +22,12 @@ const Version = 36
 
 // Write writes p to w as a Gecko profile that the Firefox Profiler loads.
 // It streams: memory use does not grow with the number of samples.
-func Write(w io.Writer, p *format.Profile) error {
+func Write(w io.Writer, p *profile.Profile) error {
 	if err := check(p); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta), ids: format.NewTrackIDs(p)}
+	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta), ids: profile.NewTrackIDs(p)}
 	pw.write()
 	if pw.e.err != nil {
 		return pw.e.err
@@ -40,7 +40,7 @@ func Write(w io.Writer, p *format.Profile) error {
 // renamed into place only once complete and synced, so a failure leaves
 // any previous file at path intact; a device or FIFO is written in place
 // (see internal/atomicfile).
-func WriteFile(path string, p *format.Profile) error {
+func WriteFile(path string, p *profile.Profile) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			return WriteGzip(w, p)
@@ -51,7 +51,7 @@ func WriteFile(path string, p *format.Profile) error {
 
 // WriteGzip writes p to w as a gzipped Gecko profile, compressing for speed
 // on a goroutine of its own.
-func WriteGzip(w io.Writer, p *format.Profile) error {
+func WriteGzip(w io.Writer, p *profile.Profile) error {
 	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func WriteGzip(w io.Writer, p *format.Profile) error {
 
 // check rejects profiles whose indices would make the front-end fail, before
 // anything is written.
-func check(p *format.Profile) error {
+func check(p *profile.Profile) error {
 	if p == nil {
 		return errNoProfile
 	}
@@ -93,7 +93,7 @@ func check(p *format.Profile) error {
 				if st.Frame[i] < 0 || st.Frame[i] >= nf {
 					return where("stack %d has frame %d of %d", i, st.Frame[i], nf)
 				}
-				if st.Prefix[i] < format.NoStack || st.Prefix[i] >= int32(i) {
+				if st.Prefix[i] < profile.NoStack || st.Prefix[i] >= int32(i) {
 					return where("stack %d has prefix %d", i, st.Prefix[i])
 				}
 			}
@@ -105,7 +105,7 @@ func check(p *format.Profile) error {
 				return where("sample table columns differ in length")
 			}
 			for i, x := range s.Stack {
-				if x < format.NoStack || x >= ns {
+				if x < profile.NoStack || x >= ns {
 					return where("sample %d has stack %d of %d", i, x, ns)
 				}
 			}
@@ -114,7 +114,7 @@ func check(p *format.Profile) error {
 				if int(m.Category) >= ncat {
 					return where("marker %q has category %d of %d", m.Name, m.Category, ncat)
 				}
-				if m.Phase > format.PhaseIntervalEnd {
+				if m.Phase > profile.PhaseIntervalEnd {
 					return where("marker %q has phase %d", m.Name, m.Phase)
 				}
 			}
@@ -126,27 +126,27 @@ func check(p *format.Profile) error {
 // categoriesOf returns the categories to declare. The front-end needs a grey
 // one as the default, so one is appended when the model has none; appending
 // keeps every existing index valid.
-func categoriesOf(m *format.Meta) []format.CategoryInfo {
+func categoriesOf(m *profile.Meta) []profile.CategoryInfo {
 	cats := m.Categories
 	if cats == nil {
-		cats = format.DefaultCategories
+		cats = profile.DefaultCategories
 	}
 	for _, c := range cats {
 		if c.Color == "grey" {
 			return cats
 		}
 	}
-	return append(cats[:len(cats):len(cats)], format.CategoryInfo{Name: "Other", Color: "grey"})
+	return append(cats[:len(cats):len(cats)], profile.CategoryInfo{Name: "Other", Color: "grey"})
 }
 
 type profileWriter struct {
 	e    emitter
-	p    *format.Profile
-	cats []format.CategoryInfo
+	p    *profile.Profile
+	cats []profile.CategoryInfo
 	// ids names processes and threads as the front-end needs them (see
-	// format.TrackIDs: one process track per OS process, exec images
+	// profile.TrackIDs: one process track per OS process, exec images
 	// included, and no tid twice).
-	ids *format.TrackIDs
+	ids *profile.TrackIDs
 
 	// Per-thread string table, reused across threads.
 	strs  []string
@@ -155,7 +155,7 @@ type profileWriter struct {
 
 func (w *profileWriter) write() {
 	e := &w.e
-	var top *format.Process
+	var top *profile.Process
 	if len(w.p.Processes) > 0 {
 		top = w.p.Processes[0]
 	}
@@ -190,7 +190,7 @@ func (w *profileWriter) write() {
 // meta writes a process's meta object. Subprocesses get the short form the
 // front-end expects of them, with startTime moved to base so their times
 // line up after the front-end shifts them.
-func (w *profileWriter) meta(proc *format.Process, base int64, full bool) {
+func (w *profileWriter) meta(proc *profile.Process, base int64, full bool) {
 	e := &w.e
 	m := &w.p.Meta
 	e.raw(`{"version":`)
@@ -282,11 +282,11 @@ func (w *profileWriter) json(v any) {
 }
 
 // processBody writes the fields after meta that every process object has.
-func (w *profileWriter) processBody(proc *format.Process, base int64) {
+func (w *profileWriter) processBody(proc *profile.Process, base int64) {
 	e := &w.e
 	e.raw(`,"libs":[`)
 	if proc != nil {
-		libs := format.SortLibs(append([]format.Lib(nil), proc.Libs...))
+		libs := profile.SortLibs(append([]profile.Lib(nil), proc.Libs...))
 		for i := range libs {
 			if i > 0 {
 				e.byte(',')
@@ -333,7 +333,7 @@ func (w *profileWriter) processBody(proc *format.Process, base int64) {
 
 // counters writes a process's counters; the front-end draws them as
 // tracks of the process whose thread is GeckoMain.
-func (w *profileWriter) counters(cs []format.Counter, base int64) {
+func (w *profileWriter) counters(cs []profile.Counter, base int64) {
 	e := &w.e
 	e.raw(`,"counters":[`)
 	for i := range cs {
@@ -365,7 +365,7 @@ func (w *profileWriter) counters(cs []format.Counter, base int64) {
 
 // overhead writes gprof's own cost as the Gecko profilerOverhead: times
 // in µs, durations in ns, statistics in µs.
-func (w *profileWriter) overhead(o *format.Overhead) {
+func (w *profileWriter) overhead(o *profile.Overhead) {
 	st, ok := o.Stats()
 	if !ok {
 		return
@@ -389,7 +389,7 @@ func (w *profileWriter) overhead(o *format.Overhead) {
 	e.byte('}')
 }
 
-func (w *profileWriter) lib(l *format.Lib) {
+func (w *profileWriter) lib(l *profile.Lib) {
 	e := &w.e
 	e.raw(`{"start":`)
 	e.uint(l.Start)
@@ -427,7 +427,7 @@ func (w *profileWriter) intern(s string) int32 {
 	return i
 }
 
-func (w *profileWriter) thread(proc *format.Process, th *format.Thread, base int64) {
+func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base int64) {
 	e := &w.e
 	w.strs = w.strs[:0]
 	if w.strix == nil {
@@ -471,7 +471,7 @@ func (w *profileWriter) thread(proc *format.Process, th *format.Thread, base int
 			e.byte(',')
 		}
 		e.byte('[')
-		if st.Prefix[i] == format.NoStack {
+		if st.Prefix[i] == profile.NoStack {
 			e.raw("null")
 		} else {
 			e.int(int64(st.Prefix[i]))
@@ -490,7 +490,7 @@ func (w *profileWriter) thread(proc *format.Process, th *format.Thread, base int
 	e.raw("]}")
 }
 
-func (w *profileWriter) samples(s *format.SampleTable, base int64) {
+func (w *profileWriter) samples(s *profile.SampleTable, base int64) {
 	e := &w.e
 	e.raw(`,"samples":{"schema":{"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3`)
 	// The front-end does not read a weight column; gprof's reader does.
@@ -504,7 +504,7 @@ func (w *profileWriter) samples(s *format.SampleTable, base int64) {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		if stack == format.NoStack {
+		if stack == profile.NoStack {
 			b = append(b, "null"...)
 		} else {
 			b = strconv.AppendInt(b, int64(stack), 10)
@@ -532,7 +532,7 @@ func (w *profileWriter) samples(s *format.SampleTable, base int64) {
 	e.raw("]}")
 }
 
-func (w *profileWriter) frames(ft *format.FrameTable) {
+func (w *profileWriter) frames(ft *profile.FrameTable) {
 	e := &w.e
 	e.raw(`,"frameTable":{"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,"column":5,"category":6,"subcategory":7},"data":[`)
 	var loc []byte
@@ -559,17 +559,17 @@ func (w *profileWriter) frames(ft *format.FrameTable) {
 	e.raw("]}")
 }
 
-// id writes a pid or tid from format.TrackIDs: a number when it is one,
+// id writes a pid or tid from profile.TrackIDs: a number when it is one,
 // else a string ("1234.1"), which the front-end takes as is.
 func (w *profileWriter) id(s string) {
-	if format.IsNumber(s) {
+	if profile.IsNumber(s) {
 		w.e.raw(s)
 	} else {
 		w.e.string(s)
 	}
 }
 
-func (w *profileWriter) markers(proc *format.Process, th *format.Thread, base int64) {
+func (w *profileWriter) markers(proc *profile.Process, th *profile.Thread, base int64) {
 	e := &w.e
 	e.raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[`)
 	n := 0
@@ -584,13 +584,13 @@ func (w *profileWriter) markers(proc *format.Process, th *format.Thread, base in
 		e.byte('[')
 		e.int(int64(w.intern(m.Name)))
 		e.byte(',')
-		if m.Phase == format.PhaseIntervalEnd {
+		if m.Phase == profile.PhaseIntervalEnd {
 			e.raw("null")
 		} else {
 			e.ms(m.Start - base)
 		}
 		e.byte(',')
-		if m.Phase == format.PhaseInterval || m.Phase == format.PhaseIntervalEnd {
+		if m.Phase == profile.PhaseInterval || m.Phase == profile.PhaseIntervalEnd {
 			e.ms(m.End - base)
 		} else {
 			e.raw("null")

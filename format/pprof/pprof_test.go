@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // sample builds a two-thread profile with one library, a kernel frame and
 // a label frame, its names in the symbol table (one address inlined).
-func sample() *format.Profile {
-	lib := format.Lib{Start: 0x400000, End: 0x500000, Offset: 0, Name: "prog", Path: "/bin/prog",
+func sample() *profile.Profile {
+	lib := profile.Lib{Start: 0x400000, End: 0x500000, Offset: 0, Name: "prog", Path: "/bin/prog",
 		DebugName: "prog", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0", CodeID: "67452301ab89efcd0123456789abcdef"}
-	p := &format.Profile{Meta: format.Meta{Product: "gprof", Interval: time.Millisecond, Duration: 5e6, StartTime: time.Unix(1700000000, 0)}}
-	pr := &format.Process{Pid: 10, Name: "prog", Libs: []format.Lib{lib}, ExitCode: -1}
-	p.Processes = []*format.Process{pr}
-	p.Symbols = &format.SymbolTable{}
-	p.Symbols.Add(lib.Key(), 0x1000, []format.SymbolFrame{{Function: "outer", File: "a.c", Line: 3}, {Function: "inner", File: "a.c", Line: 9}})
-	p.Symbols.Add(lib.Key(), 0x2000, []format.SymbolFrame{{Function: "main", File: "m.c", Line: 1}})
+	p := &profile.Profile{Meta: profile.Meta{Product: "gprof", Interval: time.Millisecond, Duration: 5e6, StartTime: time.Unix(1700000000, 0)}}
+	pr := &profile.Process{Pid: 10, Name: "prog", Libs: []profile.Lib{lib}, ExitCode: -1}
+	p.Processes = []*profile.Process{pr}
+	p.Symbols = &profile.SymbolTable{}
+	p.Symbols.Add(lib.Key(), 0x1000, []profile.SymbolFrame{{Function: "outer", File: "a.c", Line: 3}, {Function: "inner", File: "a.c", Line: 9}})
+	p.Symbols.Add(lib.Key(), 0x2000, []profile.SymbolFrame{{Function: "main", File: "m.c", Line: 1}})
 	for tid, leaf := range map[int]uint64{10: 0x401000, 11: 0x401000} {
-		th := &format.Thread{Tid: tid, Name: "t", Main: tid == 10}
-		s := th.InternStack([]format.Frame{{Address: leaf}, {Address: 0x402000}, {Label: "root"}})
+		th := &profile.Thread{Tid: tid, Name: "t", Main: tid == 10}
+		s := th.InternStack([]profile.Frame{{Address: leaf}, {Address: 0x402000}, {Label: "root"}})
 		for i := 0; i < tid-8; i++ {
 			th.Samples.Add(s, int64(i)*1e6, 1e6)
 		}

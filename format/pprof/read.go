@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/pprof/profile"
+	pprofpb "github.com/google/pprof/profile"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // DecodedPerByte is about how many bytes of memory pprof's decoder holds
@@ -50,7 +50,7 @@ func Sniff(head []byte) bool {
 // Locations with an address inside a mapping that has a build ID become
 // native frames of a library with that identity, their names stored in the
 // profile's symbol table; others become named frames.
-func Read(r io.Reader) (*format.Profile, error) {
+func Read(r io.Reader) (*profile.Profile, error) {
 	f := limit.NewFile(r)
 	br := bufio.NewReader(f)
 	var src io.Reader = br
@@ -73,7 +73,7 @@ func Read(r io.Reader) (*format.Profile, error) {
 	}
 	// Only the protobuf format: pprof's legacy text and binary parsers
 	// trust their input's sizes.
-	prof, err := profile.ParseUncompressed(data)
+	prof, err := pprofpb.ParseUncompressed(data)
 	if err == nil {
 		err = prof.CheckValid()
 	}
@@ -88,7 +88,7 @@ func firstLine(err error) string {
 	return s
 }
 
-func fromPprof(src *profile.Profile) (*format.Profile, error) {
+func fromPprof(src *pprofpb.Profile) (*profile.Profile, error) {
 	countIdx, cpuIdx := -1, -1
 	for i, st := range src.SampleType {
 		switch {
@@ -105,7 +105,7 @@ func fromPprof(src *profile.Profile) (*format.Profile, error) {
 	if src.PeriodType == nil || src.PeriodType.Unit != "nanoseconds" || interval <= 0 {
 		interval = 0
 	}
-	p := &format.Profile{Meta: format.Meta{
+	p := &profile.Profile{Meta: profile.Meta{
 		Product:  "pprof",
 		Interval: interval,
 		Duration: src.DurationNanos,
@@ -126,7 +126,7 @@ func fromPprof(src *profile.Profile) (*format.Profile, error) {
 	if interval == 0 {
 		p.Meta.Interval = time.Millisecond // the Firefox Profiler needs one
 	}
-	r := &reader{p: p, src: src, procs: map[int64]*format.Process{}, threads: map[[2]int64]*format.Thread{}, libs: map[uint64]*format.Lib{}}
+	r := &reader{p: p, src: src, procs: map[int64]*profile.Process{}, threads: map[[2]int64]*profile.Thread{}, libs: map[uint64]*profile.Lib{}}
 	n := int64(len(src.Sample))
 	if p.Meta.Duration <= 0 {
 		p.Meta.Duration = n * int64(p.Meta.Interval)
@@ -135,7 +135,7 @@ func fromPprof(src *profile.Profile) (*format.Profile, error) {
 		pid, tid := numLabel(s, "pid"), numLabel(s, "tid")
 		pr := r.process(pid, label(s, "process", mainName))
 		th := r.thread(pr, tid, label(s, "thread", pr.Name))
-		var frames []format.Frame
+		var frames []profile.Frame
 		for _, loc := range s.Location {
 			frames = append(frames, r.frames(pr, loc)...)
 		}
@@ -169,7 +169,7 @@ func fromPprof(src *profile.Profile) (*format.Profile, error) {
 	}
 	for _, pr := range p.Processes {
 		pr.End = p.Meta.Duration
-		pr.Libs = format.SortLibs(pr.Libs)
+		pr.Libs = profile.SortLibs(pr.Libs)
 		for _, th := range pr.Threads {
 			th.End = p.Meta.Duration
 		}
@@ -181,93 +181,93 @@ func fromPprof(src *profile.Profile) (*format.Profile, error) {
 }
 
 type reader struct {
-	p       *format.Profile
-	src     *profile.Profile
-	procs   map[int64]*format.Process
-	threads map[[2]int64]*format.Thread
-	libs    map[uint64]*format.Lib // by mapping ID, per process below
+	p       *profile.Profile
+	src     *pprofpb.Profile
+	procs   map[int64]*profile.Process
+	threads map[[2]int64]*profile.Thread
+	libs    map[uint64]*profile.Lib // by mapping ID, per process below
 }
 
-func numLabel(s *profile.Sample, k string) int64 {
+func numLabel(s *pprofpb.Sample, k string) int64 {
 	if v := s.NumLabel[k]; len(v) > 0 {
 		return v[0]
 	}
 	return 0
 }
 
-func label(s *profile.Sample, k, def string) string {
+func label(s *pprofpb.Sample, k, def string) string {
 	if v := s.Label[k]; len(v) > 0 && v[0] != "" {
 		return v[0]
 	}
 	return def
 }
 
-func (r *reader) process(pid int64, name string) *format.Process {
+func (r *reader) process(pid int64, name string) *profile.Process {
 	if pr := r.procs[pid]; pr != nil {
 		return pr
 	}
-	pr := &format.Process{Pid: int(pid), Name: name, ExitCode: -1}
+	pr := &profile.Process{Pid: int(pid), Name: name, ExitCode: -1}
 	r.procs[pid] = pr
 	r.p.Processes = append(r.p.Processes, pr)
 	return pr
 }
 
-func (r *reader) thread(pr *format.Process, tid int64, name string) *format.Thread {
+func (r *reader) thread(pr *profile.Process, tid int64, name string) *profile.Thread {
 	k := [2]int64{int64(pr.Pid), tid}
 	if th := r.threads[k]; th != nil {
 		return th
 	}
-	th := &format.Thread{Tid: int(tid), Name: name, Main: tid == int64(pr.Pid) || len(pr.Threads) == 0 && tid == 0}
+	th := &profile.Thread{Tid: int(tid), Name: name, Main: tid == int64(pr.Pid) || len(pr.Threads) == 0 && tid == 0}
 	r.threads[k] = th
 	pr.Threads = append(pr.Threads, th)
 	return th
 }
 
 // frames returns loc's frames, innermost first, as the model interns them.
-func (r *reader) frames(pr *format.Process, loc *profile.Location) []format.Frame {
+func (r *reader) frames(pr *profile.Process, loc *pprofpb.Location) []profile.Frame {
 	if m := loc.Mapping; m != nil && loc.Address >= m.Start && loc.Address < m.Limit && isHexID(m.BuildID) {
 		lib := r.lib(pr, m)
 		if len(loc.Line) > 0 {
-			syms := make([]format.SymbolFrame, 0, len(loc.Line))
+			syms := make([]profile.SymbolFrame, 0, len(loc.Line))
 			for i := len(loc.Line) - 1; i >= 0; i-- {
 				ln := loc.Line[i]
-				sf := format.SymbolFrame{Line: int(ln.Line)}
+				sf := profile.SymbolFrame{Line: int(ln.Line)}
 				if ln.Function != nil {
 					sf.Function, sf.File = ln.Function.Name, ln.Function.Filename
 				}
 				syms = append(syms, sf)
 			}
 			if r.p.Symbols == nil {
-				r.p.Symbols = &format.SymbolTable{}
+				r.p.Symbols = &profile.SymbolTable{}
 			}
 			r.p.Symbols.Add(lib.Key(), lib.Rel(loc.Address), syms)
 		}
-		return []format.Frame{{Address: loc.Address, Category: format.CategoryUser}}
+		return []profile.Frame{{Address: loc.Address, Category: profile.CategoryUser}}
 	}
 	if len(loc.Line) == 0 {
-		return []format.Frame{{Label: fmt.Sprintf("0x%x", loc.Address), Category: format.CategoryUser}}
+		return []profile.Frame{{Label: fmt.Sprintf("0x%x", loc.Address), Category: profile.CategoryUser}}
 	}
-	out := make([]format.Frame, 0, len(loc.Line))
+	out := make([]profile.Frame, 0, len(loc.Line))
 	for _, ln := range loc.Line {
 		name := "?"
 		if ln.Function != nil && ln.Function.Name != "" {
 			name = ln.Function.Name
 		}
-		out = append(out, format.Frame{Label: name, Category: format.CategoryUser})
+		out = append(out, profile.Frame{Label: name, Category: profile.CategoryUser})
 	}
 	return out
 }
 
 // lib returns pr's library for mapping m. Its base is the mapping's start
 // less its file offset, as for an ELF file's text segment.
-func (r *reader) lib(pr *format.Process, m *profile.Mapping) *format.Lib {
+func (r *reader) lib(pr *profile.Process, m *pprofpb.Mapping) *profile.Lib {
 	key := m.ID<<20 ^ uint64(pr.Pid)
 	if l := r.libs[key]; l != nil {
 		return l
 	}
 	id, _ := hex.DecodeString(m.BuildID)
 	name := path.Base(m.File)
-	l := format.Lib{Start: m.Start, End: m.Limit, Offset: m.Offset, Name: name, Path: m.File,
+	l := profile.Lib{Start: m.Start, End: m.Limit, Offset: m.Offset, Name: name, Path: m.File,
 		DebugName: name, DebugPath: m.File, BreakpadID: breakpadID(id), CodeID: strings.ToLower(m.BuildID)}
 	pr.Libs = append(pr.Libs, l)
 	// Libs is sorted only at the end; hand out a stable copy for lookups.

@@ -13,35 +13,35 @@ package pprof
 import (
 	"io"
 
-	"github.com/google/pprof/profile"
+	pprofpb "github.com/google/pprof/profile"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Write writes p to w as a gzipped profile.proto.
-func Write(w io.Writer, p *format.Profile) error {
+func Write(w io.Writer, p *profile.Profile) error {
 	return Convert(p).Write(w)
 }
 
 // Convert builds the pprof form of p.
-func Convert(p *format.Profile) *profile.Profile {
+func Convert(p *profile.Profile) *pprofpb.Profile {
 	c := &converter{
 		src: p,
-		out: &profile.Profile{
-			SampleType: []*profile.ValueType{
+		out: &pprofpb.Profile{
+			SampleType: []*pprofpb.ValueType{
 				{Type: "samples", Unit: "count"},
 				{Type: "cpu", Unit: "nanoseconds"},
 			},
 			DefaultSampleType: "cpu",
-			PeriodType:        &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+			PeriodType:        &pprofpb.ValueType{Type: "cpu", Unit: "nanoseconds"},
 			Period:            int64(p.Meta.Interval),
 			TimeNanos:         p.Meta.StartTime.UnixNano(),
 			DurationNanos:     p.Meta.Duration,
 		},
-		mappings:  map[mappingKey]*profile.Mapping{},
-		locations: map[locationKey]*profile.Location{},
-		functions: map[functionKey]*profile.Function{},
+		mappings:  map[mappingKey]*pprofpb.Mapping{},
+		locations: map[locationKey]*pprofpb.Location{},
+		functions: map[functionKey]*pprofpb.Function{},
 	}
 	if p.Meta.StartTime.IsZero() {
 		c.out.TimeNanos = 0
@@ -77,14 +77,14 @@ type locationKey struct {
 type functionKey struct{ name, file string }
 
 type converter struct {
-	src       *format.Profile
-	out       *profile.Profile
-	mappings  map[mappingKey]*profile.Mapping
-	locations map[locationKey]*profile.Location
-	functions map[functionKey]*profile.Function
+	src       *profile.Profile
+	out       *pprofpb.Profile
+	mappings  map[mappingKey]*pprofpb.Mapping
+	locations map[locationKey]*pprofpb.Location
+	functions map[functionKey]*pprofpb.Function
 }
 
-func (c *converter) thread(pr *format.Process, th *format.Thread) {
+func (c *converter) thread(pr *profile.Process, th *profile.Thread) {
 	name := th.Name
 	if name == "" && th.Main {
 		name = pr.Name
@@ -120,7 +120,7 @@ func (c *converter) thread(pr *format.Process, th *format.Thread) {
 	st := &th.Stacks
 	for _, s := range order {
 		a := byStack[s]
-		var locs []*profile.Location
+		var locs []*pprofpb.Location
 		caller := false
 		for t, steps := s, 0; t >= 0 && int(t) < st.Len() && steps <= st.Len(); t, steps = st.Prefix[t], steps+1 {
 			f := st.Frame[t]
@@ -129,19 +129,19 @@ func (c *converter) thread(pr *format.Process, th *format.Thread) {
 			}
 			caller = true
 		}
-		c.out.Sample = append(c.out.Sample, &profile.Sample{
+		c.out.Sample = append(c.out.Sample, &pprofpb.Sample{
 			Location: locs, Value: []int64{a.n, a.cpu}, Label: labels, NumLabel: numLabels,
 		})
 	}
 }
 
-func (c *converter) location(pr *format.Process, f format.Frame, caller bool) *profile.Location {
+func (c *converter) location(pr *profile.Process, f profile.Frame, caller bool) *pprofpb.Location {
 	var (
-		m    *profile.Mapping
-		syms []format.SymbolFrame
+		m    *pprofpb.Mapping
+		syms []profile.SymbolFrame
 	)
 	if f.Label == "" {
-		if lib := format.FindLib(pr.Libs, f.Address); lib != nil {
+		if lib := profile.FindLib(pr.Libs, f.Address); lib != nil {
 			m = c.mapping(lib)
 			syms = c.src.Symbols.LookupFrame(lib.Key(), lib.Rel(f.Address), caller)
 		} else if key, rel, ok := pr.Locate(f); ok {
@@ -155,18 +155,18 @@ func (c *converter) location(pr *format.Process, f format.Frame, caller bool) *p
 	if l := c.locations[k]; l != nil {
 		return l
 	}
-	l := &profile.Location{ID: uint64(len(c.out.Location) + 1), Mapping: m}
+	l := &pprofpb.Location{ID: uint64(len(c.out.Location) + 1), Mapping: m}
 	if f.Label == "" {
 		l.Address = f.Address
 	}
 	switch {
 	case f.Label != "":
-		l.Line = []profile.Line{{Function: c.function(f.Label, "")}}
+		l.Line = []pprofpb.Line{{Function: c.function(f.Label, "")}}
 	case len(syms) > 0:
 		// Symbols list the outer function first; pprof the innermost.
 		for i := len(syms) - 1; i >= 0; i-- {
 			s := syms[i]
-			l.Line = append(l.Line, profile.Line{Function: c.function(s.Function, s.File), Line: int64(s.Line)})
+			l.Line = append(l.Line, pprofpb.Line{Function: c.function(s.Function, s.File), Line: int64(s.Line)})
 		}
 	}
 	if m != nil && len(l.Line) > 0 {
@@ -180,7 +180,7 @@ func (c *converter) location(pr *format.Process, f format.Frame, caller bool) *p
 	return l
 }
 
-func (c *converter) mapping(lib *format.Lib) *profile.Mapping {
+func (c *converter) mapping(lib *profile.Lib) *pprofpb.Mapping {
 	file := lib.Path
 	if file == "" {
 		file = lib.Name
@@ -193,25 +193,25 @@ func (c *converter) mapping(lib *format.Lib) *profile.Mapping {
 	// relative address of Start, which is the same for the usual text
 	// segment of an ELF file (whose first load segment maps file offset 0
 	// at its base).
-	m := &profile.Mapping{ID: uint64(len(c.out.Mapping) + 1), Start: lib.Start, Limit: lib.End,
+	m := &pprofpb.Mapping{ID: uint64(len(c.out.Mapping) + 1), Start: lib.Start, Limit: lib.End,
 		Offset: lib.Offset, File: file, BuildID: lib.CodeID}
 	c.mappings[k] = m
 	c.out.Mapping = append(c.out.Mapping, m)
 	return m
 }
 
-func (c *converter) function(name, file string) *profile.Function {
+func (c *converter) function(name, file string) *pprofpb.Function {
 	k := functionKey{name, file}
 	if f := c.functions[k]; f != nil {
 		return f
 	}
-	f := &profile.Function{ID: uint64(len(c.out.Function) + 1), Name: name, SystemName: name, Filename: file}
+	f := &pprofpb.Function{ID: uint64(len(c.out.Function) + 1), Name: name, SystemName: name, Filename: file}
 	c.functions[k] = f
 	c.out.Function = append(c.out.Function, f)
 	return f
 }
 
 // WriteFile writes p to path as a gzipped profile.proto, atomically.
-func WriteFile(path string, p *format.Profile) error {
+func WriteFile(path string, p *profile.Profile) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, p) })
 }

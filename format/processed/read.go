@@ -15,9 +15,9 @@ import (
 	"unsafe"
 
 	"github.com/goccy/go-json"
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -209,7 +209,7 @@ type rawMarkers struct {
 // Input is untrusted: Read stops decompressing, and refuses to decode,
 // past what the file's size pays for, and refuses strings longer than a
 // profile needs (see format/internal/limit).
-func Read(r io.Reader) (p *format.Profile, err error) {
+func Read(r io.Reader) (p *profile.Profile, err error) {
 	defer func() {
 		// The decoder and the conversion check what they index, but a
 		// profile is untrusted input and a crash would lose the user's
@@ -345,15 +345,15 @@ func oneLine(s string) string {
 // reader holds the state of one conversion.
 type reader struct {
 	rp   *rawProfile
-	p    *format.Profile
-	libs []format.Lib // synthetic mapping per profile lib
+	p    *profile.Profile
+	libs []profile.Lib // synthetic mapping per profile lib
 	// cpuScale converts threadCPUDelta values to ns; 0 means unknown.
 	cpuScale float64
 	ncat     int
 	shapes   map[*rawStackTable]*stackShape
 }
 
-func convert(rp *rawProfile) (*format.Profile, error) {
+func convert(rp *rawProfile) (*profile.Profile, error) {
 	m := rp.Meta
 	if m == nil {
 		return nil, errors.New("processed profile: no \"meta\" object; not a Firefox Profiler profile")
@@ -371,18 +371,18 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 	if v < MinReadVersion {
 		return nil, fmt.Errorf("processed profile: version %v is older than the oldest supported (%d); open and re-save it in the Firefox Profiler to upgrade it", v, MinReadVersion)
 	}
-	p := &format.Profile{Symbols: &format.SymbolTable{}}
+	p := &profile.Profile{Symbols: &profile.SymbolTable{}}
 	r := &reader{rp: rp, p: p}
 	r.meta()
 	if err := r.mapLibs(); err != nil {
 		return nil, err
 	}
 	// Threads group into processes by pid string, as in the front-end. The
-	// images an exec made of one OS process share theirs (format.TrackIDs),
+	// images an exec made of one OS process share theirs (profile.TrackIDs),
 	// so they read back as one Process, named after the chain of programs;
 	// that keeps every summary's process count, while addresses stay
 	// apart anyway, as every lib gets a range of its own here.
-	procs := map[string]*format.Process{}
+	procs := map[string]*profile.Process{}
 	for i := range rp.Threads {
 		t := &rp.Threads[i]
 		th, exitCode, err := r.thread(t)
@@ -392,7 +392,7 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 		pidKey := string(bytes.TrimSpace(t.Pid))
 		pr := procs[pidKey]
 		if pr == nil {
-			pr = &format.Process{
+			pr = &profile.Process{
 				Pid: parseID(t.Pid, -(len(procs) + 1)), Name: t.ProcessName,
 				Start: msToNs(t.ProcessStartupTime), End: optMs(t.ProcessShutdownTime), ExitCode: -1,
 			}
@@ -423,13 +423,13 @@ func convert(rp *rawProfile) (*format.Profile, error) {
 
 // readCounters gives each process its counters (by the pid string the
 // threads use) and the profile the first profilerOverhead.
-func readCounters(rp *rawProfile, procs map[string]*format.Process, p *format.Profile) {
+func readCounters(rp *rawProfile, procs map[string]*profile.Process, p *profile.Profile) {
 	for _, rc := range rp.Counters {
 		pr := procs[string(bytes.TrimSpace(rc.Pid))]
 		if pr == nil {
 			continue
 		}
-		c := format.Counter{Name: rc.Name, Category: rc.Category, Description: rc.Description}
+		c := profile.Counter{Name: rc.Name, Category: rc.Category, Description: rc.Description}
 		times := rc.Samples.Time
 		if times == nil && rc.Samples.TimeDeltas != nil {
 			t := 0.0
@@ -458,7 +458,7 @@ func readCounters(rp *rawProfile, procs map[string]*format.Process, p *format.Pr
 			}
 			return 0
 		}
-		o := &format.Overhead{}
+		o := &profile.Overhead{}
 		for i, t := range sm.Time {
 			o.Time = append(o.Time, msToNs(t))
 			o.Counters = append(o.Counters, at(sm.Counters, i))
@@ -517,11 +517,11 @@ func (r *reader) meta() {
 		pm.Duration = msToNs(*m.EndTime - m.StartTime)
 	}
 	for _, c := range m.Categories {
-		pm.Categories = append(pm.Categories, format.CategoryInfo{Name: c.Name, Color: c.Color})
+		pm.Categories = append(pm.Categories, profile.CategoryInfo{Name: c.Name, Color: c.Color})
 	}
 	r.ncat = len(pm.Categories)
 	if r.ncat == 0 {
-		r.ncat = len(format.DefaultCategories)
+		r.ncat = len(profile.DefaultCategories)
 	}
 	if m.SampleUnits != nil {
 		switch m.SampleUnits.ThreadCPUDelta {
@@ -597,7 +597,7 @@ func (r *reader) mapLibs() error {
 		visit(&r.rp.Threads[i].rawTables)
 	}
 	next := uint64(synthBase)
-	r.libs = make([]format.Lib, n)
+	r.libs = make([]profile.Lib, n)
 	for i, l := range r.rp.Libs {
 		sz := (size[i] + synthAlign - 1) &^ (synthAlign - 1)
 		if sz == 0 {
@@ -607,7 +607,7 @@ func (r *reader) mapLibs() error {
 		if l.CodeID != nil {
 			codeID = *l.CodeID
 		}
-		r.libs[i] = format.Lib{
+		r.libs[i] = profile.Lib{
 			Start: next, End: next + sz, Offset: 0,
 			Name: l.Name, Path: l.Path, DebugName: l.DebugName, DebugPath: l.DebugPath,
 			BreakpadID: l.BreakpadID, CodeID: codeID, Arch: l.Arch,
@@ -642,7 +642,7 @@ func (r *reader) frameLib(t *rawTables, i int) int {
 }
 
 // addLibs adds to pr the mappings of the libs that t's samples reach.
-func (r *reader) addLibs(pr *format.Process, t *rawThread) {
+func (r *reader) addLibs(pr *profile.Process, t *rawThread) {
 	have := map[uint64]bool{}
 	for _, l := range pr.Libs {
 		have[l.Start] = true
@@ -652,7 +652,7 @@ func (r *reader) addLibs(pr *format.Process, t *rawThread) {
 		if f.Label != "" {
 			continue
 		}
-		if l := format.FindLib(r.libs, f.Address); l != nil && !have[l.Start] {
+		if l := profile.FindLib(r.libs, f.Address); l != nil && !have[l.Start] {
 			have[l.Start] = true
 			pr.Libs = append(pr.Libs, *l)
 		}
@@ -716,12 +716,12 @@ func (r *reader) tables(t *rawThread) (*rawTables, error) {
 
 // thread reads one thread, and the exit code its process exit marker
 // carries, if any.
-func (r *reader) thread(t *rawThread) (*format.Thread, *int, error) {
+func (r *reader) thread(t *rawThread) (*profile.Thread, *int, error) {
 	tb, err := r.tables(t)
 	if err != nil {
 		return nil, nil, err
 	}
-	th := &format.Thread{
+	th := &profile.Thread{
 		Tid: parseID(t.Tid, 0), Name: t.Name,
 		Start: msToNs(t.RegisterTime), End: optMs(t.UnregisterTime),
 	}
@@ -789,7 +789,7 @@ func (r *reader) thread(t *rawThread) (*format.Thread, *int, error) {
 	return th, exitCode, nil
 }
 
-func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) (exitCode *int, err error) {
+func (r *reader) markers(t *rawThread, tb *rawTables, th *profile.Thread) (exitCode *int, err error) {
 	mk := t.Markers
 	if mk == nil {
 		return nil, nil
@@ -799,9 +799,9 @@ func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) (exitCo
 		return nil, errors.New("marker table columns differ in length")
 	}
 	for i := 0; i < n; i++ {
-		m := format.Marker{Name: r.string(tb, mk.Name.index(i))}
-		if ph := mk.Phase.index(i); ph >= 0 && ph <= int(format.PhaseIntervalEnd) {
-			m.Phase = format.MarkerPhase(ph)
+		m := profile.Marker{Name: r.string(tb, mk.Name.index(i))}
+		if ph := mk.Phase.index(i); ph >= 0 && ph <= int(profile.PhaseIntervalEnd) {
+			m.Phase = profile.MarkerPhase(ph)
 		}
 		if !mk.StartTime.isNull(i) {
 			m.Start = msToNs(mk.StartTime[i])
@@ -810,9 +810,9 @@ func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) (exitCo
 			m.End = msToNs(mk.EndTime[i])
 		}
 		switch m.Phase {
-		case format.PhaseInstant, format.PhaseIntervalStart:
+		case profile.PhaseInstant, profile.PhaseIntervalStart:
 			m.End = m.Start
-		case format.PhaseIntervalEnd:
+		case profile.PhaseIntervalEnd:
 			m.Start = m.End
 		}
 		if mk.Category != nil {
@@ -837,11 +837,11 @@ func (r *reader) markers(t *rawThread, tb *rawTables, th *format.Thread) (exitCo
 	return exitCode, nil
 }
 
-func (r *reader) category(c int) format.Category {
+func (r *reader) category(c int) profile.Category {
 	if c < 0 || c >= r.ncat || c > math.MaxUint8 {
-		return format.CategoryOther
+		return profile.CategoryOther
 	}
-	return format.Category(c)
+	return profile.Category(c)
 }
 
 func (r *reader) string(tb *rawTables, i int) string {
@@ -859,7 +859,7 @@ func (r *reader) string(tb *rawTables, i int) string {
 type stackConv struct {
 	r     *reader
 	tb    *rawTables
-	th    *format.Thread
+	th    *profile.Thread
 	shape *stackShape
 	// leaf and caller map a stack to the model stack for each role; only
 	// entries the thread uses are meaningful.
@@ -884,7 +884,7 @@ type stackShape struct {
 	leaf, caller []int32
 }
 
-func newStackConv(r *reader, tb *rawTables, th *format.Thread) *stackConv {
+func newStackConv(r *reader, tb *rawTables, th *profile.Thread) *stackConv {
 	return &stackConv{r: r, tb: tb, th: th, frames: map[[2]int32]int32{}}
 }
 
@@ -1002,11 +1002,11 @@ func (sc *stackConv) prepare(samples column) error {
 	slices.Sort(order)
 	sc.leaf, sc.caller = sh.leaf, sh.caller
 	for _, i := range order {
-		parent := format.NoStack
+		parent := profile.NoStack
 		if b := sh.base[i]; b >= 0 {
 			parent = sc.caller[b]
 		}
-		sc.leaf[i], sc.caller[i] = format.NoStack, format.NoStack
+		sc.leaf[i], sc.caller[i] = profile.NoStack, profile.NoStack
 		if role[i]&roleLeaf != 0 {
 			sc.leaf[i] = sc.th.Stacks.Intern(parent, sc.frame(int(i), false))
 		}
@@ -1021,7 +1021,7 @@ func (sc *stackConv) prepare(samples column) error {
 // has checked and converted.
 func (sc *stackConv) leafStack(s int) int32 {
 	if s < 0 || s >= len(sc.leaf) {
-		return format.NoStack
+		return profile.NoStack
 	}
 	return sc.leaf[s]
 }
@@ -1038,7 +1038,7 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 	if m, ok := sc.frames[key]; ok {
 		return m
 	}
-	cat := format.CategoryOther
+	cat := profile.CategoryOther
 	if ft.Category != nil {
 		cat = sc.r.category(ft.Category.index(f))
 	}
@@ -1047,7 +1047,7 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 	if fn >= 0 && fn < len(tb.FuncTable.Name) {
 		name = sc.r.string(tb, tb.FuncTable.Name.index(fn))
 	}
-	var mf format.Frame
+	var mf profile.Frame
 	lib := sc.r.frameLib(tb, f)
 	addr := ft.Address[f]
 	switch {
@@ -1057,11 +1057,11 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 			rel++
 		}
 		l := &sc.r.libs[lib]
-		mf = format.Frame{Address: l.Start + rel, Category: cat}
+		mf = profile.Frame{Address: l.Start + rel, Category: cat}
 		sc.symbols(i, l.Key(), rel)
 	case strings.HasPrefix(name, "0x"):
 		if a, err := strconv.ParseUint(name[2:], 16, 64); err == nil {
-			mf = format.Frame{Address: a, Category: cat}
+			mf = profile.Frame{Address: a, Category: cat}
 			break
 		}
 		fallthrough
@@ -1069,7 +1069,7 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 		if name == "" {
 			name = "(unknown)"
 		}
-		mf = format.Frame{Label: name, Category: cat}
+		mf = profile.Frame{Label: name, Category: cat}
 	}
 	m := sc.th.Frames.Intern(mf)
 	sc.frames[key] = m
@@ -1078,7 +1078,7 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 
 // symbols records what the inline run ending at stack i says about the
 // lib-relative address rel, unless the address already has symbols.
-func (sc *stackConv) symbols(i int, k format.LibKey, rel uint64) {
+func (sc *stackConv) symbols(i int, k profile.LibKey, rel uint64) {
 	st := sc.r.p.Symbols
 	if st.Lookup(k, rel) != nil {
 		return
@@ -1090,7 +1090,7 @@ func (sc *stackConv) symbols(i int, k format.LibKey, rel uint64) {
 	for s := i; s >= 0 && s != int(sh.base[i]); s = int(sh.prefix[s]) {
 		run = append(run, tb.StackTable.Frame.index(s))
 	}
-	frames := make([]format.SymbolFrame, len(run))
+	frames := make([]profile.SymbolFrame, len(run))
 	for d := range run {
 		f := run[len(run)-1-d]
 		sf := &frames[d]

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
-func readTest(t *testing.T, b []byte) *format.Profile {
+func readTest(t *testing.T, b []byte) *profile.Profile {
 	t.Helper()
 	p, err := Read(bytes.NewReader(b))
 	if err != nil {
@@ -22,7 +22,7 @@ func readTest(t *testing.T, b []byte) *format.Profile {
 // resolve renders each sample of th as "outer>inline;caller>..." leaf
 // first, using the profile's symbols with the package's lookup rules, so
 // models with different addresses can be compared by meaning.
-func resolve(p *format.Profile, pr *format.Process, th *format.Thread) []string {
+func resolve(p *profile.Profile, pr *profile.Process, th *profile.Thread) []string {
 	b := &builder{p: p}
 	b.kernKey, b.kernOK = p.Symbols.KernelLib()
 	libs, _ := sortedLibs(pr)
@@ -30,7 +30,7 @@ func resolve(p *format.Profile, pr *format.Process, th *format.Thread) []string 
 	for _, s := range th.Samples.Stack {
 		var parts []string
 		caller := false
-		for ; s != format.NoStack; s = th.Stacks.Prefix[s] {
+		for ; s != profile.NoStack; s = th.Stacks.Prefix[s] {
 			f := th.Frames.Frames[th.Stacks.Frame[s]]
 			var name string
 			switch {
@@ -42,8 +42,8 @@ func resolve(p *format.Profile, pr *format.Process, th *format.Thread) []string 
 					fs = append(fs, sf.Function+"@"+sf.File+":"+itoa(sf.Line))
 				}
 				name = "kernel[" + strings.Join(fs, ">") + "]"
-			case format.FindLib(libs, f.Address) != nil:
-				l := format.FindLib(libs, f.Address)
+			case profile.FindLib(libs, f.Address) != nil:
+				l := profile.FindLib(libs, f.Address)
 				var fs []string
 				for _, sf := range p.Symbols.LookupFrame(l.Key(), l.Rel(f.Address), caller) {
 					fs = append(fs, sf.Function+"@"+sf.File+":"+itoa(sf.Line))
@@ -101,7 +101,7 @@ func TestRoundTrip(t *testing.T) {
 	// that raw key.
 	main := p.Processes[0].Threads[0]
 	root := main.Frames.Frames[main.Stacks.Frame[0]]
-	var app *format.Lib
+	var app *profile.Lib
 	for i := range p.Processes[0].Libs {
 		if p.Processes[0].Libs[i].Name == "app" {
 			app = &p.Processes[0].Libs[i]
@@ -111,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("root frame %#x in app %+v, want app+0x2050", root.Address, app)
 	}
 	got := p.Symbols.Lookup(appKey, 0x2050)
-	want := []format.SymbolFrame{{Function: "main", FuncAddr: 0x2000, FuncSize: 0x100, File: "main.c", Line: 10}, {Function: "helper", File: "helper.h", Line: 20}}
+	want := []profile.SymbolFrame{{Function: "main", FuncAddr: 0x2000, FuncSize: 0x100, File: "main.c", Line: 10}, {Function: "helper", File: "helper.h", Line: 20}}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("symbols at app+0x2050 = %+v", got)
 	}
@@ -196,7 +196,7 @@ func TestReadVersion56(t *testing.T) {
 	if len(addrs) != 3 || addrs[0] != 31 || addrs[1] != 32 || addrs[2] != 80 {
 		t.Errorf("frame addresses %v, want [31 32 80]", addrs)
 	}
-	if s := p.Symbols.Lookup(format.LibKey{DebugName: "libxul.so", BreakpadID: "B1"}, 32); len(s) != 2 || s[0].FuncAddr != 16 || s[0].FuncSize != 32 {
+	if s := p.Symbols.Lookup(profile.LibKey{DebugName: "libxul.so", BreakpadID: "B1"}, 32); len(s) != 2 || s[0].FuncAddr != 16 || s[0].FuncSize != 32 {
 		t.Errorf("symbols %+v", s)
 	}
 	if m := th.Markers; len(m) != 1 || m[0].Name != "Paint" || m[0].Start != 1e6 || m[0].End != 1.25e6 || m[0].Data["x"] != 1.0 {

@@ -40,9 +40,9 @@ import (
 	"strings"
 
 	"github.com/goccy/go-json"
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -70,7 +70,7 @@ const lifecycleType = "Lifecycle"
 // directory and renamed into place, so an interrupted write never leaves a
 // truncated profile behind; a device or FIFO is written in place (see
 // internal/atomicfile).
-func WriteFile(path string, p *format.Profile) error {
+func WriteFile(path string, p *profile.Profile) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if !strings.HasSuffix(strings.ToLower(path), ".gz") {
 			return Write(w, p)
@@ -85,7 +85,7 @@ func WriteFile(path string, p *format.Profile) error {
 
 // Write writes p as a processed profile. Tables are built in memory (they
 // grow with distinct frames and stacks); samples and markers are streamed.
-func Write(w io.Writer, p *format.Profile) error {
+func Write(w io.Writer, p *profile.Profile) error {
 	b, err := build(p)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func Write(w io.Writer, p *format.Profile) error {
 }
 
 type outLib struct {
-	lib    format.Lib
+	lib    profile.Lib
 	kernel bool
 }
 
@@ -127,24 +127,24 @@ type symKey struct {
 }
 
 type threadOut struct {
-	pr   *format.Process
-	th   *format.Thread
+	pr   *profile.Process
+	th   *profile.Thread
 	leaf []int32 // model stack → output stack used by samples; -1 if unused
 	// markers are the lifecycle markers followed by the thread's own.
-	markers []format.Marker
+	markers []profile.Marker
 }
 
 type builder struct {
-	p    *format.Profile
-	cats []format.CategoryInfo
+	p    *profile.Profile
+	cats []profile.CategoryInfo
 	// catShift is 1 when a grey default category had to be prepended.
 	catShift int32
 
 	strs     []string
 	strIdx   map[string]int32
 	libs     []outLib
-	libIdx   map[format.LibKey]int32
-	kernKey  format.LibKey
+	libIdx   map[profile.LibKey]int32
+	kernKey  profile.LibKey
 	kernOK   bool
 	kernBase uint64
 	kernLib  int32
@@ -181,15 +181,15 @@ type builder struct {
 	threads []threadOut
 	schemas []markerSchema
 	// ids names processes and threads as in the Gecko output (see
-	// format.TrackIDs).
-	ids *format.TrackIDs
+	// profile.TrackIDs).
+	ids *profile.TrackIDs
 }
 
-func build(p *format.Profile) (*builder, error) {
+func build(p *profile.Profile) (*builder, error) {
 	b := &builder{
 		p:        p,
 		strIdx:   make(map[string]int32),
-		libIdx:   make(map[format.LibKey]int32),
+		libIdx:   make(map[profile.LibKey]int32),
 		kernLib:  -1,
 		fIndex:   make(map[frameKey]chain),
 		fnIndex:  make(map[funcKey]int32),
@@ -205,7 +205,7 @@ func build(p *format.Profile) (*builder, error) {
 	// The front-end groups threads into process tracks by pid string;
 	// the ids keep exec images together and reused pids apart, the same
 	// way as the Gecko writer.
-	b.ids = format.NewTrackIDs(p)
+	b.ids = profile.NewTrackIDs(p)
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -233,19 +233,19 @@ func build(p *format.Profile) (*builder, error) {
 func (b *builder) setCategories() {
 	cats := b.p.Meta.Categories
 	if len(cats) == 0 {
-		cats = format.DefaultCategories
+		cats = profile.DefaultCategories
 	}
 	if cats[0].Color != "grey" {
 		// The front-end takes the first grey category as the default for
 		// frames without one; it must exist, and keeping it first means
 		// index 0 always works as a fallback.
-		cats = append([]format.CategoryInfo{{Name: "Other", Color: "grey"}}, cats...)
+		cats = append([]profile.CategoryInfo{{Name: "Other", Color: "grey"}}, cats...)
 		b.catShift = 1
 	}
 	b.cats = cats
 }
 
-func (b *builder) category(c format.Category) int32 {
+func (b *builder) category(c profile.Category) int32 {
 	i := int32(c) + b.catShift
 	if i >= int32(len(b.cats)) {
 		return 0
@@ -310,15 +310,15 @@ func plausibleFuncAddr(fa, a uint64) bool {
 	return fa != 0 && fa <= a && a-fa < 1<<32
 }
 
-func (b *builder) isKernel(libs []format.Lib, f format.Frame) bool {
-	return b.kernOK && f.Label == "" && f.Category == format.CategoryKernel && format.FindLib(libs, f.Address) == nil
+func (b *builder) isKernel(libs []profile.Lib, f profile.Frame) bool {
+	return b.kernOK && f.Label == "" && f.Category == profile.CategoryKernel && profile.FindLib(libs, f.Address) == nil
 }
 
 // sortedLibs returns a copy of pr's libs ordered by start, checking the
 // model's promise that they do not overlap.
-func sortedLibs(pr *format.Process) ([]format.Lib, error) {
+func sortedLibs(pr *profile.Process) ([]profile.Lib, error) {
 	libs := slices.Clone(pr.Libs)
-	slices.SortStableFunc(libs, func(a, b format.Lib) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(libs, func(a, b profile.Lib) int { return cmp.Compare(a.Start, b.Start) })
 	for i := 1; i < len(libs); i++ {
 		if libs[i].Start < libs[i-1].End {
 			return nil, fmt.Errorf("pid %d: libs %q and %q overlap", pr.Pid, libs[i-1].Name, libs[i].Name)
@@ -329,7 +329,7 @@ func sortedLibs(pr *format.Process) ([]format.Lib, error) {
 
 // outLibKey identifies a lib in the output. Libs without identity are told
 // apart by path so that unrelated anonymous mappings do not merge.
-func outLibKey(l *format.Lib) format.LibKey {
+func outLibKey(l *profile.Lib) profile.LibKey {
 	k := l.Key()
 	if k.DebugName == "" && k.BreakpadID == "" {
 		k.DebugName = "\x00" + l.Path + "\x00" + l.Name
@@ -337,7 +337,7 @@ func outLibKey(l *format.Lib) format.LibKey {
 	return k
 }
 
-func (b *builder) lib(l *format.Lib) int32 {
+func (b *builder) lib(l *profile.Lib) int32 {
 	k := outLibKey(l)
 	if i, ok := b.libIdx[k]; ok {
 		return i
@@ -351,7 +351,7 @@ func (b *builder) lib(l *format.Lib) int32 {
 func (b *builder) kernelLib() int32 {
 	if b.kernLib < 0 {
 		b.kernLib = int32(len(b.libs))
-		b.libs = append(b.libs, outLib{kernel: true, lib: format.Lib{
+		b.libs = append(b.libs, outLib{kernel: true, lib: profile.Lib{
 			Name: "kernel", Path: "kernel", DebugName: b.kernKey.DebugName,
 			BreakpadID: b.kernKey.BreakpadID, Arch: b.p.Meta.Arch,
 		}})
@@ -362,7 +362,7 @@ func (b *builder) kernelLib() int32 {
 func hexName(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 
 // frame returns the output frames for model frame f in the given role.
-func (b *builder) frame(libs []format.Lib, f format.Frame, caller bool) chain {
+func (b *builder) frame(libs []profile.Lib, f profile.Frame, caller bool) chain {
 	cat := b.category(f.Category)
 	if f.Label != "" {
 		k := frameKey{lib: -2, label: f.Label, cat: cat}
@@ -377,9 +377,9 @@ func (b *builder) frame(libs []format.Lib, f format.Frame, caller bool) chain {
 	var (
 		li   int32 = -1
 		rel  uint64
-		syms []format.SymbolFrame
+		syms []profile.SymbolFrame
 	)
-	if l := format.FindLib(libs, f.Address); l != nil {
+	if l := profile.FindLib(libs, f.Address); l != nil {
 		li = b.lib(l)
 		rel = l.Rel(f.Address)
 		k := frameKey{lib: li, addr: rel, caller: caller, cat: cat}
@@ -419,7 +419,7 @@ func (b *builder) frame(libs []format.Lib, f format.Frame, caller bool) chain {
 // native adds the frames of a lib address. base converts symbol function
 // starts to lib-relative ones (non-zero only for the kernel, whose symbols
 // use absolute addresses).
-func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint64, syms []format.SymbolFrame, base uint64) chain {
+func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint64, syms []profile.SymbolFrame, base uint64) chain {
 	addr := int64(rel)
 	if caller && addr > 0 {
 		addr--
@@ -520,7 +520,7 @@ func (b *builder) stack(prefix, frame int32) int32 {
 // thread maps th's stacks into the shared output tables. Each model stack
 // can need two output versions: as a sampled leaf (raw address) and as a
 // caller of deeper stacks (nudged address).
-func (b *builder) thread(pr *format.Process, libs []format.Lib, th *format.Thread) (threadOut, error) {
+func (b *builder) thread(pr *profile.Process, libs []profile.Lib, th *profile.Thread) (threadOut, error) {
 	st, ft, sm := &th.Stacks, &th.Frames, &th.Samples
 	ns, nf := len(st.Frame), len(ft.Frames)
 	if len(st.Prefix) != ns {
@@ -540,7 +540,7 @@ func (b *builder) thread(pr *format.Process, libs []format.Lib, th *format.Threa
 		if f < 0 || int(f) >= nf {
 			return threadOut{}, fmt.Errorf("stack %d: frame %d out of range", i, f)
 		}
-		if p != format.NoStack {
+		if p != profile.NoStack {
 			if p < 0 || p >= int32(i) {
 				return threadOut{}, fmt.Errorf("stack %d: prefix %d is not an earlier stack", i, p)
 			}
@@ -548,7 +548,7 @@ func (b *builder) thread(pr *format.Process, libs []format.Lib, th *format.Threa
 		}
 	}
 	for i, s := range sm.Stack {
-		if s == format.NoStack {
+		if s == profile.NoStack {
 			continue
 		}
 		if s < 0 || int(s) >= ns {
@@ -580,7 +580,7 @@ func (b *builder) thread(pr *format.Process, libs []format.Lib, th *format.Threa
 			continue
 		}
 		parent := int32(-1)
-		if p := st.Prefix[i]; p != format.NoStack {
+		if p := st.Prefix[i]; p != profile.NoStack {
 			parent = caller[p]
 		}
 		for _, role := range []uint8{usedLeaf, usedCaller} {
@@ -615,7 +615,7 @@ func (b *builder) collectSchemas() []markerSchema {
 	types := map[string]map[string]string{}
 	for _, t := range b.threads {
 		for _, m := range t.th.Markers {
-			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || typ == format.OffCPUMarkerType {
+			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || typ == profile.OffCPUMarkerType {
 				continue // described by lifecycle.Schema
 			}
 			if m.Data == nil {
@@ -909,7 +909,7 @@ var counterDisplay = map[string]string{
 
 // mainThreadIndex is the index in b.threads of the thread that holds
 // pr's process track, or -1.
-func (b *builder) mainThreadIndex(pr *format.Process) int {
+func (b *builder) mainThreadIndex(pr *profile.Process) int {
 	o := b.ids.Process(pr)
 	for i, t := range b.threads {
 		if t.th == o.Main {
@@ -1042,7 +1042,7 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("pid")
 	j.str(o.Pid)
 	j.key("tid")
-	if tid := b.ids.Tid(th); format.IsNumber(tid) {
+	if tid := b.ids.Tid(th); profile.IsNumber(tid) {
 		j.value(tid)
 	} else {
 		j.str(tid)
@@ -1079,7 +1079,7 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("stack")
 	j.beginArray()
 	for _, s := range sm.Stack {
-		if s == format.NoStack {
+		if s == profile.NoStack {
 			j.null()
 		} else {
 			j.int(int64(t.leaf[s]))
@@ -1122,7 +1122,7 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.endObject()
 }
 
-func (b *builder) writeMarkers(j *jsonWriter, ms []format.Marker) {
+func (b *builder) writeMarkers(j *jsonWriter, ms []profile.Marker) {
 	j.key("markers")
 	j.beginObject()
 	j.key("length")
@@ -1136,7 +1136,7 @@ func (b *builder) writeMarkers(j *jsonWriter, ms []format.Marker) {
 	j.key("startTime")
 	j.beginArray()
 	for _, m := range ms {
-		if m.Phase == format.PhaseIntervalEnd {
+		if m.Phase == profile.PhaseIntervalEnd {
 			j.null()
 		} else {
 			j.ms(m.Start)
@@ -1146,7 +1146,7 @@ func (b *builder) writeMarkers(j *jsonWriter, ms []format.Marker) {
 	j.key("endTime")
 	j.beginArray()
 	for _, m := range ms {
-		if m.Phase == format.PhaseInstant || m.Phase == format.PhaseIntervalStart {
+		if m.Phase == profile.PhaseInstant || m.Phase == profile.PhaseIntervalStart {
 			j.null()
 		} else {
 			j.ms(m.End)
@@ -1156,7 +1156,7 @@ func (b *builder) writeMarkers(j *jsonWriter, ms []format.Marker) {
 	j.key("phase")
 	j.beginArray()
 	for _, m := range ms {
-		j.int(int64(min(m.Phase, format.PhaseIntervalEnd)))
+		j.int(int64(min(m.Phase, profile.PhaseIntervalEnd)))
 	}
 	j.endArray()
 	j.key("category")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // decode parses a written profile with the standard library, independent
@@ -25,7 +25,7 @@ func decode(t *testing.T, b []byte) map[string]any {
 	return m
 }
 
-func writeTest(t *testing.T, p *format.Profile) []byte {
+func writeTest(t *testing.T, p *profile.Profile) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := Write(&buf, p); err != nil {
@@ -164,7 +164,7 @@ func TestWriteCallerFallsBackToNudgedKey(t *testing.T) {
 
 func TestWriteCategoriesWithoutGrey(t *testing.T) {
 	p := testProfile()
-	p.Meta.Categories = []format.CategoryInfo{{Name: "A", Color: "red"}, {Name: "User", Color: "yellow"}, {Name: "Kernel", Color: "orange"}}
+	p.Meta.Categories = []profile.CategoryInfo{{Name: "A", Color: "red"}, {Name: "User", Color: "yellow"}, {Name: "Kernel", Color: "orange"}}
 	out := decode(t, writeTest(t, p))
 	check(t, out, "meta.categories", `[{"color":"grey","name":"Other","subcategories":["Other"]},{"color":"red","name":"A","subcategories":["Other"]},`+
 		`{"color":"yellow","name":"User","subcategories":["Other"]},{"color":"orange","name":"Kernel","subcategories":["Other"]}]`)
@@ -175,9 +175,9 @@ func TestWriteMarkerPayloads(t *testing.T) {
 	p := testProfile()
 	th := p.Processes[0].Threads[0]
 	th.Markers = append(th.Markers,
-		format.Marker{Name: "exec", Start: 1e6, End: 2e6, Phase: format.PhaseInterval, Category: format.CategoryUser,
+		profile.Marker{Name: "exec", Start: 1e6, End: 2e6, Phase: profile.PhaseInterval, Category: profile.CategoryUser,
 			Data: map[string]any{"type": "Exec", "path": "/bin/app", "argc": 3}},
-		format.Marker{Name: "end", End: 3e6, Phase: format.PhaseIntervalEnd, Data: map[string]any{"type": "Exec", "ratio": 0.5}})
+		profile.Marker{Name: "end", End: 3e6, Phase: profile.PhaseIntervalEnd, Data: map[string]any{"type": "Exec", "ratio": 0.5}})
 	out := decode(t, writeTest(t, p))
 	check(t, out, "meta.markerSchema", `[{"chartLabel":"{marker.name}","description":"Process and thread lifecycle events observed by gprof.",`+
 		`"display":["marker-chart","marker-table","timeline-overview"],"fields":[],"name":"Lifecycle","tableLabel":"{marker.name}","tooltipLabel":"{marker.name}"},`+
@@ -203,12 +203,12 @@ func TestWriteMarkerPayloads(t *testing.T) {
 }
 
 func TestWriteErrors(t *testing.T) {
-	for name, mutate := range map[string]func(p *format.Profile){
-		"stack out of range": func(p *format.Profile) { p.Processes[0].Threads[0].Samples.Stack[0] = 99 },
-		"frame out of range": func(p *format.Profile) { p.Processes[0].Threads[0].Stacks.Frame[0] = 99 },
-		"prefix not earlier": func(p *format.Profile) { p.Processes[0].Threads[0].Stacks.Prefix[0] = 3 },
-		"short time column":  func(p *format.Profile) { s := &p.Processes[0].Threads[0].Samples; s.Time = s.Time[:1] },
-		"overlapping libs":   func(p *format.Profile) { p.Processes[0].Libs[1].Start = appStart + 10 },
+	for name, mutate := range map[string]func(p *profile.Profile){
+		"stack out of range": func(p *profile.Profile) { p.Processes[0].Threads[0].Samples.Stack[0] = 99 },
+		"frame out of range": func(p *profile.Profile) { p.Processes[0].Threads[0].Stacks.Frame[0] = 99 },
+		"prefix not earlier": func(p *profile.Profile) { p.Processes[0].Threads[0].Stacks.Prefix[0] = 3 },
+		"short time column":  func(p *profile.Profile) { s := &p.Processes[0].Threads[0].Samples; s.Time = s.Time[:1] },
+		"overlapping libs":   func(p *profile.Profile) { p.Processes[0].Libs[1].Start = appStart + 10 },
 	} {
 		p := testProfile()
 		mutate(p)
@@ -278,9 +278,9 @@ func TestWriteFileGzip(t *testing.T) {
 // main thread, and the front-end's display for each kind of counter.
 func TestWriteCountersAndOverhead(t *testing.T) {
 	p := testProfile()
-	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+	p.Processes[0].Counters = []profile.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
 		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
-	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	p.Overhead = &profile.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
 	out := decode(t, writeTest(t, p))
 	check(t, out, "counters", `[{"category":"Memory","description":"RSS","display":{"color":"orange","graphType":"line-accumulated","label":"Memory","markerSchemaLocation":"timeline-memory","sortWeight":20,"tooltipRows":[{"format":{"unit":"bytes"},"label":"relative memory at this time","labelKey":"memory-relative","source":"accumulated","type":"value"},{"format":{"unit":"bytes"},"label":"memory range in graph","labelKey":"memory-range","source":"count-range","type":"value"},{"format":{"unit":"number"},"label":"allocations and deallocations since the previous sample","labelKey":"memory-operations","source":"sample-number","type":"value"}],"unit":"bytes"},"mainThreadIndex":0,"name":"Memory","pid":"100","samples":{"count":[4096,-1024],"length":2,"time":[1,2]}}]`)
 	ov := out["profilerOverhead"].([]any)
@@ -296,9 +296,9 @@ func TestWriteCountersAndOverhead(t *testing.T) {
 // Counters and overhead read back as written.
 func TestReadCountersAndOverhead(t *testing.T) {
 	p := testProfile()
-	p.Processes[0].Counters = []format.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
+	p.Processes[0].Counters = []profile.Counter{{Name: "Memory", Category: "Memory", Description: "RSS",
 		Time: []int64{1e6, 2e6}, Count: []int64{4096, -1024}}}
-	p.Overhead = &format.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
+	p.Overhead = &profile.Overhead{Time: []int64{1e6, 2e6}, Counters: []int64{500, 700}, Threads: []int64{1500, 300}}
 	got, err := Read(bytes.NewReader(writeTest(t, p)))
 	if err != nil {
 		t.Fatal(err)

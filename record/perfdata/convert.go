@@ -14,7 +14,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record"
 )
 
@@ -33,7 +33,7 @@ type Options struct {
 // Read reads a perf.data file and builds the profile: stacks unwound
 // (dwarf mode) and named from the binaries the recording mapped, found by
 // path, or in perf's build-id cache when the path now holds another build.
-func Read(r io.Reader, opts Options) (*format.Profile, error) {
+func Read(r io.Reader, opts Options) (*profile.Profile, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read perf.data: %w", err)
@@ -46,9 +46,9 @@ func Read(r io.Reader, opts Options) (*format.Profile, error) {
 }
 
 // Profile builds the profile of f's sampled event.
-func (f *File) Profile(opts Options) *format.Profile {
+func (f *File) Profile(opts Options) *profile.Profile {
 	a := f.SampledAttr()
-	meta := format.Meta{
+	meta := profile.Meta{
 		Product:     "perf",
 		Interval:    time.Millisecond,
 		Platform:    "Linux",
@@ -161,15 +161,15 @@ func kallsymsText() uint64 {
 	return 0
 }
 
-// Kind is how format/load names perf.data files.
-const Kind load.Kind = "perf.data"
+// Kind is how package format names perf.data files.
+const Kind format.Kind = "perf.data"
 
-// perf.data files are read by format/load once this package is linked in.
+// perf.data files are read by package format once this package is linked in.
 func init() {
-	load.Register(load.Importer{
+	format.Register(format.Importer{
 		Kind:  Kind,
 		Sniff: Sniff,
-		Read: func(r io.Reader, info load.FileInfo) (*format.Profile, error) {
+		Read: func(r io.Reader, info format.FileInfo) (*profile.Profile, error) {
 			return Read(r, Options{ModTime: info.ModTime})
 		},
 	})

@@ -1,7 +1,7 @@
 package perfdata_test
 
 import (
-	"github.com/gprof-dev/gprof/format/load"
+	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/record/perfdata"
 	"os"
 	"path/filepath"
@@ -14,7 +14,7 @@ import (
 // the file's modification time dating the profile.
 func TestFilePerfData(t *testing.T) {
 	path := filepath.Join("testdata", "fp.data")
-	p, k, err := load.File(path)
+	p, k, err := format.File(path)
 	if err != nil || k != perfdata.Kind {
 		t.Fatalf("kind %q, %v", k, err)
 	}

@@ -9,7 +9,7 @@ package lifecycle
 import (
 	"strconv"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Marker payload types.
@@ -24,7 +24,7 @@ func IsLifecycle(typ string) bool { return typ == ProcessType || typ == ThreadTy
 
 // Carrier returns the thread of image pr that carries its process markers:
 // its main thread, or its first thread when it has none.
-func Carrier(pr *format.Process) *format.Thread {
+func Carrier(pr *profile.Process) *profile.Thread {
 	for _, th := range pr.Threads {
 		if th != nil && th.Main {
 			return th
@@ -45,15 +45,15 @@ func Carrier(pr *format.Process) *format.Thread {
 // Payloads carry the pid and tid exactly as the thread tables spell them
 // (ids), which is what lets the front-end's "pid" and "tid" field formats
 // resolve them to names: "sh → perl (1234)".
-func Markers(ids *format.TrackIDs, pr *format.Process, th *format.Thread) []format.Marker {
+func Markers(ids *profile.TrackIDs, pr *profile.Process, th *profile.Thread) []profile.Marker {
 	o := ids.Process(pr)
 	if o == nil {
 		return nil
 	}
-	var out []format.Marker
+	var out []profile.Marker
 	add := func(name string, t int64, data map[string]any) {
-		out = append(out, format.Marker{Name: name, Start: t, End: t, Phase: format.PhaseInstant,
-			Category: format.CategoryOther, Data: data})
+		out = append(out, profile.Marker{Name: name, Start: t, End: t, Phase: profile.PhaseInstant,
+			Category: profile.CategoryOther, Data: data})
 	}
 	if th != Carrier(pr) {
 		data := map[string]any{"type": ThreadType, "threadName": th.Name, "tid": idValue(ids.Tid(th))}
@@ -85,7 +85,7 @@ func Markers(ids *format.TrackIDs, pr *format.Process, th *format.Thread) []form
 	return out
 }
 
-// idValue is a pid or tid from format.TrackIDs as the thread tables write
+// idValue is a pid or tid from profile.TrackIDs as the thread tables write
 // it: a number, or a string.
 func idValue(id string) any {
 	if n, err := strconv.Atoi(id); err == nil {
@@ -111,7 +111,7 @@ func Schema(fieldsKey string) []string {
 			`"display":["marker-chart","marker-table"],` +
 			`"` + fieldsKey + `":[{"key":"threadName","label":"Name","format":"string","searchable":true},` +
 			`{"key":"tid","label":"Thread","format":"tid","searchable":true}]}`,
-		`{"name":"` + format.OffCPUMarkerType + `","tooltipLabel":"{marker.name} in {marker.data.function}",` +
+		`{"name":"` + profile.OffCPUMarkerType + `","tooltipLabel":"{marker.name} in {marker.data.function}",` +
 			`"tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","chartLabel":"{marker.data.function}",` +
 			`"display":["marker-chart","marker-table","timeline-overview"],` +
 			`"` + fieldsKey + `":[{"key":"function","label":"Waiting in","format":"string","searchable":true},` +

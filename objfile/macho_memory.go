@@ -1,11 +1,9 @@
-package attach
+package objfile
 
 // Mach-O identity from memory. The macOS backend reads each loaded image's
 // Mach-O header and load commands out of the target (most system libraries
 // live only in the dyld shared cache, with no file of their own on disk)
-// and identifies the image from those bytes alone. This is the one place
-// that does so, and the one place the breakpad-ID-from-UUID rule lives;
-// the portable objfile package is meant to take it over.
+// and identifies the image from those bytes alone.
 
 import (
 	"bytes"
@@ -16,27 +14,27 @@ import (
 	"strings"
 )
 
-// machHeaderSize64 is the size of mach_header_64; the load commands follow.
-const machHeaderSize64 = 32
+// MachHeaderSize64 is the size of mach_header_64; the load commands follow.
+const MachHeaderSize64 = 32
 
-// machoSizeOfCmds returns the size of the header plus load commands of a
+// MachOSizeOfCmds returns the size of the header plus load commands of a
 // 64-bit Mach-O header, so the caller knows how much to read.
-func machoSizeOfCmds(hdr []byte) (int, error) {
-	if len(hdr) < machHeaderSize64 {
+func MachOSizeOfCmds(hdr []byte) (int, error) {
+	if len(hdr) < MachHeaderSize64 {
 		return 0, fmt.Errorf("mach header: %d bytes", len(hdr))
 	}
-	if m := le.Uint32(hdr); m != macho.Magic64 {
+	if m := binary.LittleEndian.Uint32(hdr); m != macho.Magic64 {
 		return 0, fmt.Errorf("mach header: magic %#x is not a little-endian 64-bit Mach-O", m)
 	}
-	n := int(le.Uint32(hdr[20:]))
+	n := int(binary.LittleEndian.Uint32(hdr[20:]))
 	if n > 1<<20 {
 		return 0, fmt.Errorf("mach header: %d bytes of load commands", n)
 	}
-	return machHeaderSize64 + n, nil
+	return MachHeaderSize64 + n, nil
 }
 
-// machoImage is the identity and text range of a Mach-O image as loaded.
-type machoImage struct {
+// MachOImage is the identity and text range of a Mach-O image as loaded.
+type MachOImage struct {
 	UUID [16]byte
 	Arch string // "arm64", "arm64e", "x86_64"
 	// TextAddr and TextSize are __TEXT's address and size as linked; the
@@ -45,40 +43,40 @@ type machoImage struct {
 	Type               macho.Type
 }
 
-// machoFromMemory identifies a Mach-O image from its header and load
-// commands (as read from the target: the first machoSizeOfCmds bytes at its
+// MachOFromMemory identifies a Mach-O image from its header and load
+// commands (as read from the target: the first MachOSizeOfCmds bytes at its
 // load address). The load commands are walked here rather than through
 // debug/macho.NewFile, which also reads the symbol and string tables at
 // their file offsets: those are not in a header read from memory, and for
 // a shared cache library they are offsets into the cache, not the image.
-func machoFromMemory(hdr []byte) (machoImage, error) {
-	n, err := machoSizeOfCmds(hdr)
+func MachOFromMemory(hdr []byte) (MachOImage, error) {
+	n, err := MachOSizeOfCmds(hdr)
 	if err != nil {
-		return machoImage{}, err
+		return MachOImage{}, err
 	}
 	if len(hdr) < n {
-		return machoImage{}, fmt.Errorf("mach header: %d bytes of %d", len(hdr), n)
+		return MachOImage{}, fmt.Errorf("mach header: %d bytes of %d", len(hdr), n)
 	}
 	var fh macho.FileHeader
-	if err := binary.Read(bytes.NewReader(hdr), le, &fh); err != nil {
-		return machoImage{}, fmt.Errorf("mach header: %w", err)
+	if err := binary.Read(bytes.NewReader(hdr), binary.LittleEndian, &fh); err != nil {
+		return MachOImage{}, fmt.Errorf("mach header: %w", err)
 	}
-	img := machoImage{Arch: machoArch(fh.Cpu, fh.SubCpu), Type: fh.Type}
+	img := MachOImage{Arch: MachOArch(fh.Cpu, fh.SubCpu), Type: fh.Type}
 	var haveText, haveUUID bool
-	cmds := hdr[machHeaderSize64:n]
+	cmds := hdr[MachHeaderSize64:n]
 	for i := uint32(0); i < fh.Ncmd; i++ {
 		if len(cmds) < 8 {
-			return machoImage{}, fmt.Errorf("mach header: load command %d is cut short", i)
+			return MachOImage{}, fmt.Errorf("mach header: load command %d is cut short", i)
 		}
-		cmd, size := macho.LoadCmd(le.Uint32(cmds)), le.Uint32(cmds[4:])
+		cmd, size := macho.LoadCmd(binary.LittleEndian.Uint32(cmds)), binary.LittleEndian.Uint32(cmds[4:])
 		if size < 8 || int(size) > len(cmds) {
-			return machoImage{}, fmt.Errorf("mach header: load command %d has size %d", i, size)
+			return MachOImage{}, fmt.Errorf("mach header: load command %d has size %d", i, size)
 		}
 		c := cmds[:size]
 		switch {
 		case cmd == macho.LoadCmdSegment64 && size >= 72:
-			if machCString(c[8:24]) == "__TEXT" {
-				img.TextAddr, img.TextSize = le.Uint64(c[24:]), le.Uint64(c[32:])
+			if cString(c[8:24]) == "__TEXT" {
+				img.TextAddr, img.TextSize = binary.LittleEndian.Uint64(c[24:]), binary.LittleEndian.Uint64(c[32:])
 				haveText = true
 			}
 		case cmd == loadCmdUUID && size >= 24:
@@ -88,7 +86,7 @@ func machoFromMemory(hdr []byte) (machoImage, error) {
 		cmds = cmds[size:]
 	}
 	if !haveText {
-		return machoImage{}, fmt.Errorf("mach header: no __TEXT segment")
+		return MachOImage{}, fmt.Errorf("mach header: no __TEXT segment")
 	}
 	if !haveUUID {
 		return img, fmt.Errorf("mach header: no LC_UUID")
@@ -99,31 +97,24 @@ func machoFromMemory(hdr []byte) (machoImage, error) {
 // loadCmdUUID is LC_UUID, which debug/macho does not name.
 const loadCmdUUID macho.LoadCmd = 0x1b
 
-// cpuSubtypeARM64E is CPU_SUBTYPE_ARM64E, with the capability bits masked.
-const cpuSubtypeARM64E = 2
-
-func machoArch(cpu macho.Cpu, sub uint32) string {
-	switch cpu {
-	case macho.CpuArm64:
-		if sub&0x00ffffff == cpuSubtypeARM64E {
-			return "arm64e"
-		}
-		return "arm64"
-	case macho.CpuAmd64:
-		return "x86_64"
-	}
-	return strings.ToLower(cpu.String())
-}
-
 // BreakpadID is the debug ID symbol servers name a Mach-O image by: its
 // UUID's bytes in order, in uppercase hex, then the age "0". (Unlike ELF
 // build IDs, Mach-O UUIDs are not byte-swapped.)
-func (img machoImage) BreakpadID() string {
+func (img MachOImage) BreakpadID() string {
 	return strings.ToUpper(hex.EncodeToString(img.UUID[:])) + "0"
 }
 
 // CodeID is the UUID in uppercase hex without dashes, as the Firefox
 // Profiler and samply write a Mach-O code ID.
-func (img machoImage) CodeID() string {
+func (img MachOImage) CodeID() string {
 	return strings.ToUpper(hex.EncodeToString(img.UUID[:]))
+}
+
+// cString is the NUL-terminated string at the start of b (a fixed-size
+// name field of a load command).
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
 }

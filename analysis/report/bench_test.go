@@ -4,7 +4,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format/internal/synth"
+	"github.com/gprof-dev/gprof/internal/synth"
 )
 
 func BenchmarkBuild(b *testing.B) {

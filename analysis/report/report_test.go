@@ -7,58 +7,58 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 const libStart = 0x10000
 
-var appKey = format.LibKey{DebugName: "app", BreakpadID: "A1"}
+var appKey = profile.LibKey{DebugName: "app", BreakpadID: "A1"}
 
 // testProfile has two threads. The main thread's self time splits 50/30/20
 // between hot, inl (inlined into outer) and rec (which recurses); the
 // other thread has only unsymbolicated frames and no CPU data.
-func testProfile() *format.Profile {
-	st := &format.SymbolTable{}
-	st.Add(appKey, 0x100, []format.SymbolFrame{{Function: "outer", File: "a.c", Line: 3}, {Function: "inl", File: "b.h", Line: 7}})
-	st.Add(appKey, 0x200, []format.SymbolFrame{{Function: "hot", File: "h.c", Line: 11}})
-	st.Add(appKey, 0x300, []format.SymbolFrame{{Function: "main", File: "m.c", Line: 5}})
-	st.Add(appKey, 0x400, []format.SymbolFrame{{Function: "rec", File: "r.c", Line: 2}})
+func testProfile() *profile.Profile {
+	st := &profile.SymbolTable{}
+	st.Add(appKey, 0x100, []profile.SymbolFrame{{Function: "outer", File: "a.c", Line: 3}, {Function: "inl", File: "b.h", Line: 7}})
+	st.Add(appKey, 0x200, []profile.SymbolFrame{{Function: "hot", File: "h.c", Line: 11}})
+	st.Add(appKey, 0x300, []profile.SymbolFrame{{Function: "main", File: "m.c", Line: 5}})
+	st.Add(appKey, 0x400, []profile.SymbolFrame{{Function: "rec", File: "r.c", Line: 2}})
 	// The recursive call site is stored under the nudged key, as some
 	// symbolizers do.
-	st.Add(appKey, 0x40f, []format.SymbolFrame{{Function: "rec", File: "r.c", Line: 4}})
+	st.Add(appKey, 0x40f, []profile.SymbolFrame{{Function: "rec", File: "r.c", Line: 4}})
 
-	u := format.CategoryUser
-	fr := func(rel uint64) format.Frame { return format.Frame{Address: libStart + rel, Category: u} }
-	a := &format.Thread{Tid: 10, Name: "app", Main: true, End: -1}
+	u := profile.CategoryUser
+	fr := func(rel uint64) profile.Frame { return profile.Frame{Address: libStart + rel, Category: u} }
+	a := &profile.Thread{Tid: 10, Name: "app", Main: true, End: -1}
 	for i := 0; i < 10; i++ {
 		var s int32
 		switch {
 		case i < 5:
-			s = a.InternStack([]format.Frame{fr(0x200), fr(0x300)})
+			s = a.InternStack([]profile.Frame{fr(0x200), fr(0x300)})
 		case i < 8:
-			s = a.InternStack([]format.Frame{fr(0x100), fr(0x300)})
+			s = a.InternStack([]profile.Frame{fr(0x100), fr(0x300)})
 		default:
-			s = a.InternStack([]format.Frame{fr(0x400), fr(0x410), fr(0x410), fr(0x300)})
+			s = a.InternStack([]profile.Frame{fr(0x400), fr(0x410), fr(0x410), fr(0x300)})
 		}
 		a.Samples.Add(s, int64(i)*1e6, 1e6)
 	}
-	b := &format.Thread{Tid: 11, Name: "worker", End: -1}
+	b := &profile.Thread{Tid: 11, Name: "worker", End: -1}
 	for i := 0; i < 10; i++ {
 		var s int32
 		switch {
 		case i < 4:
-			s = b.InternStack([]format.Frame{fr(0x900)})
+			s = b.InternStack([]profile.Frame{fr(0x900)})
 		case i < 8:
-			s = b.InternStack([]format.Frame{{Address: 0x5, Category: u}})
+			s = b.InternStack([]profile.Frame{{Address: 0x5, Category: u}})
 		default:
-			s = b.InternStack([]format.Frame{{Label: "idle"}})
+			s = b.InternStack([]profile.Frame{{Label: "idle"}})
 		}
 		b.Samples.Add(s, int64(i)*1e6, -1)
 	}
-	return &format.Profile{
-		Meta: format.Meta{Product: "gprof", Interval: 2 * time.Millisecond, Duration: 10e6},
-		Processes: []*format.Process{{Pid: 10, Name: "app", End: -1, Threads: []*format.Thread{a, b},
-			Libs: []format.Lib{{Start: libStart, End: libStart + 0x10000, Name: "app", DebugName: "app", BreakpadID: "A1"}}}},
+	return &profile.Profile{
+		Meta: profile.Meta{Product: "gprof", Interval: 2 * time.Millisecond, Duration: 10e6},
+		Processes: []*profile.Process{{Pid: 10, Name: "app", End: -1, Threads: []*profile.Thread{a, b},
+			Libs: []profile.Lib{{Start: libStart, End: libStart + 0x10000, Name: "app", DebugName: "app", BreakpadID: "A1"}}}},
 		Symbols: st,
 	}
 }
@@ -142,11 +142,11 @@ func TestBuildKernel(t *testing.T) {
 	// table by absolute address; a caller may be stored nudged.
 	const k1, k2 = 0xffffffff81000100, 0xffffffff81000200
 	p := testProfile()
-	p.Symbols.Add(format.LibKey{DebugName: "kernel"}, k1, []format.SymbolFrame{{Function: "clear_page"}})
-	p.Symbols.Add(format.LibKey{DebugName: "kernel"}, k2-1, []format.SymbolFrame{{Function: "do_fault"}})
+	p.Symbols.Add(profile.LibKey{DebugName: "kernel"}, k1, []profile.SymbolFrame{{Function: "clear_page"}})
+	p.Symbols.Add(profile.LibKey{DebugName: "kernel"}, k2-1, []profile.SymbolFrame{{Function: "do_fault"}})
 	th := p.Processes[0].Threads[1]
-	kf := func(a uint64) format.Frame { return format.Frame{Address: a, Category: format.CategoryKernel} }
-	th.Samples.Add(th.InternStack([]format.Frame{kf(k1), kf(k2), kf(0xffffffff81000300)}), 11e6, -1)
+	kf := func(a uint64) profile.Frame { return profile.Frame{Address: a, Category: profile.CategoryKernel} }
+	th.Samples.Add(th.InternStack([]profile.Frame{kf(k1), kf(k2), kf(0xffffffff81000300)}), 11e6, -1)
 	r := Build(p, Options{Top: -1})
 	got := map[string]string{}
 	for _, f := range byTid(t, r, 11).TopTotal {
@@ -158,7 +158,7 @@ func TestBuildKernel(t *testing.T) {
 }
 
 func TestBuildEmpty(t *testing.T) {
-	r := Build(&format.Profile{}, Options{})
+	r := Build(&profile.Profile{}, Options{})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, r); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestBuildEmpty(t *testing.T) {
 	}
 	p := testProfile()
 	p.Symbols = nil
-	p.Processes[0].Threads[0].Samples = format.SampleTable{}
+	p.Processes[0].Threads[0].Samples = profile.SampleTable{}
 	r = Build(p, Options{})
 	if a := byTid(t, r, 10); a.Samples != 0 || len(a.TopSelf) != 0 {
 		t.Errorf("%+v", a)
@@ -316,7 +316,7 @@ func TestWriteTextEscapesControlCharacters(t *testing.T) {
 	pr.Threads[0].Name = "a\nb"
 	pr.Threads[1].Name = "bell\a\u009b2J\u202egnp.exe"
 	pr.Libs[0].Name = "lib\rx"
-	p.Symbols.Add(appKey, 0x200, []format.SymbolFrame{{Function: evil, File: "a\nb.c", Line: 11}})
+	p.Symbols.Add(appKey, 0x200, []profile.SymbolFrame{{Function: evil, File: "a\nb.c", Line: 11}})
 	for _, color := range []bool{false, true} {
 		var buf bytes.Buffer
 		write := WriteText
@@ -360,10 +360,10 @@ func TestPrintable(t *testing.T) {
 
 // offCPUProfile: a thread that computes in "work" 3 samples of 1 ms of
 // CPU and blocks in "wait" for 7 samples of none.
-func offCPUProfile() *format.Profile {
-	th := &format.Thread{Tid: 1, Name: "t", Main: true, End: -1}
-	work := th.InternStack([]format.Frame{{Label: "work"}, {Label: "main"}})
-	wait := th.InternStack([]format.Frame{{Label: "[blocked]", Category: format.CategoryIdle}, {Label: "wait"}, {Label: "main"}})
+func offCPUProfile() *profile.Profile {
+	th := &profile.Thread{Tid: 1, Name: "t", Main: true, End: -1}
+	work := th.InternStack([]profile.Frame{{Label: "work"}, {Label: "main"}})
+	wait := th.InternStack([]profile.Frame{{Label: "[blocked]", Category: profile.CategoryIdle}, {Label: "wait"}, {Label: "main"}})
 	for i := 0; i < 10; i++ {
 		if i < 3 {
 			th.Samples.Add(work, int64(i)*1e6, 1e6)
@@ -371,9 +371,9 @@ func offCPUProfile() *format.Profile {
 			th.Samples.Add(wait, int64(i)*1e6, 0)
 		}
 	}
-	return &format.Profile{
-		Meta:      format.Meta{Interval: time.Millisecond, Categories: format.OffCPUCategories},
-		Processes: []*format.Process{{Pid: 1, Name: "p", End: -1, Threads: []*format.Thread{th}}},
+	return &profile.Profile{
+		Meta:      profile.Meta{Interval: time.Millisecond, Categories: profile.OffCPUCategories},
+		Processes: []*profile.Process{{Pid: 1, Name: "p", End: -1, Threads: []*profile.Thread{th}}},
 	}
 }
 

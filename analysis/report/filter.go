@@ -3,7 +3,7 @@ package report
 import (
 	"slices"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Filter selects threads. Each non-empty list must match (a thread is kept
@@ -21,7 +21,7 @@ func (f Filter) Empty() bool {
 
 // Apply returns a profile holding only the threads f keeps, and the
 // processes that still have threads. It shares everything else with p.
-func (f Filter) Apply(p *format.Profile) *format.Profile {
+func (f Filter) Apply(p *profile.Profile) *profile.Profile {
 	if f.Empty() {
 		return p
 	}

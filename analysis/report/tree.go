@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Tree is a profile's call tree: one root per thread name (threads of the
@@ -40,7 +40,7 @@ type treeKey struct {
 }
 
 // BuildTree builds p's call tree.
-func BuildTree(p *format.Profile) *Tree {
+func BuildTree(p *profile.Profile) *Tree {
 	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts()}
 	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	t := &Tree{}
@@ -97,7 +97,7 @@ func BuildTree(p *format.Profile) *Tree {
 	return t
 }
 
-func threadLabel(pr *format.Process, th *format.Thread) string {
+func threadLabel(pr *profile.Process, th *profile.Thread) string {
 	if th.Name != "" {
 		return th.Name
 	}
@@ -110,7 +110,7 @@ func threadLabel(pr *format.Process, th *format.Thread) string {
 // treeThread adds th's samples under root. A stack's node as a caller
 // (every frame but a sample's leaf) is memoized per stack index; the leaf
 // frame is resolved as the sample's own address.
-func (b *builder) treeThread(t *Tree, libs []format.Lib, th *format.Thread, root int32, child func(parent, fn int32) int32) {
+func (b *builder) treeThread(t *Tree, libs []profile.Lib, th *profile.Thread, root int32, child func(parent, fn int32) int32) {
 	st := &th.Stacks
 	ns := st.Len()
 	weights := make([]int64, ns)

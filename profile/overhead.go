@@ -1,4 +1,4 @@
-package format
+package profile
 
 // OverheadStats summarizes an Overhead as the Gecko profiler's
 // profilerOverhead.statistics does, in µs (overheadPercentage is a

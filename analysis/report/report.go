@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // Version is the version of the JSON schema WriteJSON emits. It changes
@@ -72,7 +72,7 @@ type Report struct {
 	NoStackCPU    int64  `json:"no_stack_cpu_ns,omitempty"`
 	NoStackReason string `json:"no_stack_reason,omitempty"`
 	// Processes counts OS processes: the images an exec makes of one
-	// process count once (format.Profile.ProcessCount), as in record's
+	// process count once (profile.Profile.ProcessCount), as in record's
 	// summary.
 	Processes int `json:"processes"`
 	// Threads lists threads, most samples first (profile order among
@@ -178,17 +178,17 @@ func (c *counts) grow(n int) {
 }
 
 type builder struct {
-	p      *format.Profile
+	p      *profile.Profile
 	fns    []fnKey
 	fnIdx  map[fnKey]int32
-	kernel format.LibKey
+	kernel profile.LibKey
 	kernOK bool
 	all    *counts
 	byCPU  bool
 }
 
 // Build summarizes p.
-func Build(p *format.Profile, opts Options) Report {
+func Build(p *profile.Profile, opts Options) Report {
 	top := opts.Top
 	if top == 0 {
 		top = DefaultTop
@@ -281,31 +281,31 @@ func (b *builder) fn(k fnKey) int32 {
 }
 
 // sortedLibs returns a copy of pr's libs ordered by start.
-func sortedLibs(pr *format.Process) []format.Lib {
+func sortedLibs(pr *profile.Process) []profile.Lib {
 	libs := slices.Clone(pr.Libs)
-	slices.SortStableFunc(libs, func(a, b format.Lib) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(libs, func(a, b profile.Lib) int { return cmp.Compare(a.Start, b.Start) })
 	return libs
 }
 
 func hex(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 
 // levels resolves frame f to its inline stack, outer function first.
-func (b *builder) levels(libs []format.Lib, f format.Frame, caller bool) []level {
+func (b *builder) levels(libs []profile.Lib, f profile.Frame, caller bool) []level {
 	if f.Label != "" {
 		return []level{{fn: b.fn(fnKey{name: f.Label})}}
 	}
 	var (
-		syms    []format.SymbolFrame
+		syms    []profile.SymbolFrame
 		libName string
 		name    string
 	)
-	if l := format.FindLib(libs, f.Address); l != nil {
+	if l := profile.FindLib(libs, f.Address); l != nil {
 		rel := l.Rel(f.Address)
 		syms = b.p.Symbols.LookupFrame(l.Key(), rel, caller)
 		libName = l.Name
 		name = l.Name + "+" + hex(rel)
 	} else {
-		if b.kernOK && f.Category == format.CategoryKernel {
+		if b.kernOK && f.Category == profile.CategoryKernel {
 			syms = b.p.Symbols.LookupFrame(b.kernel, f.Address, caller)
 			libName = "kernel"
 		}
@@ -321,7 +321,7 @@ func (b *builder) levels(libs []format.Lib, f format.Frame, caller bool) []level
 	return out
 }
 
-func (b *builder) thread(libs []format.Lib, th *format.Thread) *counts {
+func (b *builder) thread(libs []profile.Lib, th *profile.Thread) *counts {
 	c := newCounts()
 	sm := &th.Samples
 	st := &th.Stacks
@@ -466,7 +466,7 @@ func (b *builder) summary(c *counts, all int64, top int) Summary {
 
 // offCPU says whether p has off-CPU samples: its categories are those of
 // a recording with --off-cpu.
-func offCPU(p *format.Profile) bool {
+func offCPU(p *profile.Profile) bool {
 	for _, c := range p.Meta.Categories {
 		if c.Name == "Idle" {
 			return true

@@ -1,4 +1,4 @@
-package format
+package profile
 
 // SymbolTable holds symbolication results for the libraries of a profile,
 // keyed by library identity, so names survive the binaries they came from.
@@ -80,4 +80,19 @@ func (s *SymbolTable) KernelLib() (k LibKey, ok bool) {
 		}
 	}
 	return k, ok
+}
+
+// AddMissing copies the entries of old that s lacks, so that names which
+// can no longer be resolved keep what an earlier symbolication found.
+func (s *SymbolTable) AddMissing(old *SymbolTable) {
+	if old == nil {
+		return
+	}
+	for k, ls := range old.Libs {
+		for addr, frames := range ls.Addresses {
+			if s.Lookup(k, addr) == nil {
+				s.Add(k, addr, frames)
+			}
+		}
+	}
 }

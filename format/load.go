@@ -1,5 +1,5 @@
 // Package load reads a profile file in whichever format it is in.
-package load
+package format
 
 import (
 	"bufio"
@@ -10,11 +10,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/etl"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
+	"github.com/gprof-dev/gprof/profile"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -35,7 +35,7 @@ const sniffSize = 1 << 20
 
 // File reads the profile at path, gzipped or not, and says which format it
 // was in.
-func File(path string) (*format.Profile, Kind, error) {
+func File(path string) (*profile.Profile, Kind, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, "", err
@@ -56,7 +56,7 @@ func File(path string) (*format.Profile, Kind, error) {
 type Importer struct {
 	Kind  Kind
 	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
-	Read  func(r io.Reader, info FileInfo) (*format.Profile, error)
+	Read  func(r io.Reader, info FileInfo) (*profile.Profile, error)
 }
 
 // FileInfo is what an importer may want to know of the file besides its
@@ -77,7 +77,7 @@ func Register(im Importer) { importers = append(importers, im) }
 // format reader gets the file's own bytes and decompresses them itself,
 // so that it bounds what it holds by the size of the file, not of what it
 // was handed (see format/internal/limit).
-func Reader(r io.Reader) (*format.Profile, Kind, error) {
+func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 	br := bufio.NewReaderSize(r, sniffSize)
 	var (
 		src  io.Reader = br

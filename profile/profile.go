@@ -5,7 +5,7 @@
 // library mappings, threads own their samples, and each thread interns its
 // frames and stacks so that memory grows with distinct stacks, not with
 // samples. Times are nanoseconds since Profile.Meta.StartTime.
-package format
+package profile
 
 import (
 	"cmp"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/profile"
 )
 
 func TestCollapsed(t *testing.T) {
@@ -32,7 +32,7 @@ func TestCollapsedSumsAndEscapes(t *testing.T) {
 	p := testProfile()
 	th := p.Processes[0].Threads[1]
 	th.Name = "evil\x1b[31m;name\n"
-	s := th.InternStack([]format.Frame{{Label: "a;b c"}})
+	s := th.InternStack([]profile.Frame{{Label: "a;b c"}})
 	th.Samples.Add(s, 20e6, -1)
 	th.Samples.Add(s, 21e6, -1)
 	var buf bytes.Buffer

@@ -1,0 +1,216 @@
+//go:build linux
+
+package attach
+
+// What the ptrace backend reads of /proc: mappings, thread state and
+// schedstat, and why a process cannot be traced.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// refreshMaps rereads pr's mappings and reports executable ones not
+// reported before.
+func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pr.pid))
+	if err != nil {
+		return
+	}
+	pr.mapsAt = now
+	pr.exec, pr.all = pr.exec[:0], pr.all[:0]
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		r, ok := parseRange(line)
+		if !ok {
+			continue
+		}
+		pr.all = append(pr.all, r)
+		m := parseMapsLine(string(line), pr.pid, now)
+		if m == nil {
+			continue
+		}
+		pr.exec = append(pr.exec, r)
+		key := ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
+		if !pr.seen[key] {
+			pr.seen[key] = true
+			s.emit(m)
+		}
+	}
+}
+
+func parseRange(line []byte) (ptRange, bool) {
+	var r ptRange
+	i := 0
+	for ; i < len(line) && line[i] != '-'; i++ {
+	}
+	j := i + 1
+	for ; j < len(line) && line[j] != ' '; j++ {
+	}
+	if i >= len(line) || j > len(line) {
+		return r, false
+	}
+	var err1, err2 error
+	r.start, err1 = strconv.ParseUint(string(line[:i]), 16, 64)
+	r.end, err2 = strconv.ParseUint(string(line[i+1:j]), 16, 64)
+	return r, err1 == nil && err2 == nil && r.end > r.start
+}
+
+// findRange returns the end of the range in sorted rs that holds a.
+func findRange(rs []ptRange, a uint64) (end uint64, ok bool) {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > a })
+	if i < len(rs) && rs[i].start <= a {
+		return rs[i].end, true
+	}
+	return 0, false
+}
+
+// taskPath returns /proc/PID/task/TID/NAME.
+func (s *ptSampler) taskPath(pid, tid int, name string) string {
+	b := append(s.path[:0], "/proc/"...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, "/task/"...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, '/')
+	b = append(b, name...)
+	s.path = b
+	return string(b)
+}
+
+// readFile reads a small /proc file into the sampler's buffer; /proc files
+// are read every tick for every thread, so this avoids os.File's overhead.
+func (s *ptSampler) readFile(path string) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, s.buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return s.buf[:n], true
+}
+
+// readStat returns a thread's state letter, parent pid and last CPU from
+// /proc/PID/task/TID/stat.
+func (s *ptSampler) readStat(pid, tid int) (state byte, ppid, cpu int, ok bool) {
+	data, ok := s.readFile(s.taskPath(pid, tid, "stat"))
+	if !ok {
+		return 0, 0, 0, false
+	}
+	return parseStat(data)
+}
+
+// parseStat picks fields out of a stat line. The command name in
+// parentheses may hold spaces and parentheses, so fields are counted from
+// the last ')'. The state is field 3, the parent pid 4, the CPU 39.
+func parseStat(data []byte) (state byte, ppid, cpu int, ok bool) {
+	i := len(data) - 1
+	for ; i >= 0 && data[i] != ')'; i-- {
+	}
+	if i < 0 || i+2 >= len(data) {
+		return 0, 0, 0, false
+	}
+	state = data[i+2]
+	field := 3
+	cpu = -1
+	for p := i + 3; p < len(data) && field < 39; {
+		for p < len(data) && data[p] == ' ' {
+			p++
+		}
+		field++
+		q := p
+		for q < len(data) && data[q] != ' ' && data[q] != '\n' {
+			q++
+		}
+		switch field {
+		case 4:
+			ppid, _ = strconv.Atoi(string(data[p:q]))
+		case 39:
+			cpu, _ = strconv.Atoi(string(data[p:q]))
+		}
+		p = q
+	}
+	return state, ppid, cpu, true
+}
+
+// ptSched is a thread's /proc/PID/task/TID/schedstat: its CPU time, the
+// time it spent waiting for a CPU (both in ns, and for a thread on a CPU
+// only as of the last timer tick or context switch), and the number of
+// times it was put on a CPU. stat's utime and stime count whole clock
+// ticks, too coarse to divide among samples.
+type ptSched struct{ run, delay, switches int64 }
+
+// readSchedstat reads a thread's schedstat; any thread's tid will do as
+// pid.
+func (s *ptSampler) readSchedstat(pid, tid int) (ptSched, bool) {
+	data, ok := s.readFile(s.taskPath(pid, tid, "schedstat"))
+	if !ok {
+		return ptSched{}, false
+	}
+	var f [3]int64
+	i := 0
+	for _, c := range data {
+		if c >= '0' && c <= '9' {
+			f[i] = f[i]*10 + int64(c-'0')
+		} else if c == ' ' && i < 2 {
+			i++
+		} else {
+			break
+		}
+	}
+	return ptSched{f[0], f[1], f[2]}, i == 2
+}
+
+// exeID identifies the executable a process runs.
+func exeID(pid int) ([2]uint64, bool) {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{st.Dev, st.Ino}, true
+}
+
+// ptPermissionError explains why pid cannot be traced.
+func ptPermissionError(pid int, err error) error {
+	if tracer := tracerPid(pid); tracer != 0 && tracer != os.Getpid() {
+		return fmt.Errorf("%w: pid %d is already being traced by pid %d (a debugger?), and a thread can have only one tracer", ErrPermission, pid, tracer)
+	}
+	const caps = "run gprof as root, or give it the capability with `sudo setcap cap_sys_ptrace+ep $(command -v gprof)`; in a container, start it with --cap-add SYS_PTRACE"
+	switch scope, _ := readSysctlInt("yama/ptrace_scope"); scope {
+	case 1:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 1, which allows tracing only a process's own descendants; %s, or allow it with `sudo sysctl kernel.yama.ptrace_scope=0`", ErrPermission, pid, err, caps)
+	case 2:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 2, which allows tracing only with CAP_SYS_PTRACE; %s", ErrPermission, pid, err, caps)
+	case 3:
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 3, which disables ptrace until the next reboot", ErrPermission, pid, err)
+	}
+	return fmt.Errorf("%w: cannot trace pid %d (%v): a process can trace only processes of its own user that are not setuid; %s", ErrPermission, pid, err, caps)
+}
+
+// tracerPid returns the TracerPid line of /proc/PID/status, or 0.
+func tracerPid(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(data), "\nTracerPid:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	n, _ := strconv.Atoi(strings.TrimSpace(line))
+	return n
+}

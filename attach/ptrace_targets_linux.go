@@ -1,0 +1,213 @@
+//go:build linux
+
+package attach
+
+// The ptrace backend's targets: processes and threads as they come, exec
+// and go, and the children a traced process starts.
+
+import (
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// addProcess starts tracking pid (a child of ppid when ppid is nonzero) and
+// reports what it has: its threads, names and mappings.
+func (s *ptSampler) addProcess(pid, ppid int, launched bool) {
+	s.addProc(pid, ppid, launched, nil)
+}
+
+// addProcessThreads starts tracking the threads only of pid, alone.
+func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
+	s.addProc(pid, 0, false, only)
+}
+
+func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
+	now := MonotonicNow()
+	pr := &ptProc{pid: pid, only: only, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	pr.exe, _ = exeID(pid)
+	s.procs[pid] = pr
+	s.order = append(s.order, pid)
+	if ppid != 0 {
+		s.emit(&Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
+	}
+	s.refreshMaps(pr, now)
+	tids, err := listTasks(pid)
+	if err != nil {
+		return
+	}
+	tids = pr.filter(tids)
+	argv := readCmdline(pid)
+	// A forked child is named as perf names it: a copy of its parent (the
+	// Fork above), then by its own name, which it may have changed, not
+	// by the command line it shares with its parent. Only a child that
+	// runs another program already is reported as an exec, with its new
+	// command line (and without the parent's mappings).
+	execd := launched
+	if parent := s.procs[ppid]; ppid != 0 && parent != nil {
+		if pr.exe == parent.exe {
+			argv = nil
+		} else {
+			execd = true
+		}
+	}
+	for _, tid := range tids {
+		th := s.newThread(pid, tid)
+		pr.threads[tid] = th
+		c := &Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
+		if tid == pid || only != nil {
+			c.Argv, c.Exec = argv, execd
+		}
+		s.emit(c)
+	}
+	pr.tids = tids
+}
+
+// filter drops from tids the threads that are not sampled, in place.
+func (pr *ptProc) filter(tids []int) []int {
+	if pr.only == nil {
+		return tids
+	}
+	return slices.DeleteFunc(tids, func(tid int) bool { return !pr.only[tid] })
+}
+
+func (s *ptSampler) newThread(pid, tid int) *ptThread {
+	th := &ptThread{comm: readTaskComm(pid, tid), switches: -1}
+	st, _ := s.readSchedstat(pid, tid)
+	th.last = st.run
+	th.base = th.last
+	return th
+}
+
+// processGone reports the exit of all of pr's threads, the main one last.
+func (s *ptSampler) processGone(pr *ptProc) {
+	now := MonotonicNow()
+	for _, tid := range pr.tids {
+		if tid != pr.pid {
+			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+		}
+	}
+	s.emit(&Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	delete(s.procs, pr.pid)
+}
+
+// scanThreads reconciles pr's threads with /proc and reports false when
+// the process is gone.
+func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
+	tids, err := listTasks(pr.pid)
+	if err != nil || len(tids) == 0 || s.zombie(pr.pid, tids) {
+		s.processGone(pr)
+		return false
+	}
+	if pr.only != nil {
+		if tids = pr.filter(tids); len(tids) == 0 {
+			// The threads sampled alone are gone; the process may not be.
+			now := MonotonicNow()
+			for _, tid := range pr.tids {
+				s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			}
+			delete(s.procs, pr.pid)
+			return false
+		}
+	}
+	now := MonotonicNow()
+	for _, tid := range pr.tids {
+		if _, found := slices.BinarySearch(tids, tid); !found {
+			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			delete(pr.threads, tid)
+		}
+	}
+	for _, tid := range tids {
+		if pr.threads[tid] != nil {
+			continue
+		}
+		// A new thread may be the first sign of an exec: the thread
+		// belongs to the new program, so the exec is reported first.
+		s.noticeExec(pr, now)
+		th := s.newThread(pr.pid, tid)
+		pr.threads[tid] = th
+		s.emit(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
+		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+	}
+	pr.tids = append(pr.tids[:0], tids...)
+	if !slow {
+		return true
+	}
+
+	s.noticeExec(pr, now)
+	for _, tid := range tids {
+		th := pr.threads[tid]
+		if c := readTaskComm(pr.pid, tid); c != "" && c != th.comm {
+			th.comm = c
+			s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
+		}
+	}
+	if now-pr.mapsAt >= int64(ptSlowPeriod) {
+		s.refreshMaps(pr, now)
+	}
+	return true
+}
+
+// noticeExec reports an exec of pr that happened since the last look:
+// its old mappings are gone and its main thread has a new name and
+// command line. It is checked every slow tick, and also as soon as a new
+// thread or a sample outside the known mappings hints at an exec, so that
+// nothing of the new program is attributed to the old one.
+func (s *ptSampler) noticeExec(pr *ptProc, now int64) {
+	id, ok := exeID(pr.pid)
+	if !ok || id == pr.exe {
+		return
+	}
+	pr.exe = id
+	pr.exec, pr.all, pr.seen = nil, nil, map[ptMapKey]bool{}
+	pr.mapsAt = 0
+	if th := pr.threads[pr.pid]; th != nil {
+		th.comm = readTaskComm(pr.pid, pr.pid)
+		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
+	}
+}
+
+// zombie reports whether a process has exited but not been reaped: only
+// its main thread is left, as a zombie. Attached targets may stay like
+// that for as long as their parent neglects them.
+func (s *ptSampler) zombie(pid int, tids []int) bool {
+	if len(tids) != 1 || tids[0] != pid {
+		return false
+	}
+	st, _, _, ok := s.readStat(pid, pid)
+	return !ok || st == 'Z' || st == 'X'
+}
+
+// scanChildren starts tracking processes whose parent is a target.
+func (s *ptSampler) scanChildren() {
+	f, err := os.Open("/proc")
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	type cand struct{ pid, ppid int }
+	var cands []cand
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || s.procs[pid] != nil || pid == s.self {
+			continue
+		}
+		if _, ppid, _, ok := s.readStat(pid, pid); ok && ppid > 1 {
+			cands = append(cands, cand{pid, ppid})
+		}
+	}
+	// A child's own children are found in the same scan, parents first.
+	sort.Slice(cands, func(i, j int) bool { return cands[i].pid < cands[j].pid })
+	for added := true; added; {
+		added = false
+		for i, c := range cands {
+			if c.pid != 0 && s.procs[c.ppid] != nil && s.procs[c.ppid].only == nil {
+				s.addProcess(c.pid, c.ppid, false)
+				cands[i].pid = 0
+				added = true
+			}
+		}
+	}
+}

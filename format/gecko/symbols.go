@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -43,7 +44,7 @@ import (
 // readers would round but Read does not.
 const symbolsVersion = 1
 
-func writeSymbols(e *emitter, st *profile.SymbolTable) {
+func writeSymbols(e *jsonw.Writer, st *profile.SymbolTable) {
 	keys := make([]profile.LibKey, 0, len(st.Libs))
 	for k, ls := range st.Libs {
 		if ls != nil {
@@ -53,14 +54,14 @@ func writeSymbols(e *emitter, st *profile.SymbolTable) {
 	slices.SortFunc(keys, func(a, b profile.LibKey) int {
 		return cmp.Or(cmp.Compare(a.DebugName, b.DebugName), cmp.Compare(a.BreakpadID, b.BreakpadID))
 	})
-	e.raw(`{"version":` + strconv.Itoa(symbolsVersion) + `,"libs":[`)
+	e.Raw(`{"version":` + strconv.Itoa(symbolsVersion) + `,"libs":[`)
 	for i, k := range keys {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
 		writeLibSymbols(e, k, st.Libs[k])
 	}
-	e.raw("]}")
+	e.Raw("]}")
 }
 
 type funcKey struct {
@@ -68,7 +69,7 @@ type funcKey struct {
 	addr, size uint64
 }
 
-func writeLibSymbols(e *emitter, k profile.LibKey, ls *profile.LibSymbols) {
+func writeLibSymbols(e *jsonw.Writer, k profile.LibKey, ls *profile.LibSymbols) {
 	addrs := make([]uint64, 0, len(ls.Addresses))
 	for a := range ls.Addresses {
 		addrs = append(addrs, a)
@@ -104,51 +105,51 @@ func writeLibSymbols(e *emitter, k profile.LibKey, ls *profile.LibSymbols) {
 		}
 	}
 
-	e.raw(`{"debugName":`)
-	e.string(k.DebugName)
-	e.raw(`,"breakpadId":`)
-	e.string(k.BreakpadID)
-	e.raw(`,"strings":[`)
+	e.Raw(`{"debugName":`)
+	e.JSString(k.DebugName)
+	e.Raw(`,"breakpadId":`)
+	e.JSString(k.BreakpadID)
+	e.Raw(`,"strings":[`)
 	for i, s := range strs {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.string(s)
+		e.JSString(s)
 	}
-	e.raw(`],"funcs":[`)
+	e.Raw(`],"funcs":[`)
 	for i, f := range funcs {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.byte('[')
-		e.int(int64(f.name))
-		e.byte(',')
-		e.uint(f.addr)
-		e.byte(',')
-		e.uint(f.size)
-		e.byte(']')
+		e.Byte('[')
+		e.Int(int64(f.name))
+		e.Byte(',')
+		e.Uint(f.addr)
+		e.Byte(',')
+		e.Uint(f.size)
+		e.Byte(']')
 	}
-	e.raw(`],"addrs":[`)
+	e.Raw(`],"addrs":[`)
 	var prev uint64
 	for i, a := range addrs {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.byte('[')
-		e.uint(a - prev)
+		e.Byte('[')
+		e.Uint(a - prev)
 		prev = a
 		for range ls.Addresses[a] {
-			e.byte(',')
-			e.int(int64(rows[0]))
-			e.byte(',')
-			e.int(int64(rows[1]))
-			e.byte(',')
-			e.int(int64(rows[2]))
+			e.Byte(',')
+			e.Int(int64(rows[0]))
+			e.Byte(',')
+			e.Int(int64(rows[1]))
+			e.Byte(',')
+			e.Int(int64(rows[2]))
 			rows = rows[3:]
 		}
-		e.byte(']')
+		e.Byte(']')
 	}
-	e.raw("]}")
+	e.Raw("]}")
 }
 
 func readSymbols(s *scanner) *profile.SymbolTable {

@@ -27,10 +27,10 @@ func Write(w io.Writer, p *profile.Profile) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	pw := &profileWriter{e: emitter{w: bw}, p: p, cats: categoriesOf(&p.Meta), ids: profile.NewTrackIDs(p)}
+	pw := &profileWriter{e: jsonw.NewWriter(bw), p: p, cats: categoriesOf(&p.Meta), ids: profile.NewTrackIDs(p)}
 	pw.write()
-	if pw.e.err != nil {
-		return pw.e.err
+	if pw.e.Err() != nil {
+		return pw.e.Err()
 	}
 	return bw.Flush()
 }
@@ -140,7 +140,7 @@ func categoriesOf(m *profile.Meta) []profile.CategoryInfo {
 }
 
 type profileWriter struct {
-	e    emitter
+	e    *jsonw.Writer
 	p    *profile.Profile
 	cats []profile.CategoryInfo
 	// ids names processes and threads as the front-end needs them (see
@@ -154,118 +154,118 @@ type profileWriter struct {
 }
 
 func (w *profileWriter) write() {
-	e := &w.e
+	e := w.e
 	var top *profile.Process
 	if len(w.p.Processes) > 0 {
 		top = w.p.Processes[0]
 	}
-	e.raw(`{"meta":`)
+	e.Raw(`{"meta":`)
 	w.meta(top, 0, true)
 	w.processBody(top, 0)
 	w.overhead(w.p.Overhead)
-	e.raw(`,"processes":[`)
+	e.Raw(`,"processes":[`)
 	if len(w.p.Processes) > 1 {
 		for i, proc := range w.p.Processes[1:] {
 			if i > 0 {
-				e.byte(',')
+				e.Byte(',')
 			}
 			base := max(proc.Start, 0)
-			e.raw(`{"meta":`)
+			e.Raw(`{"meta":`)
 			w.meta(proc, base, false)
 			w.processBody(proc, base)
-			e.raw(`,"processes":[]}`)
-			if e.err != nil {
+			e.Raw(`,"processes":[]}`)
+			if e.Err() != nil {
 				return
 			}
 		}
 	}
-	e.byte(']')
+	e.Byte(']')
 	if w.p.Symbols != nil {
-		e.raw(`,"gprofSymbols":`)
+		e.Raw(`,"gprofSymbols":`)
 		writeSymbols(e, w.p.Symbols)
 	}
-	e.raw("}\n")
+	e.Raw("}\n")
 }
 
 // meta writes a process's meta object. Subprocesses get the short form the
 // front-end expects of them, with startTime moved to base so their times
 // line up after the front-end shifts them.
 func (w *profileWriter) meta(proc *profile.Process, base int64, full bool) {
-	e := &w.e
+	e := w.e
 	m := &w.p.Meta
-	e.raw(`{"version":`)
-	e.int(Version)
-	e.raw(`,"startTime":`)
-	e.ms(m.StartTime.UnixNano() + base)
-	e.raw(`,"shutdownTime":`)
+	e.Raw(`{"version":`)
+	e.Int(Version)
+	e.Raw(`,"startTime":`)
+	e.Ms(m.StartTime.UnixNano() + base)
+	e.Raw(`,"shutdownTime":`)
 	if proc != nil && proc.End >= 0 {
-		e.ms(proc.End - base)
+		e.Ms(proc.End - base)
 	} else {
-		e.raw("null")
+		e.Raw("null")
 	}
-	e.raw(`,"categories":[`)
+	e.Raw(`,"categories":[`)
 	for i, c := range w.cats {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.raw(`{"name":`)
-		e.string(c.Name)
-		e.raw(`,"color":`)
-		e.string(c.Color)
-		e.raw(`,"subcategories":["Other"]}`)
+		e.Raw(`{"name":`)
+		e.JSString(c.Name)
+		e.Raw(`,"color":`)
+		e.JSString(c.Color)
+		e.Raw(`,"subcategories":["Other"]}`)
 	}
-	e.raw(`],"markerSchema":[`)
+	e.Raw(`],"markerSchema":[`)
 	for i, s := range lifecycle.Schema("data") {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.raw(s)
+		e.Raw(s)
 	}
-	e.byte(']')
+	e.Byte(']')
 	if full {
 		product := m.Product
 		if product == "" {
 			product = "gprof"
 		}
-		e.raw(`,"interval":`)
-		e.ms(int64(m.Interval))
-		e.raw(`,"stackwalk":1,"debug":0,"gcpoison":0,"asyncstack":0,"processType":0,"product":`)
-		e.string(product)
+		e.Raw(`,"interval":`)
+		e.Ms(int64(m.Interval))
+		e.Raw(`,"stackwalk":1,"debug":0,"gcpoison":0,"asyncstack":0,"processType":0,"product":`)
+		e.JSString(product)
 		w.optString("oscpu", m.OSCPU)
 		w.optString("platform", m.Platform)
 		w.optString("abi", m.Arch)
 		if m.LogicalCPUs > 0 {
-			e.raw(`,"logicalCPUs":`)
-			e.int(int64(m.LogicalCPUs))
+			e.Raw(`,"logicalCPUs":`)
+			e.Int(int64(m.LogicalCPUs))
 		}
 		w.optString("CPUName", m.CPUName)
-		e.raw(`,"profilingStartTime":`)
-		e.ms(m.DataStart)
-		e.raw(`,"profilingEndTime":`)
-		e.ms(m.Duration)
-		e.raw(`,"sampleUnits":{"time":"ms","eventDelay":"ms","threadCPUDelta":"µs"}`)
+		e.Raw(`,"profilingStartTime":`)
+		e.Ms(m.DataStart)
+		e.Raw(`,"profilingEndTime":`)
+		e.Ms(m.Duration)
+		e.Raw(`,"sampleUnits":{"time":"ms","eventDelay":"ms","threadCPUDelta":"µs"}`)
 		// The front-end copies only the meta fields it knows, so this
 		// object rides along unseen by it.
-		e.raw(`,"gprof":{"lostEvents":`)
-		e.uint(m.LostEvents)
+		e.Raw(`,"gprof":{"lostEvents":`)
+		e.Uint(m.LostEvents)
 		if len(m.Extra) > 0 {
-			e.raw(`,"extra":`)
+			e.Raw(`,"extra":`)
 			w.json(m.Extra)
 		}
-		e.byte('}')
+		e.Byte('}')
 	}
-	e.byte('}')
+	e.Byte('}')
 }
 
 func (w *profileWriter) optString(key, v string) {
 	if v == "" {
 		return
 	}
-	e := &w.e
-	e.raw(`,"`)
-	e.raw(key)
-	e.raw(`":`)
-	e.string(v)
+	e := w.e
+	e.Raw(`,"`)
+	e.Raw(key)
+	e.Raw(`":`)
+	e.JSString(v)
 }
 
 // json writes a small value with goccy/go-json, which sorts map keys and so
@@ -273,94 +273,94 @@ func (w *profileWriter) optString(key, v string) {
 func (w *profileWriter) json(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		if w.e.err == nil {
-			w.e.err = fmt.Errorf("gecko: encoding %T: %w", v, err)
+		if w.e.Err() == nil {
+			w.e.Fail(fmt.Errorf("gecko: encoding %T: %w", v, err))
 		}
 		return
 	}
-	w.e.bytes(b)
+	w.e.Bytes(b)
 }
 
 // processBody writes the fields after meta that every process object has.
 func (w *profileWriter) processBody(proc *profile.Process, base int64) {
-	e := &w.e
-	e.raw(`,"libs":[`)
+	e := w.e
+	e.Raw(`,"libs":[`)
 	if proc != nil {
 		libs := profile.SortLibs(append([]profile.Lib(nil), proc.Libs...))
 		for i := range libs {
 			if i > 0 {
-				e.byte(',')
+				e.Byte(',')
 			}
 			w.lib(&libs[i])
 		}
 	}
-	e.raw(`],"threads":[`)
+	e.Raw(`],"threads":[`)
 	if proc != nil {
 		for i, th := range proc.Threads {
 			if i > 0 {
-				e.byte(',')
+				e.Byte(',')
 			}
 			w.thread(proc, th, base)
-			if e.err != nil {
+			if e.Err() != nil {
 				return
 			}
 		}
 	}
-	e.raw(`],"pausedRanges":[]`)
-	e.raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
+	e.Raw(`],"pausedRanges":[]`)
+	e.Raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
 	if proc != nil && len(proc.Counters) > 0 {
 		w.counters(proc.Counters, base)
 	}
 	if proc != nil {
 		// The front-end ignores keys it does not know; this keeps what
 		// the Gecko fields cannot say about the process.
-		e.raw(`,"gprofProcess":{"pid":`)
-		e.int(int64(proc.Pid))
-		e.raw(`,"name":`)
-		e.string(proc.Name)
-		e.raw(`,"start":`)
-		e.ms(proc.Start)
-		e.raw(`,"end":`)
-		e.ms(proc.End)
-		e.raw(`,"exitCode":`)
-		e.int(int64(proc.ExitCode))
+		e.Raw(`,"gprofProcess":{"pid":`)
+		e.Int(int64(proc.Pid))
+		e.Raw(`,"name":`)
+		e.JSString(proc.Name)
+		e.Raw(`,"start":`)
+		e.Ms(proc.Start)
+		e.Raw(`,"end":`)
+		e.Ms(proc.End)
+		e.Raw(`,"exitCode":`)
+		e.Int(int64(proc.ExitCode))
 		if proc.Exec {
-			e.raw(`,"exec":true`)
+			e.Raw(`,"exec":true`)
 		}
-		e.byte('}')
+		e.Byte('}')
 	}
 }
 
 // counters writes a process's counters; the front-end draws them as
 // tracks of the process whose thread is GeckoMain.
 func (w *profileWriter) counters(cs []profile.Counter, base int64) {
-	e := &w.e
-	e.raw(`,"counters":[`)
+	e := w.e
+	e.Raw(`,"counters":[`)
 	for i := range cs {
 		c := &cs[i]
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.raw(`{"name":`)
-		e.string(c.Name)
-		e.raw(`,"category":`)
-		e.string(c.Category)
-		e.raw(`,"description":`)
-		e.string(c.Description)
-		e.raw(`,"samples":{"schema":{"time":0,"count":1,"number":2},"data":[`)
+		e.Raw(`{"name":`)
+		e.JSString(c.Name)
+		e.Raw(`,"category":`)
+		e.JSString(c.Category)
+		e.Raw(`,"description":`)
+		e.JSString(c.Description)
+		e.Raw(`,"samples":{"schema":{"time":0,"count":1,"number":2},"data":[`)
 		for j, t := range c.Time {
 			if j > 0 {
-				e.byte(',')
+				e.Byte(',')
 			}
-			e.byte('[')
-			e.ms(t - base)
-			e.byte(',')
-			e.int(c.Count[j])
-			e.raw(",0]")
+			e.Byte('[')
+			e.Ms(t - base)
+			e.Byte(',')
+			e.Int(c.Count[j])
+			e.Raw(",0]")
 		}
-		e.raw("]}}")
+		e.Raw("]}}")
 	}
-	e.byte(']')
+	e.Byte(']')
 }
 
 // overhead writes gprof's own cost as the Gecko profilerOverhead: times
@@ -370,51 +370,51 @@ func (w *profileWriter) overhead(o *profile.Overhead) {
 	if !ok {
 		return
 	}
-	e := &w.e
-	e.raw(`,"profilerOverhead":{"samples":{"schema":{"time":0,"locking":1,"expiredMarkerCleaning":2,"counters":3,"threads":4},"data":[`)
+	e := w.e
+	e.Raw(`,"profilerOverhead":{"samples":{"schema":{"time":0,"locking":1,"expiredMarkerCleaning":2,"counters":3,"threads":4},"data":[`)
 	for i, t := range o.Time {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.byte('[')
-		e.fixed(t, 3)
-		e.raw(",0,0,")
-		e.int(o.Counters[i])
-		e.byte(',')
-		e.int(o.Threads[i])
-		e.byte(']')
+		e.Byte('[')
+		e.Fixed(t, 3)
+		e.Raw(",0,0,")
+		e.Int(o.Counters[i])
+		e.Byte(',')
+		e.Int(o.Threads[i])
+		e.Byte(']')
 	}
-	e.raw(`]},"statistics":`)
+	e.Raw(`]},"statistics":`)
 	w.json(st.JSON())
-	e.byte('}')
+	e.Byte('}')
 }
 
 func (w *profileWriter) lib(l *profile.Lib) {
-	e := &w.e
-	e.raw(`{"start":`)
-	e.uint(l.Start)
-	e.raw(`,"end":`)
-	e.uint(l.End)
-	e.raw(`,"offset":`)
-	e.uint(l.Offset)
-	e.raw(`,"name":`)
-	e.string(l.Name)
-	e.raw(`,"path":`)
-	e.string(l.Path)
-	e.raw(`,"debugName":`)
-	e.string(l.DebugName)
-	e.raw(`,"debugPath":`)
-	e.string(l.DebugPath)
-	e.raw(`,"breakpadId":`)
-	e.string(l.BreakpadID)
+	e := w.e
+	e.Raw(`{"start":`)
+	e.Uint(l.Start)
+	e.Raw(`,"end":`)
+	e.Uint(l.End)
+	e.Raw(`,"offset":`)
+	e.Uint(l.Offset)
+	e.Raw(`,"name":`)
+	e.JSString(l.Name)
+	e.Raw(`,"path":`)
+	e.JSString(l.Path)
+	e.Raw(`,"debugName":`)
+	e.JSString(l.DebugName)
+	e.Raw(`,"debugPath":`)
+	e.JSString(l.DebugPath)
+	e.Raw(`,"breakpadId":`)
+	e.JSString(l.BreakpadID)
 	// codeId is optional; an empty one would reach symbol servers as "".
 	if l.CodeID != "" {
-		e.raw(`,"codeId":`)
-		e.string(l.CodeID)
+		e.Raw(`,"codeId":`)
+		e.JSString(l.CodeID)
 	}
-	e.raw(`,"arch":`)
-	e.string(l.Arch)
-	e.byte('}')
+	e.Raw(`,"arch":`)
+	e.JSString(l.Arch)
+	e.Byte('}')
 }
 
 func (w *profileWriter) intern(s string) int32 {
@@ -428,7 +428,7 @@ func (w *profileWriter) intern(s string) int32 {
 }
 
 func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base int64) {
-	e := &w.e
+	e := w.e
 	w.strs = w.strs[:0]
 	if w.strix == nil {
 		w.strix = make(map[string]int32)
@@ -439,66 +439,66 @@ func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base i
 	// Only the thread that holds its OS process's track is called
 	// GeckoMain, which the front-end labels with processName.
 	o := w.ids.Process(proc)
-	e.raw(`{"name":`)
-	e.string(w.ids.ThreadName(proc, th))
-	e.raw(`,"processType":"default","processName":`)
-	e.string(o.Name)
-	e.raw(`,"tid":`)
+	e.Raw(`{"name":`)
+	e.JSString(w.ids.ThreadName(proc, th))
+	e.Raw(`,"processType":"default","processName":`)
+	e.JSString(o.Name)
+	e.Raw(`,"tid":`)
 	w.id(w.ids.Tid(th))
-	e.raw(`,"pid":`)
+	e.Raw(`,"pid":`)
 	w.id(o.Pid)
-	e.raw(`,"registerTime":`)
-	e.ms(th.Start - base)
-	e.raw(`,"unregisterTime":`)
+	e.Raw(`,"registerTime":`)
+	e.Ms(th.Start - base)
+	e.Raw(`,"unregisterTime":`)
 	if th.End >= 0 {
-		e.ms(th.End - base)
+		e.Ms(th.End - base)
 	} else {
-		e.raw("null")
+		e.Raw("null")
 	}
-	e.raw(`,"gprofName":`)
-	e.string(th.Name)
-	e.raw(`,"gprofMain":`)
-	e.bool(th.Main)
+	e.Raw(`,"gprofName":`)
+	e.JSString(th.Name)
+	e.Raw(`,"gprofMain":`)
+	e.Bool(th.Main)
 
 	w.samples(&th.Samples, base)
 	w.markers(proc, th, base)
 	w.frames(&th.Frames)
 
-	e.raw(`,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
+	e.Raw(`,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
 	st := &th.Stacks
 	for i := range st.Frame {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.byte('[')
+		e.Byte('[')
 		if st.Prefix[i] == profile.NoStack {
-			e.raw("null")
+			e.Raw("null")
 		} else {
-			e.int(int64(st.Prefix[i]))
+			e.Int(int64(st.Prefix[i]))
 		}
-		e.byte(',')
-		e.int(int64(st.Frame[i]))
-		e.byte(']')
+		e.Byte(',')
+		e.Int(int64(st.Frame[i]))
+		e.Byte(']')
 	}
-	e.raw(`]},"stringTable":[`)
+	e.Raw(`]},"stringTable":[`)
 	for i, s := range w.strs {
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.string(s)
+		e.JSString(s)
 	}
-	e.raw("]}")
+	e.Raw("]}")
 }
 
 func (w *profileWriter) samples(s *profile.SampleTable, base int64) {
-	e := &w.e
-	e.raw(`,"samples":{"schema":{"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3`)
+	e := w.e
+	e.Raw(`,"samples":{"schema":{"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3`)
 	// The front-end does not read a weight column; gprof's reader does.
 	if s.Weight != nil {
-		e.raw(`,"weight":4`)
+		e.Raw(`,"weight":4`)
 	}
-	e.raw(`},"data":[`)
-	b := e.buf[:0]
+	e.Raw(`},"data":[`)
+	b := e.Scratch()
 	for i, stack := range s.Stack {
 		if i > 0 {
 			b = append(b, ',')
@@ -523,18 +523,18 @@ func (w *profileWriter) samples(s *profile.SampleTable, base int64) {
 		}
 		b = append(b, ']')
 		if len(b) > 32<<10 {
-			e.bytes(b)
+			e.Bytes(b)
 			b = b[:0]
 		}
 	}
-	e.bytes(b)
-	e.buf = b[:0]
-	e.raw("]}")
+	e.Bytes(b)
+	e.Keep(b)
+	e.Raw("]}")
 }
 
 func (w *profileWriter) frames(ft *profile.FrameTable) {
-	e := &w.e
-	e.raw(`,"frameTable":{"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,"column":5,"category":6,"subcategory":7},"data":[`)
+	e := w.e
+	e.Raw(`,"frameTable":{"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,"column":5,"category":6,"subcategory":7},"data":[`)
 	var loc []byte
 	for i := range ft.Frames {
 		f := &ft.Frames[i]
@@ -548,69 +548,69 @@ func (w *profileWriter) frames(ft *profile.FrameTable) {
 			s = w.intern(string(loc))
 		}
 		if i > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
-		e.byte('[')
-		e.int(int64(s))
-		e.raw(",false,null,null,null,null,")
-		e.int(int64(f.Category))
-		e.raw(",0]")
+		e.Byte('[')
+		e.Int(int64(s))
+		e.Raw(",false,null,null,null,null,")
+		e.Int(int64(f.Category))
+		e.Raw(",0]")
 	}
-	e.raw("]}")
+	e.Raw("]}")
 }
 
 // id writes a pid or tid from profile.TrackIDs: a number when it is one,
 // else a string ("1234.1"), which the front-end takes as is.
 func (w *profileWriter) id(s string) {
 	if profile.IsNumber(s) {
-		w.e.raw(s)
+		w.e.Raw(s)
 	} else {
-		w.e.string(s)
+		w.e.JSString(s)
 	}
 }
 
 func (w *profileWriter) markers(proc *profile.Process, th *profile.Thread, base int64) {
-	e := &w.e
-	e.raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[`)
+	e := w.e
+	e.Raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[`)
 	n := 0
 	sep := func() {
 		if n > 0 {
-			e.byte(',')
+			e.Byte(',')
 		}
 		n++
 	}
 	for _, m := range append(lifecycle.Markers(w.ids, proc, th), th.Markers...) {
 		sep()
-		e.byte('[')
-		e.int(int64(w.intern(m.Name)))
-		e.byte(',')
+		e.Byte('[')
+		e.Int(int64(w.intern(m.Name)))
+		e.Byte(',')
 		if m.Phase == profile.PhaseIntervalEnd {
-			e.raw("null")
+			e.Raw("null")
 		} else {
-			e.ms(m.Start - base)
+			e.Ms(m.Start - base)
 		}
-		e.byte(',')
+		e.Byte(',')
 		if m.Phase == profile.PhaseInterval || m.Phase == profile.PhaseIntervalEnd {
-			e.ms(m.End - base)
+			e.Ms(m.End - base)
 		} else {
-			e.raw("null")
+			e.Raw("null")
 		}
-		e.byte(',')
-		e.int(int64(m.Phase))
-		e.byte(',')
-		e.int(int64(m.Category))
-		e.byte(',')
+		e.Byte(',')
+		e.Int(int64(m.Phase))
+		e.Byte(',')
+		e.Int(int64(m.Category))
+		e.Byte(',')
 		if m.Data == nil {
-			e.raw("null")
+			e.Raw("null")
 		} else {
 			w.json(m.Data)
 		}
-		e.byte(']')
-		if e.err != nil {
+		e.Byte(']')
+		if e.Err() != nil {
 			return
 		}
 	}
-	e.raw("]}")
+	e.Raw("]}")
 }
 
 var errNoProfile = errors.New("gecko: nil profile")

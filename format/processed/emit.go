@@ -107,7 +107,7 @@ func (b *builder) write(j *jsonWriter) {
 	j.endArray()
 	b.writeShared(j)
 	j.endObject()
-	j.byte1('\n')
+	j.out.Byte('\n')
 }
 
 func (b *builder) writeMeta(j *jsonWriter) {

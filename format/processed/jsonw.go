@@ -2,18 +2,15 @@ package processed
 
 import (
 	"bufio"
-	"strconv"
 
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 )
 
-// jsonWriter emits JSON tokens straight into a bufio.Writer. It keeps the
-// first error and turns later writes into no-ops so callers can check once at
-// the end instead of after every token.
+// jsonWriter writes JSON values through a jsonw.Writer (shared with the
+// Gecko writer), adding the commas between elements itself, so the
+// processed writer can stream containers of any shape.
 type jsonWriter struct {
-	w   *bufio.Writer
-	err error
-	buf []byte // scratch for number formatting
+	out *jsonw.Writer
 	// first records, per open container, whether the next element needs no
 	// leading comma.
 	first []bool
@@ -23,25 +20,7 @@ type jsonWriter struct {
 }
 
 func newJSONWriter(w *bufio.Writer) *jsonWriter {
-	return &jsonWriter{w: w, buf: make([]byte, 0, 64), first: make([]bool, 0, 16)}
-}
-
-func (j *jsonWriter) raw(s string) {
-	if j.err == nil {
-		_, j.err = j.w.WriteString(s)
-	}
-}
-
-func (j *jsonWriter) rawBytes(b []byte) {
-	if j.err == nil {
-		_, j.err = j.w.Write(b)
-	}
-}
-
-func (j *jsonWriter) byte1(c byte) {
-	if j.err == nil {
-		j.err = j.w.WriteByte(c)
-	}
+	return &jsonWriter{out: jsonw.NewWriter(w), first: make([]bool, 0, 16)}
 }
 
 // sep writes the comma that precedes every element but the first.
@@ -58,64 +37,40 @@ func (j *jsonWriter) sep() {
 		j.first[n-1] = false
 		return
 	}
-	j.byte1(',')
+	j.out.Byte(',')
 }
 
-func (j *jsonWriter) beginObject() { j.sep(); j.byte1('{'); j.first = append(j.first, true) }
-func (j *jsonWriter) endObject()   { j.first = j.first[:len(j.first)-1]; j.byte1('}') }
-func (j *jsonWriter) beginArray()  { j.sep(); j.byte1('['); j.first = append(j.first, true) }
-func (j *jsonWriter) endArray()    { j.first = j.first[:len(j.first)-1]; j.byte1(']') }
+func (j *jsonWriter) beginObject() { j.sep(); j.out.Byte('{'); j.first = append(j.first, true) }
+func (j *jsonWriter) endObject()   { j.first = j.first[:len(j.first)-1]; j.out.Byte('}') }
+func (j *jsonWriter) beginArray()  { j.sep(); j.out.Byte('['); j.first = append(j.first, true) }
+func (j *jsonWriter) endArray()    { j.first = j.first[:len(j.first)-1]; j.out.Byte(']') }
 
 func (j *jsonWriter) key(k string) {
 	j.sep()
-	j.quote(k)
-	j.byte1(':')
+	j.out.String(k)
+	j.out.Byte(':')
 	j.afterKey = true
 }
 
 // value writes pre-encoded JSON as one value.
-func (j *jsonWriter) value(s string) { j.sep(); j.raw(s) }
+func (j *jsonWriter) value(s string) { j.sep(); j.out.Raw(s) }
 
-func (j *jsonWriter) valueBytes(b []byte) { j.sep(); j.rawBytes(b) }
+func (j *jsonWriter) valueBytes(b []byte) { j.sep(); j.out.Bytes(b) }
 
-func (j *jsonWriter) str(s string) { j.sep(); j.quote(s) }
+func (j *jsonWriter) str(s string) { j.sep(); j.out.String(s) }
 
-func (j *jsonWriter) null() { j.sep(); j.raw("null") }
+func (j *jsonWriter) null() { j.sep(); j.out.Raw("null") }
 
-func (j *jsonWriter) boolean(b bool) {
-	j.sep()
-	if b {
-		j.raw("true")
-	} else {
-		j.raw("false")
-	}
-}
+func (j *jsonWriter) boolean(b bool) { j.sep(); j.out.Bool(b) }
 
-func (j *jsonWriter) int(v int64) {
-	j.sep()
-	j.buf = strconv.AppendInt(j.buf[:0], v, 10)
-	j.rawBytes(j.buf)
-}
+func (j *jsonWriter) int(v int64) { j.sep(); j.out.Int(v) }
 
-func (j *jsonWriter) uint(v uint64) {
-	j.sep()
-	j.buf = strconv.AppendUint(j.buf[:0], v, 10)
-	j.rawBytes(j.buf)
-}
+func (j *jsonWriter) uint(v uint64) { j.sep(); j.out.Uint(v) }
 
 // scaled writes v/10^digits exactly, so nanosecond counts become
 // milliseconds or microseconds without binary floating-point rounding.
-func (j *jsonWriter) scaled(v int64, digits int) {
-	j.sep()
-	j.buf = jsonw.AppendFixed(j.buf[:0], v, digits)
-	j.rawBytes(j.buf)
-}
+func (j *jsonWriter) scaled(v int64, digits int) { j.sep(); j.out.Fixed(v, digits) }
 
-// quote writes s as a JSON string.
-func (j *jsonWriter) quote(s string) {
-	if j.err != nil {
-		return
-	}
-	j.buf = jsonw.AppendString(j.buf[:0], s)
-	j.rawBytes(j.buf)
-}
+// quote writes s as a JSON string (an object key or a value whose comma
+// was written).
+func (j *jsonWriter) quote(s string) { j.out.String(s) }

@@ -86,8 +86,8 @@ func Write(w io.Writer, p *profile.Profile) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	j := newJSONWriter(bw)
 	b.write(j)
-	if j.err != nil {
-		return j.err
+	if err := j.out.Err(); err != nil {
+		return err
 	}
 	return bw.Flush()
 }

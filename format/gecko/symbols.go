@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/gprof-dev/gprof/format/internal/intern"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/profile"
 )
@@ -78,17 +79,9 @@ func writeLibSymbols(e *jsonw.Writer, k profile.LibKey, ls *profile.LibSymbols) 
 
 	// Number strings and functions in order of first use, so the output
 	// depends only on the table's contents.
-	strs := []string{""}
-	strIdx := map[string]int{"": 0}
-	str := func(s string) int {
-		i, ok := strIdx[s]
-		if !ok {
-			i = len(strs)
-			strs = append(strs, s)
-			strIdx[s] = i
-		}
-		return i
-	}
+	var strs intern.Strings
+	strs.Index("")
+	str := func(s string) int { return int(strs.Index(s)) }
 	var funcs []funcKey
 	funcIdx := map[funcKey]int{}
 	rows := make([]int, 0, 4*len(addrs))
@@ -110,7 +103,7 @@ func writeLibSymbols(e *jsonw.Writer, k profile.LibKey, ls *profile.LibSymbols) 
 	e.Raw(`,"breakpadId":`)
 	e.JSString(k.BreakpadID)
 	e.Raw(`,"strings":[`)
-	for i, s := range strs {
+	for i, s := range strs.List() {
 		if i > 0 {
 			e.Byte(',')
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-json"
+	"github.com/gprof-dev/gprof/format/internal/intern"
 	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
@@ -149,8 +150,7 @@ type profileWriter struct {
 	ids *profile.TrackIDs
 
 	// Per-thread string table, reused across threads.
-	strs  []string
-	strix map[string]int32
+	strs intern.Strings
 }
 
 func (w *profileWriter) write() {
@@ -417,24 +417,11 @@ func (w *profileWriter) lib(l *profile.Lib) {
 	e.Byte('}')
 }
 
-func (w *profileWriter) intern(s string) int32 {
-	if i, ok := w.strix[s]; ok {
-		return i
-	}
-	i := int32(len(w.strs))
-	w.strs = append(w.strs, s)
-	w.strix[s] = i
-	return i
-}
+func (w *profileWriter) intern(s string) int32 { return w.strs.Index(s) }
 
 func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base int64) {
 	e := w.e
-	w.strs = w.strs[:0]
-	if w.strix == nil {
-		w.strix = make(map[string]int32)
-	} else {
-		clear(w.strix)
-	}
+	w.strs.Reset()
 
 	// Only the thread that holds its OS process's track is called
 	// GeckoMain, which the front-end labels with processName.
@@ -481,7 +468,7 @@ func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base i
 		e.Byte(']')
 	}
 	e.Raw(`]},"stringTable":[`)
-	for i, s := range w.strs {
+	for i, s := range w.strs.List() {
 		if i > 0 {
 			e.Byte(',')
 		}

@@ -763,7 +763,7 @@ func (b *builder) writeShared(j *jsonWriter) {
 
 	j.key("stringArray")
 	j.beginArray()
-	for _, s := range b.strs {
+	for _, s := range b.strs.List() {
 		j.str(s)
 	}
 	j.endArray()

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gprof-dev/gprof/format/internal/intern"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/profile"
 )
@@ -56,8 +57,7 @@ type builder struct {
 	// catShift is 1 when a grey default category had to be prepended.
 	catShift int32
 
-	strs     []string
-	strIdx   map[string]int32
+	strs     intern.Strings
 	libs     []outLib
 	libIdx   map[profile.LibKey]int32
 	kernKey  profile.LibKey
@@ -104,7 +104,6 @@ type builder struct {
 func build(p *profile.Profile) (*builder, error) {
 	b := &builder{
 		p:        p,
-		strIdx:   make(map[string]int32),
 		libIdx:   make(map[profile.LibKey]int32),
 		kernLib:  -1,
 		fIndex:   make(map[frameKey]chain),
@@ -169,15 +168,7 @@ func (b *builder) category(c profile.Category) int32 {
 	return i
 }
 
-func (b *builder) str(s string) int32 {
-	if i, ok := b.strIdx[s]; ok {
-		return i
-	}
-	i := int32(len(b.strs))
-	b.strs = append(b.strs, s)
-	b.strIdx[s] = i
-	return i
-}
+func (b *builder) str(s string) int32 { return b.strs.Index(s) }
 
 // kernelBase chooses the synthetic kernel lib's base: one page below the
 // lowest unmapped kernel frame or symbol start, so that relative addresses,

@@ -1,0 +1,342 @@
+package attach
+
+// The Windows suspend backend's logic, over a small interface to the
+// Win32 calls so that it runs (and is tested) on any OS: the live calls
+// are in suspend_windows.go. Each tick it lists the process's threads
+// (Toolhelp), opens new ones and reports them, reports the ones gone, and
+// for each thread that used CPU lately suspends it just long enough to
+// read its registers (GetThreadContext) and a copy of its stack
+// (ReadProcessMemory), resumes it, and unwinds the copy afterwards with
+// the modules' .pdata. The loader's module list is reread every slow tick.
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/gprof-dev/gprof/unwind"
+)
+
+// winProcess is the Win32 interface of one target process.
+type winProcess interface {
+	// threads lists the IDs of the process's threads, in the order
+	// Toolhelp gives them (creation order: the main thread first); an
+	// error or no thread means the process is gone.
+	threads() ([]uint32, error)
+	open(tid uint32) (winThread, error)
+	// modules lists the loaded modules (the executable first).
+	modules() ([]winModule, error)
+	// read copies target memory at addr into buf; it fails unless all of
+	// it was readable.
+	read(addr uint64, buf []byte) error
+}
+
+// winThread is an open thread handle.
+type winThread interface {
+	suspend() error
+	resume() error
+	context() (Regs, error)
+	// cpu returns the thread's user plus kernel time in ns.
+	cpu() (int64, error)
+	// stackTop returns the thread's stack base (the TEB's StackBase), the
+	// end of its stack; 0 if unknown.
+	stackTop() uint64
+	close()
+}
+
+// winModule is one module from the loader's list.
+type winModule struct {
+	Base, Size uint64
+	Path       string
+}
+
+// suspendActiveTicks is how many ticks a thread is still sampled after its
+// CPU time last moved: Windows updates thread times at the clock tick
+// (15.6 ms by default, 10 ms under Wine), far coarser than a sampling
+// interval, so a running thread's time moves in steps.
+const suspendActiveTicks = 20
+
+type winThreadState struct {
+	h       winThread
+	tid     int
+	lastCPU int64
+	top     uint64 // stack base
+	idle    int // ticks since its CPU time last moved
+	gen     uint64
+}
+
+// suspendSampler samples the threads of one process.
+type suspendSampler struct {
+	proc      winProcess
+	pid       int
+	emit      func(Event)
+	now       func() int64
+	maxFrames int
+	// loadImage reads a module's unwind tables; nil or an error leaves
+	// the module's frames to be unwound as leaves.
+	loadImage func(path string) (*unwind.PEImage, error)
+	// identity returns a module's identity for its Map event (nil if
+	// unknown).
+	identity func(path string) *ImageIdentity
+	// fpOnly walks frame pointers instead of .pdata (arm64).
+	fpOnly bool
+	arch   machArch
+
+	threads map[uint32]*winThreadState
+	mods    []unwind.PEModule
+	modSeen map[uint64]bool
+	gen     uint64
+	started bool
+
+	stack  []byte
+	frames []uint64
+	sample Sample
+
+	procName string
+	argv     []string
+	execd    bool
+	samples  int
+	// suspended is the thread suspended right now, 0 if none (tests).
+	suspended uint32
+}
+
+func newSuspendSampler(p winProcess, pid, stackSize int, emit func(Event), now func() int64) *suspendSampler {
+	return &suspendSampler{
+		proc: p, pid: pid, emit: emit, now: now, maxFrames: 1024,
+		threads: map[uint32]*winThreadState{}, modSeen: map[uint64]bool{},
+		stack: make([]byte, stackSize), arch: machAMD64,
+	}
+}
+
+// close closes the thread handles.
+func (s *suspendSampler) close() {
+	for id, th := range s.threads {
+		th.h.close()
+		delete(s.threads, id)
+	}
+}
+
+// gone reports the exit of every known thread and of the process.
+func (s *suspendSampler) gone() {
+	now := s.now()
+	for _, th := range s.sorted() {
+		if th.tid != s.pid {
+			s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
+		}
+	}
+	s.emit(&Exit{Time: now, Pid: s.pid, Tid: s.pid})
+	s.close()
+}
+
+func (s *suspendSampler) sorted() []*winThreadState {
+	ths := make([]*winThreadState, 0, len(s.threads))
+	for _, th := range s.threads {
+		ths = append(ths, th)
+	}
+	slices.SortFunc(ths, func(a, b *winThreadState) int { return a.tid - b.tid })
+	return ths
+}
+
+// syncModules reports modules loaded since the last call.
+func (s *suspendSampler) syncModules() {
+	mods, err := s.proc.modules()
+	if err != nil {
+		return
+	}
+	now := s.now()
+	var cur []unwind.PEModule
+	for i, m := range mods {
+		if i == 0 && s.procName == "" {
+			s.procName = baseName(m.Path)
+		}
+		pm := unwind.PEModule{Base: m.Base, End: m.Base + m.Size}
+		if j := slices.IndexFunc(s.mods, func(o unwind.PEModule) bool { return o.Base == m.Base && o.End == pm.End }); j >= 0 {
+			pm.Image = s.mods[j].Image
+		} else if s.loadImage != nil {
+			pm.Image, _ = s.loadImage(m.Path)
+		}
+		cur = append(cur, pm)
+		if s.modSeen[m.Base] {
+			continue
+		}
+		s.modSeen[m.Base] = true
+		mp := &Map{Time: now, Pid: s.pid, Start: m.Base, End: m.Base + m.Size, Path: m.Path}
+		if s.identity != nil {
+			mp.Image = s.identity(m.Path)
+		}
+		s.emit(mp)
+	}
+	sort.Slice(cur, func(i, j int) bool { return cur[i].Base < cur[j].Base })
+	s.mods = cur
+}
+
+// baseName is filepath.Base for both Windows and slash paths.
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '\\' || p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
+
+// tick reconciles the thread list and samples the threads that ran; slow
+// also rereads the module list. It returns errTaskGone when the process
+// is gone.
+func (s *suspendSampler) tick(slow bool) error {
+	ids, err := s.proc.threads()
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return errTaskGone
+	}
+	first := !s.started
+	if first || slow {
+		s.syncModules()
+	}
+	s.started = true
+	s.gen++
+	now := s.now()
+	var fresh []*winThreadState
+	for i, id := range ids {
+		if th := s.threads[id]; th != nil {
+			th.gen = s.gen
+			continue
+		}
+		h, err := s.proc.open(id)
+		if err != nil {
+			continue // exiting, or not ours to open
+		}
+		th := &winThreadState{h: h, tid: int(id), gen: s.gen, idle: suspendActiveTicks, top: h.stackTop()}
+		// The main thread takes the pid as its tid, as on Linux, which is
+		// how the rest of gprof tells the main thread and the process's
+		// exit.
+		if first && i == 0 {
+			th.tid = s.pid
+		}
+		if c, err := h.cpu(); err == nil && first {
+			// Threads there when sampling starts count their CPU time
+			// from then; threads created later from their start.
+			th.lastCPU = c
+		}
+		s.threads[id] = th
+		fresh = append(fresh, th)
+	}
+	for id, th := range s.threads {
+		if th.gen != s.gen {
+			if th.tid != s.pid {
+				s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
+			}
+			th.h.close()
+			delete(s.threads, id)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b *winThreadState) int { return a.tid - b.tid })
+	for _, th := range fresh {
+		if !first {
+			s.emit(&Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
+		}
+		c := &Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: s.procName}
+		if th.tid == s.pid {
+			c.Argv, c.Exec = s.argv, s.execd
+		}
+		s.emit(c)
+	}
+	for _, th := range s.sorted() {
+		s.sampleThread(th)
+	}
+	return nil
+}
+
+// sampleThread samples th if its CPU time moved in the last
+// suspendActiveTicks ticks.
+func (s *suspendSampler) sampleThread(th *winThreadState) {
+	c, err := th.h.cpu()
+	if err != nil {
+		return
+	}
+	delta := max(c-th.lastCPU, 0)
+	if delta > 0 {
+		th.idle = 0
+	} else {
+		th.idle++
+	}
+	if th.idle >= suspendActiveTicks {
+		return
+	}
+	regs, stack, err := s.capture(th)
+	if err != nil {
+		return // keeps the CPU time for the next sample
+	}
+	th.lastCPU = c
+	if s.fpOnly {
+		s.frames = walkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
+	} else {
+		s.frames = unwind.UnwindPE(s.mods, unwind.Regs(regs), stack, s.maxFrames, s.frames[:0])
+	}
+	s.samples++
+	s.sample = Sample{Time: s.now(), Pid: s.pid, Tid: th.tid, CPU: -1, CPUDelta: delta, Stack: s.frames}
+	s.emit(&s.sample)
+}
+
+// capture suspends the thread, reads its registers and a copy of its
+// stack, and resumes it: on every path out, a panic included. Between
+// SuspendThread and ResumeThread there are two system calls and nothing
+// else (no allocation, no handler call, no lock but suspendMu), so a
+// gprof killed outright (TerminateProcess, which runs no deferred code)
+// has the smallest window to leave a thread suspended; Settle closes it
+// for gprof's own exits.
+func (s *suspendSampler) capture(th *winThreadState) (regs Regs, stack []byte, err error) {
+	suspendMu.Lock()
+	defer suspendMu.Unlock()
+	if err := th.h.suspend(); err != nil {
+		return Regs{}, nil, err
+	}
+	s.suspended = uint32(th.tid)
+	defer func() {
+		rerr := th.h.resume()
+		s.suspended = 0
+		if rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	regs, err = th.h.context()
+	if err != nil {
+		return Regs{}, nil, err
+	}
+	return regs, s.readStack(regs.SP, th.top), nil
+}
+
+// readStack copies the stack from sp up to top (the thread's stack base,
+// 0 if unknown), at most len(s.stack) bytes. If that read fails, the
+// longest readable copy ending at a page boundary is found by binary
+// search.
+func (s *suspendSampler) readStack(sp, top uint64) []byte {
+	n := uint64(len(s.stack))
+	if top > sp && top-sp < n {
+		n = top - sp
+	}
+	if n == 0 {
+		return nil
+	}
+	if s.proc.read(sp, s.stack[:n]) == nil {
+		return s.stack[:n]
+	}
+	// Candidate ends: the page boundaries above sp, below sp+n.
+	first := (sp + stackPage) &^ (stackPage - 1)
+	lo, hi := 0, 0 // pages k in [lo, hi): end = first + k*stackPage
+	for first+uint64(hi)*stackPage < sp+n {
+		hi++
+	}
+	best := uint64(0)
+	for lo < hi {
+		k := (lo + hi) / 2
+		end := first + uint64(k)*stackPage
+		if s.proc.read(sp, s.stack[:end-sp]) == nil {
+			best, lo = end-sp, k+1
+		} else {
+			hi = k
+		}
+	}
+	return s.stack[:best]
+}

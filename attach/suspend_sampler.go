@@ -60,7 +60,7 @@ type winThreadState struct {
 	tid     int
 	lastCPU int64
 	top     uint64 // stack base
-	idle    int // ticks since its CPU time last moved
+	idle    int    // ticks since its CPU time last moved
 	gen     uint64
 }
 

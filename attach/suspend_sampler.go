@@ -22,6 +22,8 @@ type winProcess interface {
 	// Toolhelp gives them (creation order: the main thread first); an
 	// error or no thread means the process is gone.
 	threads() ([]uint32, error)
+	// exited reports whether the process has exited.
+	exited() bool
 	open(tid uint32) (winThread, error)
 	// modules lists the loaded modules (the executable first).
 	modules() ([]winModule, error)
@@ -37,6 +39,8 @@ type winThread interface {
 	context() (Regs, error)
 	// cpu returns the thread's user plus kernel time in ns.
 	cpu() (int64, error)
+	// exited reports whether the thread has exited.
+	exited() bool
 	// stackTop returns the thread's stack base (the TEB's StackBase), the
 	// end of its stack; 0 if unknown.
 	stackTop() uint64
@@ -57,6 +61,7 @@ const suspendActiveTicks = 20
 
 type winThreadState struct {
 	h       winThread
+	id      uint32 // the Windows thread ID
 	tid     int
 	lastCPU int64
 	top     uint64 // stack base
@@ -95,6 +100,12 @@ type suspendSampler struct {
 	argv     []string
 	execd    bool
 	samples  int
+	// listFailures counts thread lists that failed while the process
+	// lived.
+	listFailures int
+	// modsStale says a stack ended at its first frame: its PC may be in
+	// a module loaded since the last list.
+	modsStale bool
 	// suspended is the thread suspended right now, 0 if none (tests).
 	suspended uint32
 }
@@ -179,19 +190,45 @@ func baseName(p string) string {
 	return p
 }
 
-// tick reconciles the thread list and samples the threads that ran; slow
-// also rereads the module list. It returns errTaskGone when the process
-// is gone.
-func (s *suspendSampler) tick(slow bool) error {
-	ids, err := s.proc.threads()
-	if err != nil {
-		return err
-	}
-	if len(ids) == 0 {
+// tick samples the threads that ran. list also reconciles the thread
+// list (a Toolhelp snapshot of every thread of the system, too costly
+// for every tick: between lists, exited threads are noticed by their
+// handles and new ones wait for the next list); slow also rereads the
+// module list. It returns errTaskGone when the process is gone.
+func (s *suspendSampler) tick(list, slow bool) error {
+	if s.proc.exited() {
 		return errTaskGone
 	}
+	if !s.started {
+		list, slow = true, true
+	}
+	if !list {
+		now := s.now()
+		for _, th := range s.sorted() {
+			if th.h.exited() {
+				s.dropThread(th, now)
+				continue
+			}
+			s.sampleThread(th)
+		}
+		return nil
+	}
+	ids, err := s.proc.threads()
+	if err != nil || len(ids) == 0 {
+		// A snapshot can fail while the process lives (under Wine it
+		// sometimes does): only the process's exit ends its sampling.
+		if s.proc.exited() || !s.started {
+			return errTaskGone
+		}
+		s.listFailures++
+		return nil
+	}
 	first := !s.started
-	if first || slow {
+	// The loader's list is reread every slow tick, and at the next list
+	// after a stack that found no module (a command started suspended
+	// has no list yet: Toolhelp fails until its loader has run).
+	if first || slow || s.modsStale {
+		s.modsStale = false
 		s.syncModules()
 	}
 	s.started = true
@@ -207,7 +244,7 @@ func (s *suspendSampler) tick(slow bool) error {
 		if err != nil {
 			continue // exiting, or not ours to open
 		}
-		th := &winThreadState{h: h, tid: int(id), gen: s.gen, idle: suspendActiveTicks, top: h.stackTop()}
+		th := &winThreadState{h: h, id: id, tid: int(id), gen: s.gen, idle: suspendActiveTicks, top: h.stackTop()}
 		// The main thread takes the pid as its tid, as on Linux, which is
 		// how the rest of gprof tells the main thread and the process's
 		// exit.
@@ -222,13 +259,9 @@ func (s *suspendSampler) tick(slow bool) error {
 		s.threads[id] = th
 		fresh = append(fresh, th)
 	}
-	for id, th := range s.threads {
+	for _, th := range s.sorted() {
 		if th.gen != s.gen {
-			if th.tid != s.pid {
-				s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
-			}
-			th.h.close()
-			delete(s.threads, id)
+			s.dropThread(th, now)
 		}
 	}
 	slices.SortFunc(fresh, func(a, b *winThreadState) int { return a.tid - b.tid })
@@ -246,6 +279,15 @@ func (s *suspendSampler) tick(slow bool) error {
 		s.sampleThread(th)
 	}
 	return nil
+}
+
+// dropThread reports th's exit and forgets it.
+func (s *suspendSampler) dropThread(th *winThreadState, now int64) {
+	if th.tid != s.pid { // the main thread's exit is the process's
+		s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
+	}
+	th.h.close()
+	delete(s.threads, th.id)
 }
 
 // sampleThread samples th if its CPU time moved in the last
@@ -273,6 +315,9 @@ func (s *suspendSampler) sampleThread(th *winThreadState) {
 		s.frames = walkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
 	} else {
 		s.frames = unwind.UnwindPE(s.mods, unwind.Regs(regs), stack, s.maxFrames, s.frames[:0])
+	}
+	if len(s.frames) < 2 {
+		s.modsStale = true
 	}
 	s.samples++
 	s.sample = Sample{Time: s.now(), Pid: s.pid, Tid: th.tid, CPU: -1, CPUDelta: delta, Stack: s.frames}

@@ -32,6 +32,7 @@ func (t *fakeWinThread) context() (Regs, error) {
 	return t.regs, t.ctxErr
 }
 func (t *fakeWinThread) cpu() (int64, error) { return t.cpuNS, nil }
+func (t *fakeWinThread) exited() bool        { return !slices.Contains(t.p.ids, t.id) }
 func (t *fakeWinThread) stackTop() uint64    { return t.p.stackBase + uint64(len(t.p.mem)) }
 func (t *fakeWinThread) close()              { t.closed = true }
 
@@ -43,9 +44,17 @@ type fakeWinProc struct {
 	mem       []byte
 	panicOn   uint32
 	reads     int
+	dead      bool
+	listErr   error
 }
 
-func (p *fakeWinProc) threads() ([]uint32, error) { return slices.Clone(p.ids), nil }
+func (p *fakeWinProc) threads() ([]uint32, error) {
+	if p.listErr != nil {
+		return nil, p.listErr
+	}
+	return slices.Clone(p.ids), nil
+}
+func (p *fakeWinProc) exited() bool { return p.dead }
 func (p *fakeWinProc) open(id uint32) (winThread, error) {
 	t := p.ths[id]
 	if t == nil {
@@ -90,7 +99,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 		}
 		evs = append(evs, e)
 	}, func() int64 { clock++; return clock })
-	if err := s.tick(false); err != nil {
+	if err := s.tick(true, false); err != nil {
 		t.Fatal(err)
 	}
 	// First tick: the module, the two threads (main as the pid), no
@@ -117,7 +126,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	}
 	evs = nil
 	p.ths[101].cpuNS = 10e6
-	if err := s.tick(false); err != nil {
+	if err := s.tick(true, false); err != nil {
 		t.Fatal(err)
 	}
 	if len(evs) != 1 {
@@ -131,20 +140,53 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	// times move in clock-tick steps), then not.
 	evs = nil
 	for range suspendActiveTicks + 2 {
-		s.tick(false)
+		s.tick(true, false)
 	}
 	if n := len(evs); n != suspendActiveTicks-1 {
 		t.Errorf("%d samples of an idle thread, want %d", n, suspendActiveTicks-1)
 	}
-	// A thread exits; then the process.
+	// A module loaded later is listed at the next thread list after a
+	// stack that found no module.
+	p.mods = append(p.mods, winModule{Base: 0x7b000000, Size: 0x1000, Path: `C:\windows\system32\kernel32.dll`})
+	p.ths[101].regs.IP = 0x7b000010
+	p.ths[101].cpuNS += 10e6
+	evs = nil
+	s.tick(false, false)
+	s.tick(true, false)
+	if !slices.ContainsFunc(evs, func(e Event) bool { m, ok := e.(*Map); return ok && m.Start == 0x7b000000 }) {
+		t.Fatalf("module loaded later not reported: %v", evs)
+	}
+	// A thread exits, seen between thread lists by its handle; then the
+	// process.
 	evs = nil
 	p.ids = p.ids[:1]
-	s.tick(false)
+	s.tick(false, false)
 	if len(evs) != 1 || evs[0].(*Exit).Tid != 101 || !p.ths[101].closed {
 		t.Fatalf("exit: %v", evs)
 	}
-	p.ids = nil
-	if err := s.tick(false); !errors.Is(err, errTaskGone) {
+	// A thread that appears between lists waits for the next list.
+	p.ids = append(p.ids, 102)
+	p.ths[102] = &fakeWinThread{p: p, id: 102, cpuNS: 5}
+	evs = nil
+	s.tick(false, false)
+	if len(evs) != 0 {
+		t.Fatalf("new thread reported before a list: %v", evs)
+	}
+	s.tick(true, false)
+	if len(evs) < 2 {
+		t.Fatalf("new thread at a list: %v", evs)
+	}
+	if f, ok := evs[0].(*Fork); !ok || f.Tid != 102 {
+		t.Fatalf("new thread: %v", evs)
+	}
+	// A failed thread list while the process lives is not its end.
+	p.listErr = errors.New("snapshot failed")
+	if err := s.tick(true, false); err != nil {
+		t.Fatalf("tick with a failed thread list: %v", err)
+	}
+	p.listErr = nil
+	p.dead = true
+	if err := s.tick(false, false); !errors.Is(err, errTaskGone) {
 		t.Fatalf("tick of a gone process: %v", err)
 	}
 }
@@ -154,13 +196,13 @@ func TestSuspendSamplerTicks(t *testing.T) {
 func TestSuspendSamplerAlwaysResumes(t *testing.T) {
 	p := newFakeWinProc()
 	s := newSuspendSampler(p, 7, 4096, func(Event) {}, func() int64 { return 0 })
-	s.tick(false)
+	s.tick(true, false)
 	p.ths[100].cpuNS, p.ths[101].cpuNS = 1, 1
 	p.ths[100].ctxErr = errors.New("access denied")
 	p.panicOn = 101
 	func() {
 		defer func() { recover() }()
-		s.tick(false)
+		s.tick(true, false)
 	}()
 	for id, th := range p.ths {
 		if th.suspended != 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gprof-dev/gprof/format"
@@ -245,16 +246,18 @@ func lookupAddr(rel uint64, exact bool) uint64 {
 }
 
 func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.SymbolFrame)) {
-	b, err := openForLib(g, opts)
+	b, opened, err := openForLib(g, opts)
 	if err != nil {
 		g.stats.Err = err
 		g.stats.Unresolved = len(g.addrs)
 		return
 	}
 	defer b.Close()
-	g.stats.Path = b.OpenedPath()
+	g.stats.Path = opened
 	g.stats.DebugFile = b.DebugFile()
-	g.stats.Rejected = b.RejectedDebugFiles()
+	if bin, ok := b.(*Binary); ok {
+		g.stats.Rejected = bin.RejectedDebugFiles()
+	}
 	for rel, exact := range g.addrs {
 		frames := b.Lookup(lookupAddr(rel, exact))
 		if frames == nil {
@@ -269,7 +272,9 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []format.S
 // openForLib opens the first path that holds the binary the library was
 // recorded as: the file at a path may since have been replaced (a package
 // upgrade, a rebuild), and symbols from another build would be wrong.
-func openForLib(g *group, opts Options) (*Binary, error) {
+// ELF files open as a *Binary; PE and Mach-O files (a Windows recording's
+// modules) as an *Object. It returns the path it opened.
+func openForLib(g *group, opts Options) (Symbolizer, string, error) {
 	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs}
 	if opts.DebugRoot != "" {
 		cfg.debugRoot = opts.DebugRoot
@@ -290,21 +295,30 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 			// and where its .gnu_debuglink file would sit.
 			b, err := openNamed(c.lib.Path, []string{path}, cfg)
 			if err != nil {
-				errs = append(errs, err)
-				continue
+				o, oerr := OpenObject(path, []Option{SymbolDirs(opts.SymbolDirs...)})
+				if oerr != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if want := c.lib.BreakpadID; strings.Trim(want, "0") != "" && o.File().Identity().BreakpadID != want {
+					errs = append(errs, fmt.Errorf("%s: is build %s, not the %s that was loaded", path, o.File().Identity().BreakpadID, want))
+					o.Close()
+					continue
+				}
+				return o, path, nil
 			}
 			if want := c.lib.BreakpadID; want != "" && b.Identity().BreakpadID != want {
 				errs = append(errs, fmt.Errorf("%s: is build %s, not the %s that was mapped", path, b.Identity().BreakpadID, want))
 				b.Close()
 				continue
 			}
-			return b, nil
+			return b, b.OpenedPath(), nil
 		}
 	}
 	if len(errs) == 0 {
-		return nil, fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
+		return nil, "", fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
 	}
-	return nil, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
 }
 
 // base returns the absolute address a kernel or perf-map group's relative

@@ -39,8 +39,6 @@ type winThread interface {
 	context() (Regs, error)
 	// cpu returns the thread's user plus kernel time in ns.
 	cpu() (int64, error)
-	// exited reports whether the thread has exited.
-	exited() bool
 	// stackTop returns the thread's stack base (the TEB's StackBase), the
 	// end of its stack; 0 if unknown.
 	stackTop() uint64
@@ -191,27 +189,24 @@ func baseName(p string) string {
 }
 
 // tick samples the threads that ran. list also reconciles the thread
-// list (a Toolhelp snapshot of every thread of the system, too costly
-// for every tick: between lists, exited threads are noticed by their
-// handles and new ones wait for the next list); slow also rereads the
-// module list. It returns errTaskGone when the process is gone.
+// list and checks that the process lives (a Toolhelp snapshot of every
+// thread of the system, and a wait on the process, too costly for every
+// tick: between lists, a thread that exited fails to suspend or shows no
+// CPU time, and is reported at the next list, as new threads are); slow
+// also rereads the module list. It returns errTaskGone when the process
+// is gone.
 func (s *suspendSampler) tick(list, slow bool) error {
-	if s.proc.exited() {
-		return errTaskGone
-	}
 	if !s.started {
 		list, slow = true, true
 	}
 	if !list {
-		now := s.now()
 		for _, th := range s.sorted() {
-			if th.h.exited() {
-				s.dropThread(th, now)
-				continue
-			}
 			s.sampleThread(th)
 		}
 		return nil
+	}
+	if s.proc.exited() {
+		return errTaskGone
 	}
 	ids, err := s.proc.threads()
 	if err != nil || len(ids) == 0 {

@@ -32,7 +32,6 @@ func (t *fakeWinThread) context() (Regs, error) {
 	return t.regs, t.ctxErr
 }
 func (t *fakeWinThread) cpu() (int64, error) { return t.cpuNS, nil }
-func (t *fakeWinThread) exited() bool        { return !slices.Contains(t.p.ids, t.id) }
 func (t *fakeWinThread) stackTop() uint64    { return t.p.stackBase + uint64(len(t.p.mem)) }
 func (t *fakeWinThread) close()              { t.closed = true }
 
@@ -156,11 +155,10 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	if !slices.ContainsFunc(evs, func(e Event) bool { m, ok := e.(*Map); return ok && m.Start == 0x7b000000 }) {
 		t.Fatalf("module loaded later not reported: %v", evs)
 	}
-	// A thread exits, seen between thread lists by its handle; then the
-	// process.
+	// A thread exits, seen at the next thread list; then the process.
 	evs = nil
 	p.ids = p.ids[:1]
-	s.tick(false, false)
+	s.tick(true, false)
 	if len(evs) != 1 || evs[0].(*Exit).Tid != 101 || !p.ths[101].closed {
 		t.Fatalf("exit: %v", evs)
 	}
@@ -186,7 +184,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	}
 	p.listErr = nil
 	p.dead = true
-	if err := s.tick(false, false); !errors.Is(err, errTaskGone) {
+	if err := s.tick(true, false); !errors.Is(err, errTaskGone) {
 		t.Fatalf("tick of a gone process: %v", err)
 	}
 }

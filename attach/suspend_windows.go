@@ -32,7 +32,7 @@ const (
 	suspendStopGrace = 3 * time.Second
 
 	threadAccess  = windows.THREAD_SUSPEND_RESUME | windows.THREAD_GET_CONTEXT | windows.THREAD_QUERY_INFORMATION
-	processAccess = windows.PROCESS_QUERY_LIMITED_INFORMATION | windows.PROCESS_VM_READ
+	processAccess = windows.PROCESS_QUERY_LIMITED_INFORMATION | windows.PROCESS_VM_READ | windows.SYNCHRONIZE
 )
 
 var (
@@ -41,7 +41,6 @@ var (
 	procSuspendThread    = kernel32.NewProc("SuspendThread")
 	procGetThreadContext = kernel32.NewProc("GetThreadContext")
 	procGetThreadTimes   = kernel32.NewProc("GetThreadTimes")
-	procGetExitCodeThrd  = kernel32.NewProc("GetExitCodeThread")
 	procNtQueryInfoThrd  = ntdll.NewProc("NtQueryInformationThread")
 )
 
@@ -64,15 +63,14 @@ func openWinProc(pid int) (*liveWinProc, error) {
 
 func (p *liveWinProc) close() { windows.CloseHandle(p.h) }
 
-// exited asks for the exit code rather than waiting on the handle: under
-// Wine a zero-timeout wait costs 1.6 ms, GetExitCodeProcess microseconds.
+// exited waits on the process handle with a zero timeout. (Under Wine
+// GetExitCodeProcess, which would be cheaper, sometimes answers 0 for a
+// live process; the wait costs 1.6 ms there, so the sampler calls this at
+// thread-list ticks only.)
 func (p *liveWinProc) exited() bool {
-	var code uint32
-	return windows.GetExitCodeProcess(p.h, &code) == nil && code != stillActive
+	ev, err := windows.WaitForSingleObject(p.h, 0)
+	return err == nil && ev == windows.WAIT_OBJECT_0
 }
-
-// stillActive is STILL_ACTIVE, the exit code of a live process or thread.
-const stillActive = 259
 
 func (p *liveWinProc) threads() ([]uint32, error) {
 	if p.exited() {
@@ -197,14 +195,6 @@ func (t *liveWinThread) stackTop() uint64 {
 }
 
 func (t *liveWinThread) close() { windows.CloseHandle(t.h) }
-
-// exited: see liveWinProc.exited. A thread that exits with code 259
-// looks alive until the next thread list drops it.
-func (t *liveWinThread) exited() bool {
-	var code uint32
-	r, _, _ := procGetExitCodeThrd.Call(uintptr(t.h), uintptr(unsafe.Pointer(&code)))
-	return r != 0 && code != stillActive
-}
 
 // alignedContext returns a 16-byte aligned CONTEXT in b.
 func alignedContext(b []byte) []byte {

@@ -4,7 +4,10 @@ package attach
 // Rip 0xf8.
 const (
 	contextSize = 1232
-	fpOnlyArch  = false
+	// intRegsStart and intRegsEnd bound the integer registers and the PC.
+	intRegsStart = 0x78
+	intRegsEnd   = 0x100
+	fpOnlyArch   = false
 )
 
 func setContextFlags(ctx []byte) {

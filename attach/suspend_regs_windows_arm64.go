@@ -5,7 +5,10 @@ package attach
 // yet: these threads are unwound by their frame-pointer chain.
 const (
 	contextSize = 0x390
-	fpOnlyArch  = true
+	// intRegsStart and intRegsEnd bound the integer registers and the PC.
+	intRegsStart = 0x8
+	intRegsEnd   = 0x110
+	fpOnlyArch   = true
 )
 
 func setContextFlags(ctx []byte) {

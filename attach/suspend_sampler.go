@@ -36,7 +36,9 @@ type winProcess interface {
 type winThread interface {
 	suspend() error
 	resume() error
-	context() (Regs, error)
+	// context returns the registers and a fingerprint of every integer
+	// register, which tells a thread that ran from one that did not.
+	context() (Regs, uint64, error)
 	// cpu returns the thread's user plus kernel time in ns.
 	cpu() (int64, error)
 	// stackTop returns the thread's stack base (the TEB's StackBase), the
@@ -63,8 +65,10 @@ type winThreadState struct {
 	tid     int
 	lastCPU int64
 	top     uint64 // stack base
-	idle    int    // ticks since its CPU time last moved
-	gen     uint64
+	// lastPrint is the register fingerprint of its last sample.
+	lastPrint uint64
+	idle      int // ticks since its CPU time last moved
+	gen       uint64
 }
 
 // suspendSampler samples the threads of one process.
@@ -85,7 +89,12 @@ type suspendSampler struct {
 	arch   machArch
 
 	threads map[uint32]*winThreadState
-	mods    []unwind.PEModule
+	mods    []unwind.PEModule // sorted by Base
+	// async, when set, receives modules read on other goroutines;
+	// pending counts the reads under way.
+	async   chan loadedModule
+	pending int
+	done    chan struct{} // closed by close
 	modSeen map[uint64]bool
 	gen     uint64
 	started bool
@@ -112,12 +121,16 @@ func newSuspendSampler(p winProcess, pid, stackSize int, emit func(Event), now f
 	return &suspendSampler{
 		proc: p, pid: pid, emit: emit, now: now, maxFrames: 1024,
 		threads: map[uint32]*winThreadState{}, modSeen: map[uint64]bool{},
-		stack: make([]byte, stackSize), arch: machAMD64,
+		stack: make([]byte, stackSize), arch: machAMD64, done: make(chan struct{}),
 	}
 }
 
-// close closes the thread handles.
+// close closes the thread handles and lets module reads under way end.
 func (s *suspendSampler) close() {
+	if s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
 	for id, th := range s.threads {
 		th.h.close()
 		delete(s.threads, id)
@@ -145,37 +158,88 @@ func (s *suspendSampler) sorted() []*winThreadState {
 	return ths
 }
 
-// syncModules reports modules loaded since the last call.
+// loadedModule is a module's unwind tables and identity, read from its
+// file.
+type loadedModule struct {
+	mod   winModule
+	image *unwind.PEImage
+	id    *ImageIdentity
+}
+
+// load reads m's tables and identity.
+func (s *suspendSampler) load(m winModule) loadedModule {
+	l := loadedModule{mod: m}
+	if s.loadImage != nil {
+		l.image, _ = s.loadImage(m.Path)
+	}
+	if s.identity != nil {
+		l.id = s.identity(m.Path)
+	}
+	return l
+}
+
+// syncModules takes up the modules loaded since the last call. With
+// async set their files are read on other goroutines, not in the tick
+// (on a loaded machine reading a DLL takes a good part of a second, and
+// no thread would be sampled meanwhile); a module's frames unwind as
+// leaves until its tables are in, and its Map is sent then.
 func (s *suspendSampler) syncModules() {
 	mods, err := s.proc.modules()
 	if err != nil {
 		return
 	}
-	now := s.now()
-	var cur []unwind.PEModule
 	for i, m := range mods {
 		if i == 0 && s.procName == "" {
 			s.procName = baseName(m.Path)
 		}
-		pm := unwind.PEModule{Base: m.Base, End: m.Base + m.Size}
-		if j := slices.IndexFunc(s.mods, func(o unwind.PEModule) bool { return o.Base == m.Base && o.End == pm.End }); j >= 0 {
-			pm.Image = s.mods[j].Image
-		} else if s.loadImage != nil {
-			pm.Image, _ = s.loadImage(m.Path)
-		}
-		cur = append(cur, pm)
 		if s.modSeen[m.Base] {
 			continue
 		}
 		s.modSeen[m.Base] = true
-		mp := &Map{Time: now, Pid: s.pid, Start: m.Base, End: m.Base + m.Size, Path: m.Path}
-		if s.identity != nil {
-			mp.Image = s.identity(m.Path)
+		s.addModule(loadedModule{mod: m})
+		if s.async == nil {
+			s.loaded(s.load(m))
+			continue
 		}
-		s.emit(mp)
+		s.pending++
+		go func(done chan struct{}) {
+			l := s.load(m)
+			select {
+			case s.async <- l:
+			case <-done: // the sampler closed
+			}
+		}(s.done)
 	}
-	sort.Slice(cur, func(i, j int) bool { return cur[i].Base < cur[j].Base })
-	s.mods = cur
+}
+
+// drainLoads takes the modules whose files have been read.
+func (s *suspendSampler) drainLoads() {
+	for s.pending > 0 {
+		select {
+		case l := <-s.async:
+			s.pending--
+			s.loaded(l)
+		default:
+			return
+		}
+	}
+}
+
+// addModule puts l's module in the unwinder's list, in address order.
+func (s *suspendSampler) addModule(l loadedModule) {
+	pm := unwind.PEModule{Base: l.mod.Base, End: l.mod.Base + l.mod.Size, Image: l.image}
+	i := sort.Search(len(s.mods), func(i int) bool { return s.mods[i].Base >= pm.Base })
+	if i < len(s.mods) && s.mods[i].Base == pm.Base {
+		s.mods[i] = pm
+		return
+	}
+	s.mods = slices.Insert(s.mods, i, pm)
+}
+
+// loaded sets a read module's tables and sends its Map.
+func (s *suspendSampler) loaded(l loadedModule) {
+	s.addModule(l)
+	s.emit(&Map{Time: s.now(), Pid: s.pid, Start: l.mod.Base, End: l.mod.Base + l.mod.Size, Path: l.mod.Path, Image: l.id})
 }
 
 // baseName is filepath.Base for both Windows and slash paths.
@@ -196,6 +260,7 @@ func baseName(p string) string {
 // also rereads the module list. It returns errTaskGone when the process
 // is gone.
 func (s *suspendSampler) tick(list, slow bool) error {
+	s.drainLoads()
 	if !s.started {
 		list, slow = true, true
 	}
@@ -286,7 +351,8 @@ func (s *suspendSampler) dropThread(th *winThreadState, now int64) {
 }
 
 // sampleThread samples th if its CPU time moved in the last
-// suspendActiveTicks ticks.
+// suspendActiveTicks ticks and, when it did not move since the last
+// sample, its registers did.
 func (s *suspendSampler) sampleThread(th *winThreadState) {
 	c, err := th.h.cpu()
 	if err != nil {
@@ -301,10 +367,17 @@ func (s *suspendSampler) sampleThread(th *winThreadState) {
 	if th.idle >= suspendActiveTicks {
 		return
 	}
-	regs, stack, err := s.capture(th)
+	regs, print, stack, err := s.capture(th)
 	if err != nil {
 		return // keeps the CPU time for the next sample
 	}
+	// Between two steps of its CPU time, a thread whose registers have
+	// not changed since its last sample is blocked, not running: it was
+	// sampled there already.
+	if delta == 0 && print == th.lastPrint {
+		return
+	}
+	th.lastPrint = print
 	th.lastCPU = c
 	if s.fpOnly {
 		s.frames = walkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
@@ -326,11 +399,11 @@ func (s *suspendSampler) sampleThread(th *winThreadState) {
 // gprof killed outright (TerminateProcess, which runs no deferred code)
 // has the smallest window to leave a thread suspended; Settle closes it
 // for gprof's own exits.
-func (s *suspendSampler) capture(th *winThreadState) (regs Regs, stack []byte, err error) {
+func (s *suspendSampler) capture(th *winThreadState) (regs Regs, print uint64, stack []byte, err error) {
 	suspendMu.Lock()
 	defer suspendMu.Unlock()
 	if err := th.h.suspend(); err != nil {
-		return Regs{}, nil, err
+		return Regs{}, 0, nil, err
 	}
 	s.suspended = uint32(th.tid)
 	defer func() {
@@ -340,11 +413,11 @@ func (s *suspendSampler) capture(th *winThreadState) (regs Regs, stack []byte, e
 			err = rerr
 		}
 	}()
-	regs, err = th.h.context()
+	regs, print, err = th.h.context()
 	if err != nil {
-		return Regs{}, nil, err
+		return Regs{}, 0, nil, err
 	}
-	return regs, s.readStack(regs.SP, th.top), nil
+	return regs, print, s.readStack(regs.SP, th.top), nil
 }
 
 // readStack copies the stack from sp up to top (the thread's stack base,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 type fakeWinThread struct {
@@ -12,6 +13,7 @@ type fakeWinThread struct {
 	id        uint32
 	cpuNS     int64
 	regs      Regs
+	rax       uint64 // stands for the registers only the fingerprint sees
 	ctxErr    error
 	suspended int
 	closed    bool
@@ -25,11 +27,11 @@ func (t *fakeWinThread) resume() error {
 	t.suspended--
 	return nil
 }
-func (t *fakeWinThread) context() (Regs, error) {
+func (t *fakeWinThread) context() (Regs, uint64, error) {
 	if t.p.panicOn == t.id {
 		panic("context")
 	}
-	return t.regs, t.ctxErr
+	return t.regs, t.regs.IP ^ t.rax, t.ctxErr
 }
 func (t *fakeWinThread) cpu() (int64, error) { return t.cpuNS, nil }
 func (t *fakeWinThread) stackTop() uint64    { return t.p.stackBase + uint64(len(t.p.mem)) }
@@ -135,15 +137,29 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	if sm.Tid != 101 || sm.CPUDelta != 10e6 || !slices.Equal(sm.Stack, []uint64{0x140001000, 0x140001100, 0x140001200}) {
 		t.Fatalf("sample %+v stack %#x", sm, sm.Stack)
 	}
-	// A thread that stopped using CPU is still sampled for a while (its
-	// times move in clock-tick steps), then not.
+	// A thread whose CPU time did not move but whose registers did (any
+	// of them: here not the PC) is running between two steps of its
+	// times (they move in clock-tick steps): it is sampled for a while,
+	// then not.
 	evs = nil
 	for range suspendActiveTicks + 2 {
+		p.ths[101].rax++
 		s.tick(true, false)
 	}
 	if n := len(evs); n != suspendActiveTicks-1 {
-		t.Errorf("%d samples of an idle thread, want %d", n, suspendActiveTicks-1)
+		t.Errorf("%d samples of a thread between CPU steps, want %d", n, suspendActiveTicks-1)
 	}
+	// One whose registers did not move either is blocked: no sample.
+	p.ths[101].cpuNS += 10e6
+	s.tick(true, false)
+	evs = nil
+	for range 5 {
+		s.tick(true, false)
+	}
+	if len(evs) != 0 {
+		t.Errorf("%d samples of a blocked thread, want none", len(evs))
+	}
+	p.ths[101].regs.IP = 0x140001000
 	// A module loaded later is listed at the next thread list after a
 	// stack that found no module.
 	p.mods = append(p.mods, winModule{Base: 0x7b000000, Size: 0x1000, Path: `C:\windows\system32\kernel32.dll`})
@@ -226,4 +242,35 @@ func TestSuspendReadStack(t *testing.T) {
 	if got := len(s.readStack(0x10010, 0)); got != 3*stackPage-0x10 {
 		t.Errorf("copy without a stack base: %d bytes", got)
 	}
+}
+
+// TestSuspendSamplerAsyncModules: with async reads, a module's Map comes
+// at a tick after its file was read, and the tick did not wait for it.
+func TestSuspendSamplerAsyncModules(t *testing.T) {
+	p := newFakeWinProc()
+	var maps []*Map
+	s := newSuspendSampler(p, 7, 4096, func(e Event) {
+		if m, ok := e.(*Map); ok {
+			maps = append(maps, m)
+		}
+	}, func() int64 { return 0 })
+	release := make(chan struct{})
+	s.identity = func(path string) *ImageIdentity {
+		<-release
+		return &ImageIdentity{CodeID: "x"}
+	}
+	s.async = make(chan loadedModule)
+	s.tick(true, true)
+	if len(maps) != 0 || len(s.mods) != 1 {
+		t.Fatalf("before the read: maps %v, modules %v", maps, s.mods)
+	}
+	close(release)
+	for i := 0; i < 1000 && len(maps) == 0; i++ {
+		time.Sleep(time.Millisecond)
+		s.tick(false, false)
+	}
+	if len(maps) != 1 || maps[0].Image == nil || maps[0].Image.CodeID != "x" {
+		t.Fatalf("after the read: %v", maps)
+	}
+	s.close()
 }

@@ -161,13 +161,22 @@ func (t *liveWinThread) resume() error {
 	return err
 }
 
-func (t *liveWinThread) context() (Regs, error) {
+func (t *liveWinThread) context() (Regs, uint64, error) {
 	setContextFlags(t.ctx)
 	r, _, err := procGetThreadContext.Call(uintptr(t.h), uintptr(unsafe.Pointer(&t.ctx[0])))
 	if r == 0 {
-		return Regs{}, fmt.Errorf("GetThreadContext: %w", err)
+		return Regs{}, 0, fmt.Errorf("GetThreadContext: %w", err)
 	}
-	return decodeContext(t.ctx), nil
+	return decodeContext(t.ctx), fingerprint(t.ctx[intRegsStart:intRegsEnd]), nil
+}
+
+// fingerprint hashes register bytes (FNV-1a), without allocating.
+func fingerprint(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
 }
 
 func (t *liveWinThread) cpu() (int64, error) {
@@ -276,6 +285,7 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 		}
 		s := newSuspendSampler(p, pid, stackSize, func(e Event) { h(e) }, MonotonicNow)
 		s.loadImage, s.identity = peImage, peIdentity
+		s.async = make(chan loadedModule)
 		s.argv, s.execd = argv, child != nil
 		if child != nil {
 			// Its loader has not run yet: no module list names it.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"syscall"
@@ -320,10 +321,14 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 			}
 		}
 	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	// Ticks are jittered (uniform over half to one and a half intervals)
+	// so that they cannot fall in step with a periodic program.
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	for n := 1; len(targets) > 0; n++ {
 		select {
+		case <-timer.C:
+			timer.Reset(interval/2 + rand.N(interval))
 		case <-ctx.Done():
 			for _, t := range targets {
 				if t.launched != nil {
@@ -331,7 +336,6 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 				}
 			}
 			return res, nil
-		case <-ticker.C:
 		}
 		tickSuspend(&targets, n%listEvery == 0, n%slowEvery == 0, &res)
 	}

@@ -54,7 +54,7 @@ complete -c gprof -n '__gprof_using record' -s k -l kernel -d 'include kernel fr
 complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'
 complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user stack copied per sample in dwarf mode'
-complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach' -d 'sampling BACKEND'
+complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach etw suspend' -d 'sampling BACKEND'
 complete -c gprof -n '__gprof_using record' -l no-symbols -d 'do not resolve and store function names at the end'
 complete -c gprof -n '__gprof_using record' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using record' -l max-memory -x -d 'keep at most SIZE of profile data in memory'

@@ -172,3 +172,23 @@ func TestWineSuspendSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestWineSuspendAttach runs attach's Windows test binary under Wine: -p
+// on a running program, stacks unwound, and no thread left suspended
+// (attach/suspend_live_windows_test.go).
+func TestWineSuspendAttach(t *testing.T) {
+	dir, prefix, wine := wineSetup(t)
+	build := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "attach.test.exe"), "./attach")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cross-building attach's tests: %v\n%s", err, b)
+	}
+	c := exec.Command(wine, "attach.test.exe", "-test.run", "^TestSuspendLiveAttach$", "-test.v")
+	c.Dir = dir
+	c.Env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "GPROF_SPLIT_EXE=./split.exe")
+	out, err := c.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestSuspendLiveAttach") {
+		t.Fatalf("attach.test.exe under Wine: %v", err)
+	}
+}

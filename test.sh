@@ -23,6 +23,7 @@ packages=(
   nodejs                # node runs its builtins from a second mapping of its executable
   clang llvm            # Mach-O objects (objfile/, gprof inspect, the macOS backend); llvm's readers check their identities
   gcc-mingw-w64-x86-64  # PE files with a CodeView record, as Windows toolchains write them
+  wine64                # runs gprof.exe's suspend backend for real (e2e_wine_test.go)
 )
 
 if ! command -v go >/dev/null; then

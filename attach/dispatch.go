@@ -14,11 +14,12 @@ import (
 type Backend string
 
 const (
-	Auto   Backend = ""
-	Perf   Backend = "perf"   // Linux perf_event_open
-	Ptrace Backend = "ptrace" // Linux ptrace and timers, where perf is denied
-	Mach   Backend = "mach"   // macOS task and thread ports
-	ETW    Backend = "etw"    // Windows kernel trace session
+	Auto    Backend = ""
+	Perf    Backend = "perf"    // Linux perf_event_open
+	Ptrace  Backend = "ptrace"  // Linux ptrace and timers, where perf is denied
+	Mach    Backend = "mach"    // macOS task and thread ports
+	ETW     Backend = "etw"     // Windows kernel trace session
+	Suspend Backend = "suspend" // Windows: suspend each thread, read it, resume (no privilege needed)
 )
 
 // Backends lists the backends this platform has, best first; Auto tries

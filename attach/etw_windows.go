@@ -469,7 +469,7 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 		if ctx.Err() != nil {
 			return res, nil
 		}
-		return res, errors.New("the ETW kernel session delivered no events in 3s (Wine's StartTraceW succeeds and delivers nothing): on Windows, check that no security tool blocks kernel tracing, or use --backend suspend")
+		return res, fmt.Errorf("%w in 3s (Wine's StartTraceW succeeds and delivers nothing): on Windows, check that no security tool blocks kernel tracing, or use --backend suspend", ErrNoETWEvents)
 	}
 	if child != nil {
 		if err := child.resume(); err != nil {

@@ -32,7 +32,7 @@ var flagChoices = map[string][]string{
 	"convert.to":    {"processed", "gecko", "pprof"},
 	"event":         {"cpu-clock", "cycles"},
 	"call-graph":    {"fp", "dwarf"},
-	"backend":       {"perf", "ptrace", "mach", "etw"},
+	"backend":       {"perf", "ptrace", "mach", "etw", "suspend"},
 }
 
 func completionCommand() *cli.Command {

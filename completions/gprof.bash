@@ -38,7 +38,7 @@ _gprof() {
             --format) __gprof_words "gecko processed"; return ;;
             --event|-e) __gprof_words "cpu-clock cycles"; return ;;
             --call-graph) __gprof_words "fp dwarf"; return ;;
-            --backend) __gprof_words "perf ptrace mach etw"; return ;;
+            --backend) __gprof_words "perf ptrace mach etw suspend"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
         esac

@@ -57,7 +57,7 @@ complete -c gprof -n '__gprof_using record' -l no-counters -d 'do not sample eac
 complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'
 complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user stack copied per sample in dwarf mode'
-complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach etw' -d 'sampling BACKEND'
+complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach etw suspend' -d 'sampling BACKEND'
 complete -c gprof -n '__gprof_using record' -l no-symbols -d 'do not resolve and store function names at the end'
 complete -c gprof -n '__gprof_using record' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using record' -l max-memory -x -d 'keep at most SIZE of profile data in memory'

@@ -249,7 +249,8 @@ func keyOf(m *attach.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }
 
 // isFile reports whether a mapping is backed by a file gprof can open.
 func isFile(path string) bool {
-	return strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "//anon")
+	// filepath.IsAbs also takes Windows paths (C:\...) on Windows.
+	return (strings.HasPrefix(path, "/") || filepath.IsAbs(path)) && !strings.HasPrefix(path, "//anon")
 }
 
 // observe identifies the file behind m, once per file.

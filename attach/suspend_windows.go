@@ -1,0 +1,458 @@
+//go:build windows
+
+package attach
+
+// The suspend backend's Win32 calls (see suspend_sampler.go for what a
+// tick does). It needs no administrator rights: only the access any user
+// has to their own processes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/unwind"
+	"golang.org/x/sys/windows"
+)
+
+const (
+	suspendDefaultStack = 64 << 10
+	suspendMaxStack     = 1 << 20
+	// A Toolhelp thread list takes 6 ms under Wine (it lists every
+	// thread of the system), a module list 2.5 ms: they run at these
+	// intervals, not every tick.
+	suspendSlowEvery = 200 * time.Millisecond // modules
+	suspendListEvery = 50 * time.Millisecond  // threads
+	suspendStopGrace = 3 * time.Second
+
+	threadAccess  = windows.THREAD_SUSPEND_RESUME | windows.THREAD_GET_CONTEXT | windows.THREAD_QUERY_INFORMATION
+	processAccess = windows.PROCESS_QUERY_LIMITED_INFORMATION | windows.PROCESS_VM_READ | windows.SYNCHRONIZE
+)
+
+var (
+	ntdll                = windows.NewLazySystemDLL("ntdll.dll")
+	procSuspendThread    = kernel32.NewProc("SuspendThread")
+	procGetThreadContext = kernel32.NewProc("GetThreadContext")
+	procGetThreadTimes   = kernel32.NewProc("GetThreadTimes")
+	procNtQueryInfoThrd  = ntdll.NewProc("NtQueryInformationThread")
+)
+
+// liveWinProc is a target process.
+type liveWinProc struct {
+	pid uint32
+	h   windows.Handle
+}
+
+func openWinProc(pid int) (*liveWinProc, error) {
+	h, err := windows.OpenProcess(processAccess, false, uint32(pid))
+	if err != nil {
+		if errors.Is(err, windows.ERROR_ACCESS_DENIED) {
+			return nil, fmt.Errorf("pid %d: %w (run gprof as the process's user, or elevated for another user's process)", pid, ErrPermission)
+		}
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+	}
+	return &liveWinProc{pid: uint32(pid), h: h}, nil
+}
+
+func (p *liveWinProc) close() { windows.CloseHandle(p.h) }
+
+// exited waits on the process handle with a zero timeout. (Under Wine
+// GetExitCodeProcess, which would be cheaper, sometimes answers 0 for a
+// live process; the wait costs 1.6 ms there, so the sampler calls this at
+// thread-list ticks only.)
+func (p *liveWinProc) exited() bool {
+	ev, err := windows.WaitForSingleObject(p.h, 0)
+	return err == nil && ev == windows.WAIT_OBJECT_0
+}
+
+func (p *liveWinProc) threads() ([]uint32, error) {
+	if p.exited() {
+		return nil, errTaskGone
+	}
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer windows.CloseHandle(snap)
+	var ids []uint32
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if te.OwnerProcessID == p.pid {
+			ids = append(ids, te.ThreadID)
+		}
+	}
+	return ids, nil
+}
+
+func (p *liveWinProc) modules() ([]winModule, error) {
+	var snap windows.Handle
+	var err error
+	for range 5 { // ERROR_BAD_LENGTH while the loader is busy: retry
+		snap, err = windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPMODULE, p.pid)
+		if !errors.Is(err, windows.ERROR_BAD_LENGTH) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer windows.CloseHandle(snap)
+	var mods []winModule
+	me := windows.ModuleEntry32{Size: uint32(unsafe.Sizeof(windows.ModuleEntry32{}))}
+	for err = windows.Module32First(snap, &me); err == nil; err = windows.Module32Next(snap, &me) {
+		mods = append(mods, winModule{
+			Base: uint64(me.ModBaseAddr), Size: uint64(me.ModBaseSize),
+			Path: windows.UTF16ToString(me.ExePath[:]),
+		})
+	}
+	return mods, nil
+}
+
+func (p *liveWinProc) read(addr uint64, buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	var n uintptr
+	if err := windows.ReadProcessMemory(p.h, uintptr(addr), &buf[0], uintptr(len(buf)), &n); err != nil {
+		return err
+	}
+	if int(n) != len(buf) {
+		return errors.New("short read")
+	}
+	return nil
+}
+
+func (p *liveWinProc) open(tid uint32) (winThread, error) {
+	h, err := windows.OpenThread(threadAccess, false, tid)
+	if err != nil {
+		return nil, err
+	}
+	t := &liveWinThread{h: h, proc: p}
+	t.ctx = alignedContext(t.ctxBuf[:])
+	return t, nil
+}
+
+// liveWinThread is an open thread. Its CONTEXT buffer is allocated with
+// it, so that nothing is allocated while the thread is suspended.
+type liveWinThread struct {
+	h      windows.Handle
+	proc   *liveWinProc
+	ctxBuf [contextSize + 16]byte
+	ctx    []byte
+}
+
+func (t *liveWinThread) suspend() error {
+	r, _, err := procSuspendThread.Call(uintptr(t.h))
+	if uint32(r) == ^uint32(0) {
+		return fmt.Errorf("SuspendThread: %w", err)
+	}
+	return nil
+}
+
+func (t *liveWinThread) resume() error {
+	_, err := windows.ResumeThread(t.h)
+	return err
+}
+
+func (t *liveWinThread) context() (Regs, uint64, error) {
+	setContextFlags(t.ctx)
+	r, _, err := procGetThreadContext.Call(uintptr(t.h), uintptr(unsafe.Pointer(&t.ctx[0])))
+	if r == 0 {
+		return Regs{}, 0, fmt.Errorf("GetThreadContext: %w", err)
+	}
+	return decodeContext(t.ctx), fingerprint(t.ctx[intRegsStart:intRegsEnd]), nil
+}
+
+// fingerprint hashes register bytes (FNV-1a), without allocating.
+func fingerprint(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+func (t *liveWinThread) cpu() (int64, error) {
+	var c, e, k, u windows.Filetime
+	r, _, err := procGetThreadTimes.Call(uintptr(t.h), uintptr(unsafe.Pointer(&c)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&k)), uintptr(unsafe.Pointer(&u)))
+	if r == 0 {
+		return 0, err
+	}
+	ft := func(f windows.Filetime) int64 { return int64(f.HighDateTime)<<32 | int64(f.LowDateTime) }
+	return (ft(k) + ft(u)) * 100, nil
+}
+
+// stackTop reads the thread's stack base from its TEB (NT_TIB.StackBase).
+func (t *liveWinThread) stackTop() uint64 {
+	var tbi [6]uintptr // THREAD_BASIC_INFORMATION
+	st, _, _ := procNtQueryInfoThrd.Call(uintptr(t.h), 0, uintptr(unsafe.Pointer(&tbi[0])), unsafe.Sizeof(tbi), 0)
+	if st != 0 || tbi[1] == 0 {
+		return 0
+	}
+	var b [8]byte
+	if t.proc.read(uint64(tbi[1])+8, b[:]) != nil { // NT_TIB64.StackBase
+		return 0
+	}
+	return uint64(le.Uint64(b[:]))
+}
+
+func (t *liveWinThread) close() { windows.CloseHandle(t.h) }
+
+// alignedContext returns a 16-byte aligned CONTEXT in b.
+func alignedContext(b []byte) []byte {
+	off := (16 - uintptr(unsafe.Pointer(&b[0]))%16) % 16
+	return b[off : off+contextSize]
+}
+
+// peImage reads a module's .pdata for the unwinder.
+func peImage(path string) (*unwind.PEImage, error) {
+	f, err := objfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.PE() == nil {
+		return nil, fmt.Errorf("%s is not a PE file", path)
+	}
+	return unwind.NewPEImage(f.PE())
+}
+
+// moduleIdentity identifies a module from its file; the recorder keys the
+// library by it, and PE symbols are looked up by it later.
+func moduleIdentity(path string) *Image {
+	f, err := objfile.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	id := f.Identity()
+	return &Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
+}
+
+// suspendTarget is one process being recorded.
+type suspendTarget struct {
+	proc     *liveWinProc
+	sampler  *suspendSampler
+	launched *suspendChild
+}
+
+func (t *suspendTarget) close() {
+	t.sampler.close()
+	t.proc.close()
+}
+
+// recordSuspend is the suspend backend.
+func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error) {
+	res := Result{ExitCode: -1, Backend: "suspend", Event: "suspend-timer"}
+	notice := opts.Notice
+	if notice == nil {
+		notice = func(string) {}
+	}
+	if len(opts.Tids) > 0 {
+		return res, fmt.Errorf("recording single threads (-t) is not supported on Windows; use -p PID to record the whole process: %w", ErrUnsupported)
+	}
+	if opts.Kernel {
+		notice("the suspend backend records no kernel frames")
+	}
+	interval := opts.Interval
+	if interval <= 0 {
+		interval = time.Millisecond
+	}
+	slowEvery := max(int(suspendSlowEvery/interval), 1)
+	listEvery := max(int(suspendListEvery/interval), 1)
+	stackSize := min(max(opts.StackSize, suspendDefaultStack), suspendMaxStack)
+
+	var targets []*suspendTarget
+	defer func() {
+		for _, t := range targets {
+			t.close()
+		}
+	}()
+	add := func(pid int, child *suspendChild, argv []string) error {
+		if pid == os.Getpid() {
+			return fmt.Errorf("pid %d is gprof itself, which cannot profile itself", pid)
+		}
+		p, err := openWinProc(pid)
+		if err != nil {
+			return err
+		}
+		s := newSuspendSampler(p, pid, stackSize, func(e Event) { h(e) }, MonotonicNow)
+		s.loadImage, s.identity = peImage, moduleIdentity
+		s.async = make(chan loadedModule)
+		s.argv, s.execd = argv, child != nil
+		if child != nil {
+			// Its loader has not run yet: no module list names it.
+			s.procName = baseName(child.cmd.Path)
+		}
+		if fpOnlyArch {
+			s.fpOnly, s.arch = true, machARM64
+		}
+		targets = append(targets, &suspendTarget{proc: p, sampler: s, launched: child})
+		return nil
+	}
+	if len(opts.Command) > 0 {
+		child, err := startSuspendedChild(opts)
+		if err != nil {
+			return res, err
+		}
+		if err := add(child.cmd.Process.Pid, child, opts.Command); err != nil {
+			child.kill()
+			return res, err
+		}
+		// The first tick (modules, main thread) runs before the command
+		// is let go.
+		tickSuspend(&targets, true, true, &res)
+		if err := child.resume(); err != nil {
+			child.kill()
+			return res, err
+		}
+	} else {
+		for _, pid := range opts.Pids {
+			if err := add(pid, nil, nil); err != nil {
+				return res, err
+			}
+		}
+	}
+	// Ticks are jittered (uniform over half to one and a half intervals)
+	// so that they cannot fall in step with a periodic program.
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for n := 1; len(targets) > 0; n++ {
+		select {
+		case <-timer.C:
+			timer.Reset(interval/2 + rand.N(interval))
+		case <-ctx.Done():
+			for _, t := range targets {
+				if t.launched != nil {
+					res.ExitCode = t.launched.stop()
+				}
+			}
+			return res, nil
+		}
+		tickSuspend(&targets, n%listEvery == 0, n%slowEvery == 0, &res)
+	}
+	return res, nil
+}
+
+// tickSuspend samples every target once and drops the ones that are gone.
+func tickSuspend(targets *[]*suspendTarget, list, slow bool, res *Result) {
+	kept := (*targets)[:0]
+	for _, t := range *targets {
+		if t.sampler.tick(list, slow) == nil {
+			kept = append(kept, t)
+			continue
+		}
+		t.sampler.gone()
+		t.close()
+		if t.launched != nil {
+			res.ExitCode = t.launched.wait()
+		}
+	}
+	clear((*targets)[len(kept):])
+	*targets = kept
+}
+
+// suspendChild is a launched command. It is created suspended, put in a job
+// object that kills it when gprof's handle to the job closes (gprof
+// exiting in any way, TerminateProcess included: the Windows analogue of
+// PR_SET_PDEATHSIG), and let go once sampling has started.
+type suspendChild struct {
+	cmd  *exec.Cmd
+	job  windows.Handle
+	done chan int
+}
+
+func startSuspendedChild(opts Options) (*suspendChild, error) {
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env, cmd.Dir = opts.Env, opts.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("CreateJobObject: %w", err)
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
+	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		windows.CloseHandle(job)
+		return nil, fmt.Errorf("SetInformationJobObject: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		windows.CloseHandle(job)
+		return nil, fmt.Errorf("%s: %w", opts.Command[0], err)
+	}
+	c := &suspendChild{cmd: cmd, job: job, done: make(chan int, 1)}
+	if ph, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid)); err == nil {
+		// Best effort: a process already in a job that forbids nesting
+		// cannot join; it then outlives a killed gprof.
+		windows.AssignProcessToJobObject(job, ph)
+		windows.CloseHandle(ph)
+	}
+	go func() {
+		cmd.Wait()
+		c.done <- cmd.ProcessState.ExitCode()
+	}()
+	return c, nil
+}
+
+// resume lets the command's main thread (its only thread) go.
+func (c *suspendChild) resume() error {
+	p := &liveWinProc{pid: uint32(c.cmd.Process.Pid)}
+	ids, err := p.threads()
+	if err != nil || len(ids) == 0 {
+		return fmt.Errorf("%s: no main thread to resume: %v", c.cmd.Path, err)
+	}
+	for _, id := range ids {
+		h, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, id)
+		if err != nil {
+			return fmt.Errorf("OpenThread: %w", err)
+		}
+		_, err = windows.ResumeThread(h)
+		windows.CloseHandle(h)
+		if err != nil {
+			return fmt.Errorf("ResumeThread: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *suspendChild) wait() int {
+	code := <-c.done
+	c.done <- code
+	c.closeJob()
+	return code
+}
+
+func (c *suspendChild) closeJob() {
+	if c.job != 0 {
+		windows.CloseHandle(c.job)
+		c.job = 0
+	}
+}
+
+// stop waits for a command told to stop by the console's Ctrl-C (which
+// reaches it too), then ends it by closing the job.
+func (c *suspendChild) stop() int {
+	select {
+	case code := <-c.done:
+		c.done <- code
+		c.closeJob()
+		return code
+	case <-time.After(suspendStopGrace):
+	}
+	windows.TerminateJobObject(c.job, 1)
+	return c.wait()
+}
+
+func (c *suspendChild) kill() {
+	windows.TerminateJobObject(c.job, 1)
+	c.cmd.Process.Kill()
+	c.wait()
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gprof-dev/gprof/objfile"
@@ -291,7 +292,10 @@ func openObjectForLib(g *group, opts Options) (*Object, error) {
 		if err != nil {
 			continue
 		}
-		if want == "" || o.File().Identity().BreakpadID == want {
+		have := o.File().Identity().BreakpadID
+		// A file without an identity (a PE with no CodeView record, as
+		// Wine's and MinGW's DLLs are) was recorded as all zeros, or none.
+		if want == "" || have == want || have == "" && strings.Trim(want, "0") == "" {
 			return o, nil
 		}
 		fat := len(o.File().Arches()) > 1

@@ -218,3 +218,27 @@ func TestCompareByCPU(t *testing.T) {
 		t.Errorf("by %q", cpu.By)
 	}
 }
+
+// A glob gates functions; [kernel] (time in the kernel, which follows the
+// machine's load) only when a rule names it.
+func TestGlobSkipsPseudoFrames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	base := inputs(rng, 1, 5000, map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20})
+	more := map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20, "work_d": 15}
+	next := inputs(rng, 1, 5000, more)
+	for _, in := range next {
+		for _, pr := range in.Profile.Processes {
+			for _, th := range pr.Threads {
+				for i := range th.Frames.Frames {
+					if th.Frames.Frames[i].Label == "work_d" {
+						th.Frames.Frames[i].Label = "[kernel]"
+					}
+				}
+			}
+		}
+	}
+	res := Compare(base, next, mustRules(t, "self:*>+5pp", "self:[kernel]>+5pp"))
+	if !res.Rules[0].Passed || res.Rules[1].Passed {
+		t.Errorf("glob should skip [kernel], the exact rule catch it: %+v", res.Rules)
+	}
+}

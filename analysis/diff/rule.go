@@ -18,7 +18,9 @@ import (
 //	cpu>+N%          the whole profile's CPU time grew by more than N percent
 //
 // FUNC is a function name, matched exactly, or a glob where * matches any
-// run of characters. A change within the noise never fails a rule.
+// run of characters; a glob matches functions only, not the bracketed
+// pseudo-frames ([kernel]...), which a rule names exactly to gate on. A
+// change within the noise never fails a rule.
 type Rule struct {
 	Text    string
 	kind    string // "self", "total" or "cpu"
@@ -103,6 +105,11 @@ func (r Rule) check(res *Result) RuleResult {
 		if !report.Match(r.pattern, f.Name) {
 			continue
 		}
+		if pseudo(f.Name) && r.pattern != f.Name {
+			// [kernel], [blocked], [preempted] stand for time, not code:
+			// a glob means functions; name one to gate on it.
+			continue
+		}
 		var c Change
 		switch {
 		case r.kind == "self" && r.points:
@@ -117,4 +124,11 @@ func (r Rule) check(res *Result) RuleResult {
 		judge(f.Name, c)
 	}
 	return out
+}
+
+// pseudo reports whether name is one of gprof's bracketed pseudo-frames
+// rather than a function: [kernel] (time in the kernel, which grows with
+// the machine's load as much as with the program), [blocked], [preempted].
+func pseudo(name string) bool {
+	return len(name) > 2 && name[0] == '[' && name[len(name)-1] == ']'
 }

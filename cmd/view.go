@@ -121,12 +121,20 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 	if err != nil {
 		return fmt.Errorf("cannot read profile %s: %v", path, err)
 	}
+	// Resolve what the profile has no names for now, as report and
+	// convert do, so that the server answers every address from one table
+	// and names frames exactly as they do (a user frame under kernel
+	// frames is looked up as the symbolizer decides, not as a return
+	// address the front-end guesses).
+	notes := fillSymbols(p, o.symbolDirs)
+	if !o.quiet {
+		printNotices(notes)
+	}
 	if kind != format.Gecko && kind != format.Processed {
 		// The front-end does not read this format: serve it in the
 		// processed format, names applied, which also keeps sample
 		// weights (pprof's are aggregated) that Gecko's front-end import
 		// ignores.
-		fillSymbols(p, o.symbolDirs)
 		var buf bytes.Buffer
 		if err := processed.Write(&buf, p); err != nil {
 			return fmt.Errorf("cannot convert %s for the front-end: %v", path, err)

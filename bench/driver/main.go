@@ -182,7 +182,8 @@ func (e *env) main(only, out string) error {
 		"Both tools sample the software `cpu-clock` event with a fixed period (perf `-c`, gprof `-r`); " +
 		fmt.Sprintf("in DWARF mode both copy %d bytes of stack per sample (gprof's default; perf's default is 8192). ", perfStack) +
 		"Fixtures are built with `gcc -O2 -g -fno-omit-frame-pointer`.\n\n")
-	for _, s := range sections {
+	old, _ := os.ReadFile(out)
+	for _, s := range mergeSections(string(old), sections) {
 		b.WriteString(s)
 		b.WriteString("\n")
 	}
@@ -243,4 +244,39 @@ func (e *env) sampleLoad(stop chan struct{}) {
 		case <-t.C:
 		}
 	}
+}
+
+// mergeSections keeps the sections of the old results file that this run
+// did not produce (those written by other harnesses, such as bench/offcpu.sh
+// and bench/ptrace-load, and the hand-written analysis), in their place,
+// and puts each section this run produced where its old version stood, or
+// at the end when it is new. Sections start at "## " lines.
+func mergeSections(old string, produced []string) []string {
+	heading := func(s string) string {
+		line, _, _ := strings.Cut(strings.TrimLeft(s, "\n"), "\n")
+		return line
+	}
+	fresh := map[string]string{}
+	for _, s := range produced {
+		fresh[heading(s)] = s
+	}
+	var out []string
+	used := map[string]bool{}
+	parts := strings.Split(old, "\n## ")
+	for _, p := range parts[1:] {
+		sec := "## " + strings.TrimRight(p, "\n") + "\n"
+		h := heading(sec)
+		if f, ok := fresh[h]; ok {
+			out = append(out, f)
+			used[h] = true
+			continue
+		}
+		out = append(out, sec)
+	}
+	for _, s := range produced {
+		if !used[heading(s)] {
+			out = append(out, s)
+		}
+	}
+	return out
 }

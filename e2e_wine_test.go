@@ -140,7 +140,10 @@ func TestWineSuspendSplit(t *testing.T) {
 			if backend != "" {
 				args = append(args, "--backend", backend)
 			}
-			r := runWine(t, append(args, "--", "./split.exe", "1", "3")...)
+			// 6 s of CPU: about 3400 samples, so that a share's sampling
+			// error (sqrt(p(1-p)/N), 0.86 points at 50%) keeps 3 points
+			// beyond 3.5 standard errors; 3 s left it at 2.5.
+			r := runWine(t, append(args, "--", "./split.exe", "1", "6")...)
 			if r.code != 0 {
 				t.Fatalf("record under Wine: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
@@ -148,6 +151,7 @@ func TestWineSuspendSplit(t *testing.T) {
 				t.Errorf("the command's output did not come through: %q", r.stdout)
 			}
 			rep := runReport(t, filepath.Join(wineOnce.dir, "split-"+name+".json"))
+			t.Logf("%d samples", rep.Samples)
 			for fn, pct := range map[string]float64{"work_a": 50, "work_b": 30, "work_c": 20} {
 				f, ok := findFunc(rep.All.TopTotal, fn)
 				if !ok {

@@ -365,7 +365,7 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 		// every path out, as on Linux a launched command does not
 		// outlive gprof.
 		defer child.close()
-		targets = []int{child.pid}
+		targets = []int{child.pid()}
 	} else {
 		for _, p := range opts.Pids {
 			if !processAlive(p) {
@@ -493,8 +493,8 @@ func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err er
 	}
 	res.Lost = s.tr.lost
 	if child != nil {
-		if child.wait(0) {
-			res.ExitCode = child.exitCode()
+		if child.exited() {
+			res.ExitCode = child.wait()
 		} else if ctx.Err() != nil {
 			child.kill()
 		}

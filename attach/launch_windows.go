@@ -4,50 +4,34 @@ package attach
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
-	"strings"
-	"unicode/utf16"
+	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
-// winChild is a command launched suspended inside a job object that kills
-// it when gprof's handle to the job closes: if gprof dies, so does the
-// command, as on Linux.
+// winChild is a command launched for a Windows backend (etw or suspend).
+// It is created suspended, so sampling can start before it runs a single
+// instruction, and put in a job object that kills it when gprof's handle
+// to the job closes: gprof exiting in any way, TerminateProcess included
+// (the Windows analogue of PR_SET_PDEATHSIG), so a launched command does
+// not outlive its recording.
 type winChild struct {
-	pid     int
-	process windows.Handle
-	thread  windows.Handle // the main thread, suspended until resume
-	job     windows.Handle
+	cmd  *exec.Cmd
+	job  windows.Handle
+	done chan int // its exit status, once; put back by whoever reads it
 }
 
-// launchSuspended starts argv with its main thread suspended, so a
-// backend can start sampling before the command runs a single instruction.
+// launchSuspended starts argv (with env and dir, as exec.Cmd takes them)
+// with its threads suspended, its standard streams gprof's own.
 func launchSuspended(argv, env []string, dir string) (*winChild, error) {
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w", argv[0], err)
-	}
-	app, err := windows.UTF16PtrFromString(path)
-	if err != nil {
-		return nil, err
-	}
-	cmdline, err := windows.UTF16PtrFromString(windows.ComposeCommandLine(argv))
-	if err != nil {
-		return nil, err
-	}
-	var cwd *uint16
-	if dir != "" {
-		if cwd, err = windows.UTF16PtrFromString(dir); err != nil {
-			return nil, err
-		}
-	}
-	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_UNICODE_ENVIRONMENT)
-	var envBlock *uint16
-	if env != nil {
-		envBlock = environmentBlock(env)
-	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env, cmd.Dir = env, dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a job object for the command: %w", err)
@@ -59,82 +43,93 @@ func launchSuspended(argv, env []string, dir string) (*winChild, error) {
 		windows.CloseHandle(job)
 		return nil, fmt.Errorf("cannot set up the command's job object: %w", err)
 	}
-	si := windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
-	var pi windows.ProcessInformation
-	if err := windows.CreateProcess(app, cmdline, nil, nil, true, flags, envBlock, cwd, &si, &pi); err != nil {
+	if err := cmd.Start(); err != nil {
 		windows.CloseHandle(job)
 		return nil, fmt.Errorf("cannot run %s: %w", argv[0], err)
 	}
-	c := &winChild{pid: int(pi.ProcessId), process: pi.Process, thread: pi.Thread, job: job}
-	if err := windows.AssignProcessToJobObject(job, pi.Process); err != nil {
-		c.kill()
-		return nil, fmt.Errorf("cannot put the command in a job object: %w", err)
+	c := &winChild{cmd: cmd, job: job, done: make(chan int, 1)}
+	if ph, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid)); err == nil {
+		// Best effort: a process already in a job that forbids nesting
+		// cannot join; it then outlives a killed gprof.
+		windows.AssignProcessToJobObject(job, ph)
+		windows.CloseHandle(ph)
 	}
+	go func() {
+		cmd.Wait()
+		c.done <- cmd.ProcessState.ExitCode()
+	}()
 	return c, nil
 }
 
-// resume lets the command run.
+func (c *winChild) pid() int { return c.cmd.Process.Pid }
+
+// resume lets the command's threads (its main thread) go.
 func (c *winChild) resume() error {
-	if c.thread == 0 {
-		return nil
+	p := &liveWinProc{pid: uint32(c.pid())}
+	ids, err := p.threads()
+	if err != nil || len(ids) == 0 {
+		return fmt.Errorf("%s: no main thread to resume: %v", c.cmd.Path, err)
 	}
-	_, err := windows.ResumeThread(c.thread)
-	windows.CloseHandle(c.thread)
-	c.thread = 0
-	return err
+	for _, id := range ids {
+		h, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, id)
+		if err != nil {
+			return fmt.Errorf("OpenThread: %w", err)
+		}
+		_, err = windows.ResumeThread(h)
+		windows.CloseHandle(h)
+		if err != nil {
+			return fmt.Errorf("ResumeThread: %w", err)
+		}
+	}
+	return nil
 }
 
-// kill ends the command (and what it started) and releases the handles.
-func (c *winChild) kill() {
-	windows.TerminateJobObject(c.job, 1)
+// exited reports whether the command has exited, without waiting.
+func (c *winChild) exited() bool {
+	select {
+	case code := <-c.done:
+		c.done <- code
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the command's exit and returns its status.
+func (c *winChild) wait() int {
+	code := <-c.done
+	c.done <- code
 	c.close()
+	return code
 }
 
-// exitCode returns the command's exit status, or -1 while it runs.
-func (c *winChild) exitCode() int {
-	var code uint32
-	if err := windows.GetExitCodeProcess(c.process, &code); err != nil || code == 259 { // STILL_ACTIVE
-		return -1
+// stop waits up to grace for a command told to stop (the console's
+// Ctrl-C reaches it too), then ends it by terminating its job.
+func (c *winChild) stop(grace time.Duration) int {
+	select {
+	case code := <-c.done:
+		c.done <- code
+		c.close()
+		return code
+	case <-time.After(grace):
 	}
-	return int(code)
+	windows.TerminateJobObject(c.job, 1)
+	return c.wait()
 }
 
-// wait waits up to ms milliseconds for the command to exit.
-func (c *winChild) wait(ms uint32) bool {
-	ev, _ := windows.WaitForSingleObject(c.process, ms)
-	return ev == windows.WAIT_OBJECT_0
+// kill ends the command (and what it started) and waits for it.
+func (c *winChild) kill() {
+	if c.job != 0 {
+		windows.TerminateJobObject(c.job, 1)
+	}
+	c.cmd.Process.Kill()
+	c.wait()
 }
 
-// close releases the handles; closing the job kills what still runs in it.
+// close releases the job; closing it kills what still runs in it.
 func (c *winChild) close() {
-	if c.thread != 0 {
-		windows.CloseHandle(c.thread)
-		c.thread = 0
-	}
-	if c.process != 0 {
-		windows.CloseHandle(c.process)
-		c.process = 0
-	}
 	if c.job != 0 {
 		windows.CloseHandle(c.job)
 		c.job = 0
 	}
-}
-
-// environmentBlock builds a CREATE_UNICODE_ENVIRONMENT block:
-// NUL-terminated KEY=value strings, then a final NUL.
-func environmentBlock(env []string) *uint16 {
-	var b []uint16
-	for _, kv := range env {
-		if strings.IndexByte(kv, 0) >= 0 {
-			continue
-		}
-		b = append(b, utf16.Encode([]rune(kv))...)
-		b = append(b, 0)
-	}
-	b = append(b, 0)
-	if len(b) == 1 {
-		b = append(b, 0)
-	}
-	return &b[0]
 }

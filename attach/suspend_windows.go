@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -240,7 +238,7 @@ func moduleIdentity(path string) *Image {
 type suspendTarget struct {
 	proc     *liveWinProc
 	sampler  *suspendSampler
-	launched *suspendChild
+	launched *winChild
 }
 
 func (t *suspendTarget) close() {
@@ -275,7 +273,7 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 			t.close()
 		}
 	}()
-	add := func(pid int, child *suspendChild, argv []string) error {
+	add := func(pid int, child *winChild, argv []string) error {
 		if pid == os.Getpid() {
 			return fmt.Errorf("pid %d is gprof itself, which cannot profile itself", pid)
 		}
@@ -298,11 +296,11 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 		return nil
 	}
 	if len(opts.Command) > 0 {
-		child, err := startSuspendedChild(opts)
+		child, err := launchSuspended(opts.Command, opts.Env, opts.Dir)
 		if err != nil {
 			return res, err
 		}
-		if err := add(child.cmd.Process.Pid, child, opts.Command); err != nil {
+		if err := add(child.pid(), child, opts.Command); err != nil {
 			child.kill()
 			return res, err
 		}
@@ -331,7 +329,7 @@ func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error)
 		case <-ctx.Done():
 			for _, t := range targets {
 				if t.launched != nil {
-					res.ExitCode = t.launched.stop()
+					res.ExitCode = t.launched.stop(suspendStopGrace)
 				}
 			}
 			return res, nil
@@ -357,102 +355,4 @@ func tickSuspend(targets *[]*suspendTarget, list, slow bool, res *Result) {
 	}
 	clear((*targets)[len(kept):])
 	*targets = kept
-}
-
-// suspendChild is a launched command. It is created suspended, put in a job
-// object that kills it when gprof's handle to the job closes (gprof
-// exiting in any way, TerminateProcess included: the Windows analogue of
-// PR_SET_PDEATHSIG), and let go once sampling has started.
-type suspendChild struct {
-	cmd  *exec.Cmd
-	job  windows.Handle
-	done chan int
-}
-
-func startSuspendedChild(opts Options) (*suspendChild, error) {
-	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env, cmd.Dir = opts.Env, opts.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
-	job, err := windows.CreateJobObject(nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("CreateJobObject: %w", err)
-	}
-	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
-	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
-	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
-		windows.CloseHandle(job)
-		return nil, fmt.Errorf("SetInformationJobObject: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		windows.CloseHandle(job)
-		return nil, fmt.Errorf("%s: %w", opts.Command[0], err)
-	}
-	c := &suspendChild{cmd: cmd, job: job, done: make(chan int, 1)}
-	if ph, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid)); err == nil {
-		// Best effort: a process already in a job that forbids nesting
-		// cannot join; it then outlives a killed gprof.
-		windows.AssignProcessToJobObject(job, ph)
-		windows.CloseHandle(ph)
-	}
-	go func() {
-		cmd.Wait()
-		c.done <- cmd.ProcessState.ExitCode()
-	}()
-	return c, nil
-}
-
-// resume lets the command's main thread (its only thread) go.
-func (c *suspendChild) resume() error {
-	p := &liveWinProc{pid: uint32(c.cmd.Process.Pid)}
-	ids, err := p.threads()
-	if err != nil || len(ids) == 0 {
-		return fmt.Errorf("%s: no main thread to resume: %v", c.cmd.Path, err)
-	}
-	for _, id := range ids {
-		h, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, id)
-		if err != nil {
-			return fmt.Errorf("OpenThread: %w", err)
-		}
-		_, err = windows.ResumeThread(h)
-		windows.CloseHandle(h)
-		if err != nil {
-			return fmt.Errorf("ResumeThread: %w", err)
-		}
-	}
-	return nil
-}
-
-func (c *suspendChild) wait() int {
-	code := <-c.done
-	c.done <- code
-	c.closeJob()
-	return code
-}
-
-func (c *suspendChild) closeJob() {
-	if c.job != 0 {
-		windows.CloseHandle(c.job)
-		c.job = 0
-	}
-}
-
-// stop waits for a command told to stop by the console's Ctrl-C (which
-// reaches it too), then ends it by closing the job.
-func (c *suspendChild) stop() int {
-	select {
-	case code := <-c.done:
-		c.done <- code
-		c.closeJob()
-		return code
-	case <-time.After(suspendStopGrace):
-	}
-	windows.TerminateJobObject(c.job, 1)
-	return c.wait()
-}
-
-func (c *suspendChild) kill() {
-	windows.TerminateJobObject(c.job, 1)
-	c.cmd.Process.Kill()
-	c.wait()
 }

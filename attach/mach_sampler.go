@@ -110,23 +110,16 @@ func (s *machSampler) close() {
 
 // gone reports the exit of every known thread and of the process.
 func (s *machSampler) gone() {
-	now := s.now()
+	var tids []int
 	for _, th := range s.sorted() {
-		if th.tid != s.pid {
-			s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
-		}
+		tids = append(tids, th.tid)
 	}
-	s.emit(&Exit{Time: now, Pid: s.pid, Tid: s.pid})
+	emitGone(s.emit, s.now(), s.pid, tids)
 	s.close()
 }
 
 func (s *machSampler) sorted() []*machThread {
-	ths := make([]*machThread, 0, len(s.threads))
-	for _, th := range s.threads {
-		ths = append(ths, th)
-	}
-	slices.SortFunc(ths, func(a, b *machThread) int { return a.tid - b.tid })
-	return ths
+	return byTid(s.threads, func(th *machThread) int { return th.tid })
 }
 
 // tick reconciles the thread list and samples the threads that ran.

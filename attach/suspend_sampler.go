@@ -139,23 +139,16 @@ func (s *suspendSampler) close() {
 
 // gone reports the exit of every known thread and of the process.
 func (s *suspendSampler) gone() {
-	now := s.now()
+	var tids []int
 	for _, th := range s.sorted() {
-		if th.tid != s.pid {
-			s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
-		}
+		tids = append(tids, th.tid)
 	}
-	s.emit(&Exit{Time: now, Pid: s.pid, Tid: s.pid})
+	emitGone(s.emit, s.now(), s.pid, tids)
 	s.close()
 }
 
 func (s *suspendSampler) sorted() []*winThreadState {
-	ths := make([]*winThreadState, 0, len(s.threads))
-	for _, th := range s.threads {
-		ths = append(ths, th)
-	}
-	slices.SortFunc(ths, func(a, b *winThreadState) int { return a.tid - b.tid })
-	return ths
+	return byTid(s.threads, func(th *winThreadState) int { return th.tid })
 }
 
 // loadedModule is a module's unwind tables and identity, read from its

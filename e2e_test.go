@@ -599,7 +599,7 @@ func TestSystemBinaryStacks(t *testing.T) {
 		t.Skip("perl is not installed")
 	}
 	out := filepath.Join(t.TempDir(), "perl.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", "perl", "-e", `my $s = 0; $s += sqrt($_) for 1 .. 4e6; print "$s\n"`)
+	r := gprof(t, "record", "-q", "-o", out, "--", "perl", "-e", `my $s = 0; $s += sqrt($_) for 1 .. 1.2e7; print "$s\n"`)
 	skipIfNoPerf(t, r)
 	if r.code != 0 {
 		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
@@ -614,6 +614,41 @@ func TestSystemBinaryStacks(t *testing.T) {
 	}
 	if _, ok := findFunc(rep.All.TopTotal, "Perl_runops_standard"); !ok {
 		t.Errorf("no Perl_runops_standard: perl's own symbols were not used")
+	}
+}
+
+// TestLazyBindingStacks profiles calls that all go through glibc's
+// lazy-binding trampoline, which realigns the stack and keeps its CFA in
+// rbx: unwinding it needs rbx, restored through the frames above it. Both
+// backends capture rbx; with it, stacks reach main through the trampoline.
+func TestLazyBindingStacks(t *testing.T) {
+	bin := buildC(t, "lazy", "-O1")
+	t.Setenv("LD_BIND_NOT", "1")
+	for _, backend := range []string{"perf", "ptrace"} {
+		t.Run(backend, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "lazy.json.gz")
+			r := gprof(t, "record", "-q", "--backend", backend, "-o", out, "--", bin)
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+			}
+			in, reach := 0, 0
+			for stack, n := range collapsed(t, out, "lazy") {
+				if !strings.Contains(stack, ";_dl_runtime_resolve") {
+					continue
+				}
+				in += n
+				if strings.Contains(stack, ";main;") {
+					reach += n
+				}
+			}
+			if in < 50 {
+				t.Fatalf("only %d samples in the lazy-binding trampoline, want most of the ~300", in)
+			}
+			if pct := 100 * float64(reach) / float64(in); pct < 99 {
+				t.Errorf("%.1f%% of the %d samples in the trampoline reach main, want ≥ 99%%", pct, in)
+			}
+		})
 	}
 }
 

@@ -32,6 +32,7 @@ const (
 type regsLayout struct {
 	mask           uint64
 	ip, sp, fp, lr int // index into the array; -1 when absent
+	bx             int
 	n              int // registers in the array
 }
 
@@ -40,11 +41,11 @@ type regsLayout struct {
 func userRegs(goarch string) (regsLayout, bool) {
 	switch goarch {
 	case "amd64":
-		// arch/x86/include/uapi/asm/perf_regs.h: BP=6 SP=7 IP=8.
-		return regsLayout{mask: 1<<6 | 1<<7 | 1<<8, fp: 0, sp: 1, ip: 2, lr: -1, n: 3}, true
+		// arch/x86/include/uapi/asm/perf_regs.h: BX=1 BP=6 SP=7 IP=8.
+		return regsLayout{mask: 1<<1 | 1<<6 | 1<<7 | 1<<8, bx: 0, fp: 1, sp: 2, ip: 3, lr: -1, n: 4}, true
 	case "arm64":
 		// arch/arm64/include/uapi/asm/perf_regs.h: X29=29 LR=30 SP=31 PC=32.
-		return regsLayout{mask: 1<<29 | 1<<30 | 1<<31 | 1<<32, fp: 0, lr: 1, sp: 2, ip: 3, n: 4}, true
+		return regsLayout{mask: 1<<29 | 1<<30 | 1<<31 | 1<<32, fp: 0, lr: 1, sp: 2, ip: 3, bx: -1, n: 4}, true
 	}
 	return regsLayout{}, false
 }
@@ -446,7 +447,7 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 				}
 				return ne.Uint64(rec[p+8*i:])
 			}
-			r.IP, r.SP, r.FP, r.LR = at(d.regs.ip), at(d.regs.sp), at(d.regs.fp), at(d.regs.lr)
+			r.IP, r.SP, r.FP, r.LR, r.BX = at(d.regs.ip), at(d.regs.sp), at(d.regs.fp), at(d.regs.lr), at(d.regs.bx)
 			p += 8 * d.regs.n
 			s.Regs = r
 		}

@@ -62,6 +62,7 @@ type Switch struct {
 type Regs struct {
 	IP, SP, FP uint64
 	LR         uint64 // arm64 only
+	BX         uint64 // x86-64 only, where the backend captures it (see unwind.Regs)
 }
 
 // Map reports a file (or anonymous region) mapped executable into a

@@ -75,6 +75,7 @@ func decodeThreadState(a machArch, b []byte) (Regs, error) {
 	}
 	if a == machAMD64 {
 		return Regs{
+			BX: le.Uint64(b[1*8:]),
 			FP: le.Uint64(b[6*8:]),
 			SP: le.Uint64(b[7*8:]),
 			IP: le.Uint64(b[16*8:]),

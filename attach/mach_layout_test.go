@@ -114,7 +114,7 @@ func TestDecodeThreadState(t *testing.T) {
 	t.Run("x86_64", func(t *testing.T) {
 		b := make([]byte, x86ThreadState64Count*4)
 		names := []string{"rax", "rbx", "rcx", "rdx", "rdi", "rsi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip", "rflags", "cs", "fs", "gs"}
-		vals := map[string]uint64{"rbp": 0x7ff7bfeff6b0, "rsp": 0x7ff7bfeff690, "rip": 0x100003f40}
+		vals := map[string]uint64{"rbx": 0x7ff7bfeff7c8, "rbp": 0x7ff7bfeff6b0, "rsp": 0x7ff7bfeff690, "rip": 0x100003f40}
 		for i, n := range names {
 			v, ok := vals[n]
 			if !ok {
@@ -126,7 +126,7 @@ func TestDecodeThreadState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (Regs{IP: vals["rip"], SP: vals["rsp"], FP: vals["rbp"]}); r != want {
+		if want := (Regs{IP: vals["rip"], SP: vals["rsp"], FP: vals["rbp"], BX: vals["rbx"]}); r != want {
 			t.Errorf("regs %+x, want %+x", r, want)
 		}
 	})

@@ -13,6 +13,6 @@ func ptGetRegs(tid int, r *Regs) (inSyscall bool, err error) {
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
 		return false, err
 	}
-	*r = Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp}
+	*r = Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp, BX: pr.Rbx}
 	return int64(pr.Orig_rax) >= 0 && pr.Orig_rax < 4096 && pr.Rcx == pr.Rip, nil
 }

@@ -431,13 +431,15 @@ const (
 )
 
 // rule is a compiled CFI row reduced to the values an unwinder recovers:
-// the CFA, the return address, the frame pointer and the stack pointer.
+// the CFA, the return address, the frame pointer, the stack pointer and,
+// on x86-64, rbx.
 type rule struct {
 	flags uint8
 	cfa   regRule
 	ra    regRule
 	fp    regRule
 	sp    regRule
+	bx    regRule
 }
 
 // Tracked register slots, and the DWARF numbers that name them per arch.
@@ -446,6 +448,11 @@ const (
 	slotSP
 	slotFP
 	slotLR
+	// slotBX is x86-64's rbx. Compiled code keeps its CFA in rsp or rbp,
+	// but hand-written code may not: glibc's lazy-binding trampoline
+	// (_dl_runtime_resolve_*) realigns rsp and keeps its CFA in rbx, so
+	// every first call through a PLT slot needs rbx to be unwound.
+	slotBX
 	numSlots
 	slotNone = 0xff
 )
@@ -466,6 +473,8 @@ func (a arch) slot(reg uint64) uint8 {
 			return slotSP
 		case 6:
 			return slotFP
+		case 3:
+			return slotBX
 		case 16:
 			return slotPC // rip, for DW_OP_breg16 in PLT expressions
 		}
@@ -487,6 +496,7 @@ type row struct {
 	cfa      regRule
 	ra       regRule
 	fp, sp   regRule
+	bx       regRule
 	raSigned bool // arm64 pointer authentication state, ignored for now
 }
 
@@ -500,7 +510,7 @@ func (s *cfiSection) evalRow(a arch, f *fde, pc uint64, out *rule) bool {
 	if !s.exec(a, f, f.insns, pc, &cur, &init) {
 		return false
 	}
-	*out = rule{cfa: cur.cfa, ra: cur.ra, fp: cur.fp, sp: cur.sp}
+	*out = rule{cfa: cur.cfa, ra: cur.ra, fp: cur.fp, sp: cur.sp, bx: cur.bx}
 	if f.cie.signal {
 		out.flags |= flagSignal
 	}
@@ -541,6 +551,8 @@ func (s *cfiSection) exec(a arch, f *fde, insns []byte, pc uint64, cur, init *ro
 			cur.fp = rr
 		case a.slot(reg) == slotSP:
 			cur.sp = rr
+		case a.slot(reg) == slotBX:
+			cur.bx = rr
 		}
 	}
 	restore := func(reg uint64) {
@@ -555,6 +567,8 @@ func (s *cfiSection) exec(a arch, f *fde, insns []byte, pc uint64, cur, init *ro
 			cur.fp = init.fp
 		case a.slot(reg) == slotSP:
 			cur.sp = init.sp
+		case a.slot(reg) == slotBX:
+			cur.bx = init.bx
 		}
 	}
 	for r.off < len(r.b) {

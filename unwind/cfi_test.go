@@ -145,7 +145,10 @@ func diffRule(m *module, got *rule, want *frame.FrameContext) string {
 	if m.arch == archARM64 {
 		fpReg = 29
 	}
-	return diffReg(sec, got.fp, want.Regs[fpReg], "FP")
+	if msg := diffReg(sec, got.fp, want.Regs[fpReg], "FP"); msg != "" || m.arch != archAMD64 {
+		return msg
+	}
+	return diffReg(sec, got.bx, want.Regs[3], "RBX")
 }
 
 func diffReg(sec *cfiSection, got regRule, want frame.DWRule, name string) string {

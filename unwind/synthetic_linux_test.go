@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gprof-dev/gprof/internal/vdso"
@@ -183,3 +186,130 @@ func TestSigreturnWithoutCFI(t *testing.T) {
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 func bytesIndex(b, sep []byte) int { return bytes.Index(b, sep) }
+
+// cfiIdioms assembles testdata/cfi.S into a shared object, maps it at a
+// fixed base and returns the address space and its symbols' addresses.
+func cfiIdioms(t *testing.T) (*AddressSpace, map[string]uint64) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc to assemble testdata/cfi.S")
+	}
+	so := filepath.Join(t.TempDir(), "cfi.so")
+	if out, err := exec.Command("gcc", "-shared", "-nostdlib", "-o", so, "testdata/cfi.S").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f, err := elf.Open(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x7f0000000000
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = base + s.Value
+	}
+	return mapELF(t, so, base), addr
+}
+
+// stackAt copies a stack from address from to end: words holds values by
+// address (those below from are not in the copy), the rest is zero.
+func stackAt(from uint64, words map[uint64]uint64, end uint64) []byte {
+	b := make([]byte, end-from)
+	for a, v := range words {
+		if a >= from {
+			binary.LittleEndian.PutUint64(b[a-from:], v)
+		}
+	}
+	return b
+}
+
+// belowSP is a reader that answers with garbage below sp and nothing
+// elsewhere: an unwinder that needs the word under the stack pointer (which
+// no stack copy has) must not get a plausible value from it.
+func belowSP(sp uint64) ReadMemory {
+	return func(b []byte, a uint64) bool {
+		binary.LittleEndian.PutUint64(b, 0xbad0bad0)
+		return a < sp
+	}
+}
+
+// TestEpilogue unwinds from callee in testdata/cfi.S before and after its
+// epilogue pops rbp. After the pop, the CFI still says rbp is saved below
+// the stack pointer: the register already holds the caller's value, and
+// the word itself is in no stack copy (perf copies from SP up). Taking the
+// rule literally lost rbp, and with it every frame above a caller whose
+// CFA is rbp-based: seen in glibc's msort_with_tmp under qsort_r, whose
+// alloca makes its CFA rbp+16.
+func TestEpilogue(t *testing.T) {
+	as, addr := cfiIdioms(t)
+	u := New()
+	defer u.Close()
+	// From S up: callee's return address; caller's 64 bytes; caller's
+	// saved rbp at S+72, where caller's rbp points; its return address into
+	// outer; outer's padding word; a zero return address, the chain's end.
+	const S = 0x7ffc00001000
+	words := map[uint64]uint64{S: addr["caller_ret"], S + 72: 0x7ffc0000ff00, S + 80: addr["outer_ret"]}
+	for _, c := range []struct {
+		name   string
+		ip, sp uint64
+		fp     uint64
+	}{
+		{"before the pop", addr["callee_pop"], S - 8, 1},
+		{"after the pop", addr["callee_ret"], S, S + 72},
+	} {
+		words[S-8] = S + 72 // callee's saved rbp
+		stack := stackAt(c.sp, words, S+112)
+		want := []uint64{c.ip, addr["caller_ret"], addr["outer_ret"]}
+		for _, read := range []ReadMemory{nil, belowSP(c.sp)} {
+			got := u.UnwindMemory(as, Regs{IP: c.ip, SP: c.sp, FP: c.fp}, stack, read, nil)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s (reader %v): got %#x, want %#x", c.name, read != nil, got, want)
+			}
+		}
+	}
+}
+
+// TestCFAInRBX unwinds through trampoline in testdata/cfi.S, whose CFA is
+// rbx+16 after it realigns the stack, as glibc's lazy-binding trampoline
+// does: from the trampoline itself, with rbx from the registers, and from
+// leaf above it, which saved rbx and clobbered it.
+func TestCFAInRBX(t *testing.T) {
+	as, addr := cfiIdioms(t)
+	u := New()
+	defer u.Close()
+	// The trampoline's CFA is C; it pushed the caller's rbx at T = C-16
+	// and pointed rbx there; its aligned stack ends at A.
+	const C = 0x7ffc00002000
+	const T = C - 16
+	const A = T&^63 - 128
+	words := map[uint64]uint64{
+		A - 16: T,                      // leaf's saved rbx
+		A - 8:  addr["trampoline_ret"], // leaf's return address
+		T:      0x1234,                 // the trampoline caller's rbx
+		T + 8:  addr["outer_ret"],      // the trampoline's return address
+	}
+	for _, c := range []struct {
+		name       string
+		ip, sp, bx uint64
+		want       []uint64
+	}{
+		{"in the trampoline", addr["trampoline_body"], A, T, []uint64{addr["outer_ret"]}},
+		{"in leaf", addr["leaf_body"], A - 16, 2, []uint64{addr["trampoline_ret"], addr["outer_ret"]}},
+	} {
+		stack := stackAt(c.sp, words, C+32)
+		want := append([]uint64{c.ip}, c.want...)
+		got := u.Unwind(as, Regs{IP: c.ip, SP: c.sp, FP: 0x1111, BX: c.bx}, stack, nil)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %#x, want %#x", c.name, got, want)
+		}
+		// Without rbx the trampoline cannot be unwound, and nothing
+		// made up takes its place.
+		if got := u.Unwind(as, Regs{IP: c.ip, SP: c.sp, FP: 0x1111}, stack, nil); c.bx == T && len(got) != 1 {
+			t.Errorf("%s without rbx: got %#x, want the IP alone", c.name, got)
+		}
+	}
+}

@@ -43,6 +43,7 @@ import (
 type Regs struct {
 	IP, SP, FP uint64
 	LR         uint64 // arm64 only
+	BX         uint64 // x86-64 only; 0 when the backend did not capture it
 }
 
 // Mapping is an executable mapping of a file into a process.
@@ -276,6 +277,9 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 	if regs.LR != 0 {
 		st.set(slotLR, regs.LR)
 	}
+	if regs.BX != 0 {
+		st.set(slotBX, regs.BX)
+	}
 	out = append(out, regs.IP)
 	exact := true
 	m := as.find(regs.IP)
@@ -461,6 +465,11 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory, next *state) bool {
 	if fp, ok, undef := regValue(a, sec, r.fp, cfa, st, mem, slotFP); ok && !undef {
 		next.set(slotFP, fp)
 	}
+	if a == archAMD64 {
+		if bx, ok, undef := regValue(a, sec, r.bx, cfa, st, mem, slotBX); ok && !undef {
+			next.set(slotBX, bx)
+		}
+	}
 	sp := cfa
 	if r.sp.kind != ruleUnset && r.sp.kind != ruleSame {
 		v, ok, undef := regValue(a, sec, r.sp, cfa, st, mem, slotSP)
@@ -490,7 +499,16 @@ func regValue(a arch, sec *cfiSection, rr regRule, cfa uint64, st *state, mem *m
 	case ruleUndef:
 		return 0, false, true
 	case ruleOffset:
-		v, ok = mem.u64(cfa + uint64(int64(rr.off)))
+		addr := cfa + uint64(int64(rr.off))
+		if st.has(slotSP) && addr < st.r[slotSP] && st.has(same) && !(a == archAMD64 && same == slotLR) {
+			// Saved below the stack pointer: the frame is in its
+			// epilogue, past the pop (GCC's epilogue CFI moves the CFA
+			// but does not restore the popped registers' rules), so the
+			// register already holds the caller's value. The word itself
+			// is not in a stack copied from SP up.
+			return st.r[same], true, false
+		}
+		v, ok = mem.u64(addr)
 		return v, ok, false
 	case ruleValOff:
 		return cfa + uint64(int64(rr.off)), true, false
@@ -558,6 +576,9 @@ func sigreturnStep(st *state, mem *memory, next *state) bool {
 	next.set(slotPC, rip)
 	next.set(slotSP, rsp)
 	next.set(slotFP, rbp)
+	if rbx, ok := mem.u64(sp + mc + 11*8); ok {
+		next.set(slotBX, rbx)
+	}
 	next.valid |= exactBit
 	return true
 }

@@ -177,7 +177,7 @@ type File struct {
 	bo         binary.ByteOrder
 	ids        map[uint64]int // sample id -> attr index
 	regsAt     [3]int         // ip, sp, fp indexes in REGS_USER; -1 absent
-	lrAt       int
+	lrAt, bxAt int            // arm64's LR, x86-64's rbx; -1 absent
 	nregs      int
 	lastTime   int64
 	compressed [][]byte
@@ -333,7 +333,7 @@ func (f *File) selectAttr() {
 		return
 	}
 	f.regsAt = [3]int{-1, -1, -1}
-	f.lrAt = -1
+	f.lrAt, f.bxAt = -1, -1
 	a := &f.Attrs[f.Sampled]
 	at := func(bit uint) int {
 		if bit >= 64 || a.RegsUser&(1<<bit) == 0 {
@@ -348,8 +348,9 @@ func (f *File) selectAttr() {
 		f.regsAt = [3]int{at(32), at(31), at(29)}
 		f.lrAt = at(30)
 	default:
-		// arch/x86/include/uapi/asm/perf_regs.h: BP=6 SP=7 IP=8.
+		// arch/x86/include/uapi/asm/perf_regs.h: BX=1 BP=6 SP=7 IP=8.
 		f.regsAt = [3]int{at(8), at(7), at(6)}
+		f.bxAt = at(1)
 	}
 }
 

@@ -304,7 +304,7 @@ func (f *File) sample(misc uint16, rec []byte) {
 				}
 				return bo.Uint64(rec[p+8*i:])
 			}
-			s.Regs = &attach.Regs{IP: at(f.regsAt[0]), SP: at(f.regsAt[1]), FP: at(f.regsAt[2]), LR: at(f.lrAt)}
+			s.Regs = &attach.Regs{IP: at(f.regsAt[0]), SP: at(f.regsAt[1]), FP: at(f.regsAt[2]), LR: at(f.lrAt), BX: at(f.bxAt)}
 			p += 8 * f.nregs
 			if s.Regs.IP == 0 || s.Regs.SP == 0 {
 				s.Regs = nil // not the registers an unwinder needs

@@ -105,8 +105,10 @@ func checkCPUAccounted(t *testing.T, path string, times map[int]threadTimes, sam
 }
 
 // checkKernelShare checks that kernel-mode samples show up in proportion
-// to system time (getrusage splits user and system by clock ticks, so the
-// tolerance is wide), on top of a user stack.
+// to system time, on top of a user stack. getrusage splits user and
+// system time by the mode clock ticks land in: sysheavy's sys thread reads
+// 46–62% system where perf's samples say 62–66%, its user thread 11–15%
+// where perf says under 1%; so the tolerance is wide.
 func checkKernelShare(t *testing.T, threads map[int]*profile.Thread, times map[int]threadTimes, wantLabel bool) {
 	t.Helper()
 	for tid, tt := range times {
@@ -115,7 +117,7 @@ func checkKernelShare(t *testing.T, threads map[int]*profile.Thread, times map[i
 			continue
 		}
 		want := float64(tt.sys) / float64(tt.user+tt.sys)
-		if got := kernelShare(th); math.Abs(got-want) > 0.2 {
+		if got := kernelShare(th); math.Abs(got-want) > 0.25 {
 			t.Errorf("thread %s: %.0f%% of samples in the kernel; getrusage says %.0f%% of its time was", tt.name, 100*got, 100*want)
 		}
 		for i, f := range th.Frames.Frames {
@@ -172,8 +174,16 @@ func TestKernelTimeWithKernelStacks(t *testing.T) {
 	checkKernelShare(t, threads, times, false)
 }
 
-// The ptrace backend drops stops in system calls but carries their CPU
-// time to the thread's next sample, so the time still adds up.
+// The ptrace backend keeps a stop of a thread running a system call as a
+// [kernel] sample on the user stack that made it, so the time adds up and
+// the syscall-heavy thread shows its time in the kernel. Its stops land at
+// the first exit from the kernel after the interrupt, which a thread making
+// a system call every microsecond reaches sooner than the interrupt's IPI
+// (perf shows sysheavy's sys thread ~64% in the kernel, ptrace 83–97%): so
+// the share is checked one way, at least half of getrusage's; the user
+// thread makes almost no system calls and must show almost none. Dropping
+// those stops instead left the sys thread with few samples on a loaded
+// machine, and the CPU time after the last of them lost (CI: 514 of 600 ms).
 func TestKernelTimePtrace(t *testing.T) {
 	bin := buildC(t, "sysheavy")
 	out := filepath.Join(t.TempDir(), "k.json.gz")
@@ -181,7 +191,19 @@ func TestKernelTimePtrace(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("gprof record exited %d: %s", r.code, r.stderr)
 	}
-	checkCPUAccounted(t, out, sysheavyTimes(t, r.stdout), false)
+	times := sysheavyTimes(t, r.stdout)
+	threads := checkCPUAccounted(t, out, times, false)
+	for tid, tt := range times {
+		th := threads[tid]
+		if th == nil {
+			continue
+		}
+		sys := float64(tt.sys) / float64(tt.user+tt.sys)
+		got := kernelShare(th)
+		if tt.name == "sys" && got < sys/2 || tt.name == "user" && got > 0.2 {
+			t.Errorf("thread %s: %.0f%% of samples in the kernel; getrusage says %.0f%% of its time was", tt.name, 100*got, 100*sys)
+		}
+	}
 }
 
 // As an unprivileged user, whatever kernel.perf_event_paranoid allows, the
@@ -239,13 +261,19 @@ func TestKernelTimeUnprivileged(t *testing.T) {
 		checkKernelShare(t, threads, times, true)
 	}
 	if paranoid == 2 && sum.Backend == "perf" {
-		var sys int64
+		var sys, all int64
 		for _, tt := range times {
 			sys += tt.sys
+			all += tt.user + tt.sys
 		}
-		// The time with no stack is the system time; getrusage splits
-		// user and system by clock ticks, hence the wide tolerance.
-		if got := int64(sum.NoStackSec * 1e9); math.Abs(float64(got-sys)) > 0.25*float64(sys)+30e6 {
+		// The time with no stack is the system time. getrusage splits
+		// user and system by which mode clock ticks land in, which is
+		// off by more than its sampling error here: sysheavy's user
+		// thread, which makes no system calls, gets 11–15% system time,
+		// and 456 ms with no stack met 323 ms of system time in CI. So
+		// the tolerance is a share of all the CPU time: it still tells
+		// the system time from none of it or all of it.
+		if got := int64(sum.NoStackSec * 1e9); math.Abs(float64(got-sys)) > 0.2*float64(all)+30e6 {
 			t.Errorf("summary: %v with no stack; getrusage says %v of system time", time.Duration(got), time.Duration(sys))
 		}
 		if !strings.Contains(sum.NoStackWhy, "paranoid=2") {

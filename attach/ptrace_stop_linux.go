@@ -219,12 +219,10 @@ func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running
 		s.stats.offCPU++
 		return nil, false
 	}
-	if inSyscall && !s.keepSyscall {
-		// The thread stopped on its way out of the kernel, where a
-		// thread that was waiting for a CPU or in a system call stops.
-		// Keeping such samples would pile them on the few syscall sites
-		// of a busy loop; perf samples user mode only, so drop them. The
-		// caller keeps the CPU time for the thread's next sample.
+	if inSyscall && !s.keepSyscall && !running {
+		// Asleep in a system call, and woken by the interrupt: its CPU
+		// time was spent before it slept, so the caller keeps it for the
+		// thread's next sample.
 		s.stats.inSyscall++
 		return nil, false
 	}
@@ -244,6 +242,12 @@ func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running
 		Stack:     s.one[:],
 		Regs:      &s.regs,
 		StackCopy: stack,
+		// Running in a system call when interrupted (it stops on the way
+		// out): time in the kernel, shown as perf shows a kernel-mode
+		// sample without kernel stacks, on the user stack that made the
+		// call. Dropping these left a thread that lives in system calls
+		// with few samples, and its CPU time after the last of them lost.
+		InKernel: inSyscall && !s.keepSyscall,
 	}
 	return &s.sample, outside
 }

@@ -33,14 +33,30 @@ func TestSuspendLiveAttach(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var samples, deep int
+	type counts struct {
+		samples, deep int
+		cpu           int64
+	}
+	byTid := map[int]*counts{}
 	res, err := Record(ctx, Options{Pids: []int{pid}, Backend: "suspend", Interval: time.Millisecond}, func(e Event) {
 		if s, ok := e.(*Sample); ok {
 			samples++
+			c := byTid[s.Tid]
+			if c == nil {
+				c = &counts{}
+				byTid[s.Tid] = c
+			}
+			c.samples++
+			c.cpu += s.CPUDelta
 			if len(s.Stack) >= 3 {
 				deep++
+				c.deep++
 			}
 		}
 	})
+	for tid, c := range byTid {
+		t.Logf("thread %d: %d samples, %d deep, %v CPU", tid, c.samples, c.deep, time.Duration(c.cpu))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

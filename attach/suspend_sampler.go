@@ -10,8 +10,10 @@ package attach
 // the modules' .pdata. The loader's module list is reread every slow tick.
 
 import (
+	"bytes"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gprof-dev/gprof/unwind"
 )
@@ -102,6 +104,11 @@ type suspendSampler struct {
 	stack  []byte
 	frames []uint64
 	sample Sample
+	// deferred holds the samples taken while module tables are being
+	// read, with copies of their stacks, to be unwound once the tables
+	// are in; deferredBytes is the size of those copies.
+	deferred      []deferredSample
+	deferredBytes int
 
 	procName string
 	argv     []string
@@ -125,8 +132,30 @@ func newSuspendSampler(p winProcess, pid, stackSize int, emit func(Event), now f
 	}
 }
 
-// close closes the thread handles and lets module reads under way end.
+// deferredSample is a sample whose stack is yet to be unwound.
+type deferredSample struct {
+	time  int64
+	tid   int
+	delta int64
+	regs  Regs
+	stack []byte
+}
+
+// Bounds on the samples held for tables still being read: past either,
+// they are unwound with the tables that are in.
+const (
+	suspendDeferMax      = 2000
+	suspendDeferMaxBytes = 64 << 20
+	// suspendLoadWait bounds the wait, when sampling ends, for module
+	// tables still being read.
+	suspendLoadWait = 3 * time.Second
+)
+
+// close unwinds the samples still held (waiting a little for the tables
+// they need), closes the thread handles and lets module reads under way
+// end.
 func (s *suspendSampler) close() {
+	s.flush(true)
 	if s.done != nil {
 		close(s.done)
 		s.done = nil
@@ -205,6 +234,34 @@ func (s *suspendSampler) syncModules() {
 	}
 }
 
+// flush unwinds and emits the held samples, in the order taken. With wait
+// it first waits, up to suspendLoadWait, for the module reads under way.
+func (s *suspendSampler) flush(wait bool) {
+	if len(s.deferred) == 0 {
+		return
+	}
+	if wait && s.done != nil {
+		deadline := time.After(suspendLoadWait)
+	loads:
+		for s.pending > 0 {
+			select {
+			case l := <-s.async:
+				s.pending--
+				s.loaded(l)
+			case <-deadline:
+				break loads
+			}
+		}
+	}
+	for i := range s.deferred {
+		d := &s.deferred[i]
+		s.emitSample(d.time, d.tid, d.delta, d.regs, d.stack)
+		s.deferred[i] = deferredSample{}
+	}
+	s.deferred = s.deferred[:0]
+	s.deferredBytes = 0
+}
+
 // drainLoads takes the modules whose files have been read.
 func (s *suspendSampler) drainLoads() {
 	for s.pending > 0 {
@@ -261,6 +318,9 @@ func baseName(p string) string {
 // is gone.
 func (s *suspendSampler) tick(list, slow bool) error {
 	s.drainLoads()
+	if s.pending == 0 {
+		s.flush(false)
+	}
 	if !s.started {
 		list, slow = true, true
 	}
@@ -343,6 +403,7 @@ func (s *suspendSampler) tick(list, slow bool) error {
 
 // dropThread reports th's exit and forgets it.
 func (s *suspendSampler) dropThread(th *winThreadState, now int64) {
+	s.flush(false)       // its samples come before its exit
 	if th.tid != s.pid { // the main thread's exit is the process's
 		s.emit(&Exit{Time: now, Pid: s.pid, Tid: th.tid})
 	}
@@ -379,6 +440,26 @@ func (s *suspendSampler) sampleThread(th *winThreadState) {
 	}
 	th.lastPrint = print
 	th.lastCPU = c
+	s.samples++
+	now := s.now()
+	if s.pending > 0 && !s.fpOnly {
+		// Until a module's tables are in, its frames unwind as leaves,
+		// which cuts the stack short at the first of them: on a loaded
+		// machine reading the modules takes up to a second, the first
+		// second of a recording. Keep a copy of the stack instead, and
+		// unwind it once the tables are in.
+		if len(s.deferred) >= suspendDeferMax || s.deferredBytes+len(stack) > suspendDeferMaxBytes {
+			s.flush(false)
+		}
+		s.deferred = append(s.deferred, deferredSample{time: now, tid: th.tid, delta: delta, regs: regs, stack: bytes.Clone(stack)})
+		s.deferredBytes += len(stack)
+		return
+	}
+	s.emitSample(now, th.tid, delta, regs, stack)
+}
+
+// emitSample unwinds a sample's stack and emits it.
+func (s *suspendSampler) emitSample(at int64, tid int, delta int64, regs Regs, stack []byte) {
 	if s.fpOnly {
 		s.frames = walkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
 	} else {
@@ -387,8 +468,7 @@ func (s *suspendSampler) sampleThread(th *winThreadState) {
 	if len(s.frames) < 2 {
 		s.modsStale = true
 	}
-	s.samples++
-	s.sample = Sample{Time: s.now(), Pid: s.pid, Tid: th.tid, CPU: -1, CPUDelta: delta, Stack: s.frames}
+	s.sample = Sample{Time: at, Pid: s.pid, Tid: tid, CPU: -1, CPUDelta: delta, Stack: s.frames}
 	s.emit(&s.sample)
 }
 

@@ -274,3 +274,83 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 	}
 	s.close()
 }
+
+// TestSuspendSamplerDefersUntilTables: samples taken while module tables
+// are being read are held, with copies of their stacks, and unwound in
+// the order taken once the tables are in (without the tables, frames in
+// that module unwind as leaves and stacks come out cut short); close waits
+// for reads under way so as to unwind what it still holds.
+func TestSuspendSamplerDefersUntilTables(t *testing.T) {
+	for _, atClose := range []bool{false, true} {
+		p := newFakeWinProc()
+		var events []Event
+		clock := int64(0)
+		s := newSuspendSampler(p, 7, 4096, func(e Event) {
+			if sm, ok := e.(*Sample); ok {
+				c := *sm
+				c.Stack = slices.Clone(sm.Stack)
+				e = &c
+			}
+			events = append(events, e)
+		}, func() int64 { clock++; return clock })
+		release := make(chan struct{})
+		s.identity = func(path string) *Image {
+			<-release
+			return &Image{CodeID: "x"}
+		}
+		s.async = make(chan loadedModule)
+		for i := 0; i < 3; i++ {
+			for _, th := range p.ths {
+				th.cpuNS += 1e6
+				th.rax++
+			}
+			s.tick(i == 0, i == 0)
+		}
+		var held int
+		for _, e := range events {
+			if _, ok := e.(*Sample); ok {
+				held++
+			}
+		}
+		n := len(s.deferred)
+		if held != 0 || n < 4 {
+			t.Fatalf("while reading: %d samples out, %d held; want none out, 4 or more held", held, n)
+		}
+		// The stack changes after the samples were taken: they must show
+		// what it held then.
+		binary.LittleEndian.PutUint64(p.mem[0:], 0x140009999)
+		close(release)
+		if atClose {
+			s.close()
+		} else {
+			for i := 0; i < 1000 && len(s.deferred) > 0; i++ {
+				time.Sleep(time.Millisecond)
+				s.tick(false, false)
+			}
+		}
+		var times []int64
+		mapAt := -1
+		for i, e := range events {
+			switch e := e.(type) {
+			case *Map:
+				mapAt = i
+			case *Sample:
+				if len(times) < n {
+					times = append(times, e.Time)
+					if want := []uint64{0x140001000, 0x140001100, 0x140001200}; !slices.Equal(e.Stack, want) {
+						t.Errorf("close %v: sample stack %x, want %x", atClose, e.Stack, want)
+					}
+					if mapAt < 0 {
+						t.Errorf("close %v: a held sample came before its module's Map", atClose)
+					}
+				}
+			}
+		}
+		if len(times) != n || !slices.IsSorted(times) {
+			t.Errorf("close %v: held samples out at times %v, want %d in order", atClose, times, n)
+		}
+		if !atClose {
+			s.close()
+		}
+	}
+}

@@ -652,6 +652,44 @@ func TestLazyBindingStacks(t *testing.T) {
 	}
 }
 
+// TestStackCopyCutShort profiles a program spinning under a 24 KiB deep
+// recursion: the default 16 KiB stack copy cannot hold its stacks, and
+// gprof says so, naming the flag that helps; with --stack-size 64K (the
+// kernel's limit, 65528 bytes) the stacks reach main and nothing is said.
+func TestStackCopyCutShort(t *testing.T) {
+	bin := buildC(t, "deep")
+	for _, c := range []struct {
+		size   string
+		notice bool
+	}{{"16K", true}, {"64K", false}} {
+		t.Run(c.size, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "deep.json.gz")
+			r := gprof(t, "record", "--stack-size", c.size, "-o", out, "--", bin, "0.4")
+			skipIfNoPerf(t, r)
+			if r.code != 0 {
+				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+			}
+			said := strings.Contains(r.stderr, "stop where the 16384-byte stack copy ends") && strings.Contains(r.stderr, "--stack-size 64K")
+			if said != c.notice {
+				t.Errorf("stderr %q: notice of short copies %v, want %v", r.stderr, said, c.notice)
+			}
+			all, reach := 0, 0
+			for stack, n := range collapsed(t, out, "deep") {
+				all += n
+				if strings.Contains(stack, ";main;") {
+					reach += n
+				}
+			}
+			if all < 50 {
+				t.Fatalf("only %d samples", all)
+			}
+			if full := float64(reach) >= 0.95*float64(all); full == c.notice {
+				t.Errorf("%d of %d stacks reach main", reach, all)
+			}
+		})
+	}
+}
+
 // TestErrors checks bad input: one line on stderr, the documented exit
 // code, and an existing output file left alone.
 func TestErrors(t *testing.T) {

@@ -84,7 +84,7 @@ Examples:
 			&cli.BoolFlag{Name: "no-counters", Usage: "do not sample each process's memory and CPU use, nor gprof's own overhead, at the interval"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
-			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528)"},
+			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528, which 64K stands for)"},
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace on Linux (default perf, falling back to ptrace when perf_event_open is denied), mach on macOS, etw or suspend on Windows (default etw, falling back to suspend when ETW is denied or delivers no events)"},
 			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
 			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
@@ -307,8 +307,11 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		o.Attach.CallGraph = "dwarf"
 	}
 	ss, err := parseSize(c.String("stack-size"))
+	if ss == 64<<10 {
+		ss = 65528 // "64K" means as much as the kernel copies
+	}
 	if err != nil || ss < 512 || ss > 65528 {
-		return o, usagef("--stack-size %s is out of range: use 512 to 65528 bytes (e.g. 8K; the kernel's limit is 64K-8)", c.String("stack-size"))
+		return o, usagef("--stack-size %s is out of range: use 512 to 65528 bytes (e.g. 8K; 64K stands for 65528, the kernel's limit)", c.String("stack-size"))
 	}
 	o.Attach.StackSize = int(ss) &^ 7
 	be, err := attach.ParseBackend(c.String("backend"))

@@ -185,6 +185,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 				b.unstacked, b.switches))
 		}
 	}
+	if n := u.cutShort; n >= 10 && n*100 >= u.stacks && opts.Attach.Notice != nil {
+		opts.Attach.Notice(fmt.Sprintf("%d of %d stacks (%.1f%%) stop where the %d-byte stack copy ends, short of the outermost frame; --stack-size 64K copies more (the kernel's limit), at a higher cost per sample",
+			n, u.stacks, 100*float64(n)/float64(u.stacks), u.copySize))
+	}
 	// Exec images count once: the same count report prints.
 	out.Processes = prof.ProcessCount()
 	if len(opts.Attach.Command) > 0 && len(procs) > 0 {

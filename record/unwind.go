@@ -12,6 +12,11 @@ import (
 type userUnwinder struct {
 	u      *unwind.Unwinder
 	spaces map[*proc]*space
+	// copySize is the longest stack copy seen: the size asked for, in
+	// practice. stacks counts the samples unwound from a copy; cutShort
+	// those whose copy was that long and ended before the stack did.
+	copySize         int
+	stacks, cutShort int
 }
 
 // space is a process's address space as the unwinder sees it, kept in step
@@ -73,7 +78,16 @@ func unwindPath(m *attach.Map) string {
 func (uw *userUnwinder) unwind(pr *proc, s *attach.Sample, out []uint64) []uint64 {
 	sp := uw.sync(pr)
 	n := len(out)
-	out = uw.u.Unwind(&sp.as, unwind.Regs(*s.Regs), s.StackCopy, out)
+	out, short := uw.u.UnwindCopy(&sp.as, unwind.Regs(*s.Regs), s.StackCopy, out)
+	// A copy shorter than the others reached the top of its stack, so
+	// what it lacks was not there to copy.
+	uw.stacks++
+	if len(s.StackCopy) > uw.copySize {
+		uw.copySize, uw.cutShort = len(s.StackCopy), 0
+	}
+	if short && len(s.StackCopy) == uw.copySize {
+		uw.cutShort++
+	}
 	fpChain := s.Stack[s.KernelFrames:]
 	if len(out) > n && len(fpChain) > 1 {
 		last := out[len(out)-1]

@@ -216,11 +216,11 @@ func cfiIdioms(t *testing.T) (*AddressSpace, map[string]uint64) {
 }
 
 // stackAt copies a stack from address from to end: words holds values by
-// address (those below from are not in the copy), the rest is zero.
+// address (those outside it are not in the copy), the rest is zero.
 func stackAt(from uint64, words map[uint64]uint64, end uint64) []byte {
 	b := make([]byte, end-from)
 	for a, v := range words {
-		if a >= from {
+		if a >= from && a+8 <= end {
 			binary.LittleEndian.PutUint64(b[a-from:], v)
 		}
 	}
@@ -310,6 +310,34 @@ func TestCFAInRBX(t *testing.T) {
 		// made up takes its place.
 		if got := u.Unwind(as, Regs{IP: c.ip, SP: c.sp, FP: 0x1111}, stack, nil); c.bx == T && len(got) != 1 {
 			t.Errorf("%s without rbx: got %#x, want the IP alone", c.name, got)
+		}
+	}
+}
+
+// TestUnwindCopyCutShort: UnwindCopy says a stack ended for want of the
+// words past its copy only when that is why it ended, not when it reached
+// its outermost frame.
+func TestUnwindCopyCutShort(t *testing.T) {
+	as, addr := cfiIdioms(t)
+	u := New()
+	defer u.Close()
+	// callee after its pop, as in TestEpilogue: caller's return address
+	// into outer sits at S+80.
+	const S = 0x7ffc00001000
+	words := map[uint64]uint64{S: addr["caller_ret"], S + 72: 0x7ffc0000ff00, S + 80: addr["outer_ret"]}
+	regs := Regs{IP: addr["callee_ret"], SP: S, FP: S + 72}
+	for _, c := range []struct {
+		end   uint64 // the copy's end
+		n     int    // frames
+		short bool
+	}{
+		{S + 112, 3, false}, // whole: ends at a zero return address
+		{S + 80, 2, true},   // the return address into outer is past the end
+		{S + 8, 2, true},    // so is caller's saved rbp
+	} {
+		got, short := u.UnwindCopy(as, regs, stackAt(S, words, c.end), nil)
+		if len(got) != c.n || short != c.short {
+			t.Errorf("copy of %d bytes: %d frames, cut short %v; want %d, %v", c.end-S, len(got), short, c.n, c.short)
 		}
 	}
 }

@@ -224,6 +224,17 @@ func (u *Unwinder) Unwind(as *AddressSpace, regs Regs, stack []byte, out []uint6
 	return u.UnwindMemory(as, regs, stack, nil, out)
 }
 
+// UnwindCopy is Unwind, and also reports whether the stack ended because
+// a frame needed a word just past the end of the copy: a longer copy
+// would have gone on.
+func (u *Unwinder) UnwindCopy(as *AddressSpace, regs Regs, stack []byte, out []uint64) (frames []uint64, cutShort bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	mem := memory{sp: regs.SP, stack: stack, buf: &u.buf}
+	out = u.unwind(as, regs, &mem, out)
+	return out, mem.past && !mem.done
+}
+
 // UnwindMemory is Unwind for a live (stopped) process: words outside stack
 // are read with read. stack may be empty; a caller that can copy a chunk
 // of stack at SP in one call should, since read is called once per word.
@@ -240,7 +251,15 @@ type memory struct {
 	stack []byte
 	read  ReadMemory
 	buf   *[8]byte
+	// past is set when a word just past the end of the copy (within
+	// pastSlack) could not be read; done when the unwinder reached the
+	// outermost frame or its frame limit, so the copy's end did not matter.
+	past, done bool
 }
+
+// pastSlack is how far past a stack copy's end a word counts as the next
+// frames' rather than garbage: deep frames are rarely larger.
+const pastSlack = 64 << 10
 
 func (m *memory) u64(addr uint64) (uint64, bool) {
 	if off := addr - m.sp; addr >= m.sp && off < uint64(len(m.stack)) && uint64(len(m.stack))-off >= 8 {
@@ -248,6 +267,9 @@ func (m *memory) u64(addr uint64) (uint64, bool) {
 	}
 	if m.read != nil && m.read(m.buf[:], addr) {
 		return binary.LittleEndian.Uint64(m.buf[:]), true
+	}
+	if end := m.sp + uint64(len(m.stack)); len(m.stack) > 0 && addr+8 > end && addr < end+pastSlack {
+		m.past = true
 	}
 	return 0, false
 }
@@ -284,9 +306,12 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 	exact := true
 	m := as.find(regs.IP)
 	var next state
+	mem.done = true // unless a step fails below
 	for n := 1; n < max; n++ {
 		next = state{}
+		mem.past = false
 		if !u.step(m, &st, mem, exact, &next) {
+			mem.done = false
 			break
 		}
 		pc := next.r[slotPC]

@@ -60,7 +60,7 @@ func TestRecordRejectsBadNumbers(t *testing.T) {
 		{"--keep", "NaN"}, {"--keep", "inf"}, {"--keep", "1e300"}, {"--keep", "1e-12"},
 		{"-r", "NaN"}, {"-r", "inf"}, {"-F", "nan"}, {"-r", "0"},
 		{"--max-memory", "NaN"}, {"--max-memory", "inf"}, {"--max-memory", "1e30G"},
-		{"--stack-size", "NaN"}, {"--stack-size", "100K"}, {"--stack-size", "64K"}, {"--stack-size", "1"},
+		{"--stack-size", "NaN"}, {"--stack-size", "100K"}, {"--stack-size", "65529"}, {"--stack-size", "1"},
 	} {
 		full := append(append([]string{"record"}, args...), "-o", "/nonexistent-gprof-dir/p.json", "--", "true")
 		_, errOut, code := runCLI(t, full...)

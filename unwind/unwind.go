@@ -491,7 +491,11 @@ func cfiStep(mod *module, r *rule, st *state, mem *memory, next *state) bool {
 		next.set(slotFP, fp)
 	}
 	if a == archAMD64 {
-		if bx, ok, undef := regValue(a, sec, r.bx, cfa, st, mem, slotBX); ok && !undef {
+		if k := r.bx.kind; k == ruleUnset || k == ruleSame {
+			// Most frames leave rbx alone: no call for them.
+			next.r[slotBX] = st.r[slotBX]
+			next.valid |= st.valid & (1 << slotBX)
+		} else if bx, ok, undef := regValue(a, sec, r.bx, cfa, st, mem, slotBX); ok && !undef {
 			next.set(slotBX, bx)
 		}
 	}

@@ -168,6 +168,7 @@ func (s *suspendSampler) close() {
 
 // gone reports the exit of every known thread and of the process.
 func (s *suspendSampler) gone() {
+	s.flush(true) // the samples held come before the exits
 	var tids []int
 	for _, th := range s.sorted() {
 		tids = append(tids, th.tid)

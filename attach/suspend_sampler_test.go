@@ -278,10 +278,11 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 // TestSuspendSamplerDefersUntilTables: samples taken while module tables
 // are being read are held, with copies of their stacks, and unwound in
 // the order taken once the tables are in (without the tables, frames in
-// that module unwind as leaves and stacks come out cut short); close waits
-// for reads under way so as to unwind what it still holds.
+// that module unwind as leaves and stacks come out cut short); close and
+// gone wait for reads under way so as to unwind what they still hold, and
+// gone emits those samples before the threads' exits.
 func TestSuspendSamplerDefersUntilTables(t *testing.T) {
-	for _, atClose := range []bool{false, true} {
+	for _, end := range []string{"tick", "close", "gone"} {
 		p := newFakeWinProc()
 		var events []Event
 		clock := int64(0)
@@ -320,36 +321,44 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		// what it held then.
 		binary.LittleEndian.PutUint64(p.mem[0:], 0x140009999)
 		close(release)
-		if atClose {
+		switch end {
+		case "close":
 			s.close()
-		} else {
+		case "gone":
+			s.gone()
+		default:
 			for i := 0; i < 1000 && len(s.deferred) > 0; i++ {
 				time.Sleep(time.Millisecond)
 				s.tick(false, false)
 			}
 		}
 		var times []int64
-		mapAt := -1
+		mapAt, exited := -1, false
 		for i, e := range events {
 			switch e := e.(type) {
 			case *Map:
 				mapAt = i
+			case *Exit:
+				exited = true
 			case *Sample:
 				if len(times) < n {
 					times = append(times, e.Time)
 					if want := []uint64{0x140001000, 0x140001100, 0x140001200}; !slices.Equal(e.Stack, want) {
-						t.Errorf("close %v: sample stack %x, want %x", atClose, e.Stack, want)
+						t.Errorf("%s: sample stack %x, want %x", end, e.Stack, want)
 					}
 					if mapAt < 0 {
-						t.Errorf("close %v: a held sample came before its module's Map", atClose)
+						t.Errorf("%s: a held sample came before its module's Map", end)
+					}
+					if exited {
+						t.Errorf("%s: a held sample came after an exit", end)
 					}
 				}
 			}
 		}
 		if len(times) != n || !slices.IsSorted(times) {
-			t.Errorf("close %v: held samples out at times %v, want %d in order", atClose, times, n)
+			t.Errorf("%s: held samples out at times %v, want %d in order", end, times, n)
 		}
-		if !atClose {
+		if end == "tick" {
 			s.close()
 		}
 	}

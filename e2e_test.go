@@ -622,7 +622,7 @@ func TestSystemBinaryStacks(t *testing.T) {
 // rbx: unwinding it needs rbx, restored through the frames above it. Both
 // backends capture rbx; with it, stacks reach main through the trampoline.
 func TestLazyBindingStacks(t *testing.T) {
-	bin := buildC(t, "lazy", "-O1")
+	bin := buildC(t, "lazy", "-O1", "-Wl,-z,lazy") // lazy even where the toolchain binds at load by default
 	t.Setenv("LD_BIND_NOT", "1")
 	for _, backend := range []string{"perf", "ptrace"} {
 		t.Run(backend, func(t *testing.T) {

@@ -525,7 +525,10 @@ func TestSignalsStopRecording(t *testing.T) {
 				if err != nil {
 					t.Fatalf("profile after %v: %v", sig, err)
 				}
-				if n := samplesByTid(p)[pid]; n < 100 {
+				// Samples up to the signal were kept. How many the
+				// 0.7 s held depends on the CPU the target got (ptrace
+				// beside three CPU-bound loops: 86).
+				if n := samplesByTid(p)[pid]; n < 20 {
 					t.Errorf("only %d samples before %v", n, sig)
 				}
 			})

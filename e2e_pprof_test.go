@@ -12,6 +12,9 @@ import (
 )
 
 // pprofTop runs `go tool pprof -top` and returns flat% by function name.
+// pprof lists a function's samples where it was inlined apart, as "NAME
+// (inline)"; gprof's report, like the Firefox Profiler, counts a function
+// once whether or not it was inlined, so the two rows are added up.
 func pprofTop(t *testing.T, file string, extra ...string) map[string]float64 {
 	t.Helper()
 	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top"}, extra...), file)...).CombinedOutput()
@@ -23,7 +26,7 @@ func pprofTop(t *testing.T, file string, extra ...string) map[string]float64 {
 	for _, l := range strings.Split(string(out), "\n") {
 		if m := row.FindStringSubmatch(l); m != nil {
 			v, _ := strconv.ParseFloat(m[1], 64)
-			flat[strings.TrimSpace(m[2])] = v
+			flat[strings.TrimSuffix(strings.TrimSpace(m[2]), " (inline)")] += v
 		}
 	}
 	if len(flat) == 0 {

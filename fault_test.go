@@ -318,6 +318,18 @@ func TestFaultSIGKILL(t *testing.T) {
 	}
 }
 
+// attachedShare is the least share of a worker's CPU milliseconds a
+// profile attached with -p must hold as samples (one per millisecond at
+// the default rate): the worker runs before the attach, and, with ptrace,
+// a thread interrupted while it waits for a CPU is not a sample, so under
+// load ptrace takes fewer (165 for 504 ms beside three CPU-bound loops).
+func attachedShare(backend string) float64 {
+	if backend == "ptrace" {
+		return 0.25
+	}
+	return 0.5
+}
+
 // TestFaultTargetExits attaches to a process that exits on its own while
 // recorded: the recording ends by itself, exit 0, with a valid profile
 // that holds the process's work and its exit.
@@ -355,7 +367,7 @@ func TestFaultTargetExits(t *testing.T) {
 			cpu := workerCPU(t, tout.String())
 			by := samplesByTid(p)
 			for tid, ns := range cpu {
-				if want := float64(ns) / 1e6; float64(by[tid]) < 0.5*want {
+				if want := float64(ns) / 1e6; float64(by[tid]) < attachedShare(be)*want {
 					t.Errorf("worker %d: %d samples for %.0f ms of CPU", tid, by[tid], want)
 				}
 			}
@@ -466,7 +478,7 @@ func TestFaultExec(t *testing.T) {
 						if proc.Name != "split" {
 							t.Errorf("split's worker %d is in process %q (pid %d)", tid, proc.Name, proc.Pid)
 						}
-						if want := float64(ns) / 1e6; float64(th.Samples.Len()) < 0.5*want {
+						if want := float64(ns) / 1e6; float64(th.Samples.Len()) < attachedShare(be)*want {
 							t.Errorf("split worker %d: %d samples for %.0f ms of CPU", tid, th.Samples.Len(), want)
 						}
 					}

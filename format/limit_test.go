@@ -2,29 +2,13 @@ package format
 
 import (
 	"bytes"
-	"compress/gzip"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/format/internal/limit/limittest"
 )
-
-// gzBomb gzips head, unit repeated to about n bytes, and tail, repeating
-// one gzip member of the units so that a gigabyte bomb builds in a moment.
-func gzBomb(head, unit string, n int, tail string) []byte {
-	member := func(s string) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write([]byte(s))
-		zw.Close()
-		return buf.Bytes()
-	}
-	block := strings.Repeat(unit, (1<<20)/len(unit))
-	out := member(head)
-	out = append(out, bytes.Repeat(member(block), n/len(block))...)
-	return append(out, member(tail)...)
-}
 
 type bomb struct {
 	name string
@@ -38,11 +22,11 @@ func bombs() []bomb {
 	const gecko = `{"meta":{"version":29,"startTime":0,"interval":1,"product":"x"},`
 	const processed = `{"meta":{"preprocessedProfileVersion":50,"startTime":0,"interval":1,"product":"x"},`
 	return []bomb{
-		{"gecko threads", gzBomb(gecko+`"threads":[{}`, `,{}`, 1<<30, `]}`), "memory"},
-		{"gecko whitespace", gzBomb(gecko+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
-		{"processed threads", gzBomb(processed+`"threads":[{}`, `,{}`, 1<<30, `]}`), "gzip data expands to over"},
-		{"processed whitespace", gzBomb(processed+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
-		{"processed string", gzBomb(processed+`"threads":[],"libs":[{"name":"`, `a`, limit.String+(1<<20), `"}]}`), "string longer than"},
+		{"gecko threads", limittest.GzipBomb(gecko+`"threads":[{}`, `,{}`, 1<<30, `]}`), "memory"},
+		{"gecko whitespace", limittest.GzipBomb(gecko+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
+		{"processed threads", limittest.GzipBomb(processed+`"threads":[{}`, `,{}`, 1<<30, `]}`), "gzip data expands to over"},
+		{"processed whitespace", limittest.GzipBomb(processed+`"threads":[]`, ` `, 1<<30, `}`), "gzip data expands to over"},
+		{"processed string", limittest.GzipBomb(processed+`"threads":[],"libs":[{"name":"`, `a`, limit.String+(1<<20), `"}]}`), "string longer than"},
 	}
 }
 

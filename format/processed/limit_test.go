@@ -2,29 +2,13 @@ package processed
 
 import (
 	"bytes"
-	"compress/gzip"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/format/internal/limit/limittest"
 )
-
-// gzBomb gzips head, unit repeated to about n bytes, and tail, repeating
-// one gzip member of the units so that a gigabyte bomb builds in a moment.
-func gzBomb(head, unit string, n int, tail string) []byte {
-	member := func(s string) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write([]byte(s))
-		zw.Close()
-		return buf.Bytes()
-	}
-	block := strings.Repeat(unit, (1<<20)/len(unit))
-	out := member(head)
-	out = append(out, bytes.Repeat(member(block), n/len(block))...)
-	return append(out, member(strings.Repeat(unit, n%len(block)/len(unit))+tail)...)
-}
 
 const bombHead = `{"meta":{"preprocessedProfileVersion":50,"startTime":0,"interval":1,"product":"x"},"libs":[],`
 
@@ -39,16 +23,16 @@ type bomb struct {
 func bombs() []bomb {
 	const big = 1 << 30
 	return []bomb{
-		{"long string", gzBomb(bombHead+`"threads":[{"name":"`, "a", limit.String+1, `"}]}`), "string longer than"},
-		{"long escaped string", gzBomb(bombHead+`"threads":[{"name":"`, `\"`, 2*limit.String+2, `"}]}`), "string longer than"},
-		{"whitespace", gzBomb(bombHead+`"threads":[]`, " ", big, `}`), "gzip data expands to over"},
-		{"threads", gzBomb(bombHead+`"threads":[{}`, `,{}`, big, `]}`), "gzip data expands to over"},
-		{"strings", gzBomb(bombHead+`"shared":{"stringArray":[""`, `,""`, big, `]},"threads":[]}`), "gzip data expands to over"},
-		{"column", gzBomb(bombHead+`"threads":[{"samples":{"stack":[0`, `,0`, big, `]}}]}`), "gzip data expands to over"},
+		{"long string", limittest.GzipBomb(bombHead+`"threads":[{"name":"`, "a", limit.String+1, `"}]}`), "string longer than"},
+		{"long escaped string", limittest.GzipBomb(bombHead+`"threads":[{"name":"`, `\"`, 2*limit.String+2, `"}]}`), "string longer than"},
+		{"whitespace", limittest.GzipBomb(bombHead+`"threads":[]`, " ", big, `}`), "gzip data expands to over"},
+		{"threads", limittest.GzipBomb(bombHead+`"threads":[{}`, `,{}`, big, `]}`), "gzip data expands to over"},
+		{"strings", limittest.GzipBomb(bombHead+`"shared":{"stringArray":[""`, `,""`, big, `]},"threads":[]}`), "gzip data expands to over"},
+		{"column", limittest.GzipBomb(bombHead+`"threads":[{"samples":{"stack":[0`, `,0`, big, `]}}]}`), "gzip data expands to over"},
 		{"deep", []byte(bombHead + `"threads":[{"markers":{"data":` + strings.Repeat("[", 1<<20)), "depth"},
 		// Objects cost far more to hold than the bytes of "{}", so JSON
 		// that is nothing else is refused before it is decoded.
-		{"objects", gzBomb(bombHead+`"threads":[{}`, `,{}`+strings.Repeat(" ", 8), 40<<20, `]}`), "memory"},
+		{"objects", limittest.GzipBomb(bombHead+`"threads":[{}`, `,{}`+strings.Repeat(" ", 8), 40<<20, `]}`), "memory"},
 	}
 }
 

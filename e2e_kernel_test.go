@@ -92,6 +92,7 @@ func checkCPUAccounted(t *testing.T, path string, times map[int]threadTimes, sam
 			}
 			sum += d
 		}
+		margin(t, tt.name+" CPU delta sum / getrusage (±0.10+20ms)", float64(sum)/float64(want), 1)
 		if !cpuClose(sum, want) {
 			t.Errorf("thread %s: samples' CPU deltas sum to %v; getrusage says %v user + %v system = %v",
 				tt.name, time.Duration(sum), time.Duration(tt.user), time.Duration(tt.sys), time.Duration(want))
@@ -117,6 +118,7 @@ func checkKernelShare(t *testing.T, threads map[int]*profile.Thread, times map[i
 			continue
 		}
 		want := float64(tt.sys) / float64(tt.user+tt.sys)
+		margin(t, tt.name+" kernel share (±0.25)", kernelShare(th), want)
 		if got := kernelShare(th); math.Abs(got-want) > 0.25 {
 			t.Errorf("thread %s: %.0f%% of samples in the kernel; getrusage says %.0f%% of its time was", tt.name, 100*got, 100*want)
 		}
@@ -200,6 +202,7 @@ func TestKernelTimePtrace(t *testing.T) {
 		}
 		sys := float64(tt.sys) / float64(tt.user+tt.sys)
 		got := kernelShare(th)
+		margin(t, tt.name+" ptrace kernel share (sys ≥ want/2, user ≤ 0.2)", got, sys)
 		if tt.name == "sys" && got < sys/2 || tt.name == "user" && got > 0.2 {
 			t.Errorf("thread %s: %.0f%% of samples in the kernel; getrusage says %.0f%% of its time was", tt.name, 100*got, 100*sys)
 		}

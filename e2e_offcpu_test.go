@@ -118,18 +118,21 @@ func TestOffCPUKnownSplit(t *testing.T) {
 	for fn, ns := range map[string]int64{"compute": w.phases["compute_ns"], "wait_for_data": w.phases["wait_ns"]} {
 		got, n := share(stacks, fn)
 		want := float64(ns) / float64(w.life)
+		margin(t, "worker "+fn+" share (±0.02)", got, want)
 		if math.Abs(got-want) > 0.02 {
 			t.Errorf("worker: %s in %.1f%% of %d samples; the thread measured %.1f%% of its life", fn, 100*got, n, 100*want)
 		}
 	}
 	s := truth["sleeper"]
 	sleeperStacks := collapsed(t, out, "sleeper")
+	margin(t, "sleeper nap share (±0.02)", must(share(sleeperStacks, "nap")), float64(s.phases["nap_ns"])/float64(s.life))
 	if got, want := must(share(sleeperStacks, "nap")), float64(s.phases["nap_ns"])/float64(s.life); math.Abs(got-want) > 0.02 {
 		t.Errorf("sleeper: nap in %.1f%% of samples; the thread measured %.1f%%", 100*got, 100*want)
 	}
 	// Samples over the whole life, one per interval.
 	for name, st := range map[string]map[string]int{"worker": stacks, "sleeper": sleeperStacks} {
 		_, n := share(st, "")
+		margin(t, name+" samples per ms of life (±0.03+5)", float64(n), float64(truth[name].life)/1e6)
 		if want := float64(truth[name].life) / 1e6; math.Abs(float64(n)-want) > 0.03*want+5 {
 			t.Errorf("%s: %d samples over a life of %.0f ms at 1 ms", name, n, want)
 		}
@@ -179,6 +182,7 @@ func TestOffCPUKnownSplit(t *testing.T) {
 					t.Logf("%s: CPU deltas sum to %.1f ms; the thread measured %.1f ms", name, float64(sum)/1e6, float64(tr.cpu)/1e6)
 					continue
 				}
+				margin(t, name+" CPU delta sum ms (±2%+2)", float64(sum)/1e6, float64(tr.cpu)/1e6)
 				if math.Abs(float64(sum-tr.cpu)) > 0.02*float64(tr.cpu)+float64(runtime.NumCPU())*1e6 {
 					t.Errorf("%s: CPU deltas sum to %.1f ms; the thread measured %.1f ms", name, float64(sum)/1e6, float64(tr.cpu)/1e6)
 				}
@@ -274,6 +278,8 @@ func TestOffCPUSleep(t *testing.T) {
 				}
 			}
 			// ptrace finds the wait at its next look, a tick late.
+			margin(t, "sleep 1 samples (950..1100)", float64(all), 1000)
+			margin(t, "sleep 1 in nanosleep", float64(in)/float64(all), 0.97)
 			if all < 950 || all > 1100 || float64(in) < 0.97*float64(all) {
 				t.Errorf("sleep 1: %d samples, %d blocked in nanosleep; want about 1000, nearly all in nanosleep:\n%v", all, in, stacks)
 			}

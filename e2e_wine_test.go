@@ -169,6 +169,7 @@ func TestWineSuspendSplit(t *testing.T) {
 			// starts (see suspend_sampler.go), so fewer samples reach them.
 			for fn, min := range map[string]float64{"run": 90, "RtlUserThreadStart": 50} {
 				f, ok := findFunc(rep.All.TopTotal, fn)
+				margin(t, fn+" total %", f.TotalPct, min)
 				if !ok || f.TotalPct < min {
 					t.Errorf("%s total %.2f%% (found %v), want ≥ %.0f%%: stacks not unwound", fn, f.TotalPct, ok, min)
 				}

@@ -367,6 +367,7 @@ func TestFaultTargetExits(t *testing.T) {
 			cpu := workerCPU(t, tout.String())
 			by := samplesByTid(p)
 			for tid, ns := range cpu {
+				margin(t, be+" samples per CPU ms", float64(by[tid])/(float64(ns)/1e6), attachedShare(be))
 				if want := float64(ns) / 1e6; float64(by[tid]) < attachedShare(be)*want {
 					t.Errorf("worker %d: %d samples for %.0f ms of CPU", tid, by[tid], want)
 				}
@@ -400,6 +401,7 @@ func checkExecSplit(t *testing.T, out, before, beforeFn string) {
 	for _, fn := range []string{"work_a", "work_b", "work_c"} {
 		work += rep.selfSamples("split", fn)
 	}
+	margin(t, "work after exec", float64(work), 100)
 	if work < 100 {
 		t.Errorf("only %d samples of split's work functions after the exec", work)
 	}
@@ -425,6 +427,7 @@ func TestFaultExec(t *testing.T) {
 		}
 		by := samplesByTid(p)
 		for tid, ns := range workerCPU(t, r.stdout) {
+			margin(t, "split worker samples per CPU ms", float64(by[tid])/(float64(ns)/1e6), 0.8)
 			if want := float64(ns) / 1e6; float64(by[tid]) < 0.8*want {
 				t.Errorf("split worker %d: %d samples for %.0f ms of CPU", tid, by[tid], want)
 			}
@@ -478,6 +481,7 @@ func TestFaultExec(t *testing.T) {
 						if proc.Name != "split" {
 							t.Errorf("split's worker %d is in process %q (pid %d)", tid, proc.Name, proc.Pid)
 						}
+						margin(t, be+" split worker samples per CPU ms", float64(th.Samples.Len())/(float64(ns)/1e6), attachedShare(be))
 						if want := float64(ns) / 1e6; float64(th.Samples.Len()) < attachedShare(be)*want {
 							t.Errorf("split worker %d: %d samples for %.0f ms of CPU", tid, th.Samples.Len(), want)
 						}
@@ -543,6 +547,7 @@ func TestFaultFork(t *testing.T) {
 			if be == "ptrace" {
 				min = 40
 			}
+			margin(t, be+" child_burn samples", float64(rep.selfSamples("", "child_burn")), float64(min))
 			if n := rep.selfSamples("", "child_burn"); n < min {
 				t.Errorf("child_burn has %d samples; the child burns 400 ms", n)
 			}
@@ -621,6 +626,8 @@ func TestFaultManyThreads(t *testing.T) {
 	// ending a thread costs some, and threads.c reads its clock seldom
 	// so that system calls do not (they took a fifth of the CPU time on a
 	// loaded machine when it read it every few µs).
+	margin(t, "empty threads", float64(empty), 25)
+	margin(t, "thread samples per CPU ms", float64(got)/want, (want-500)/want)
 	if empty > 25 {
 		t.Errorf("%d of 500 threads that ran 3 ms have no samples", empty)
 	}
@@ -657,6 +664,7 @@ func TestFaultUnmappedLibrary(t *testing.T) {
 		t.Fatal("the library copy still exists")
 	}
 	rep := reportThreads(t, out)
+	margin(t, "dlib_hot samples", float64(rep.selfSamples("", "dlib_hot")), 150)
 	if n := rep.selfSamples("", "dlib_hot"); n < 150 {
 		t.Errorf("dlib_hot, in the deleted library, has %d samples named; want about 300", n)
 	}
@@ -757,6 +765,7 @@ func TestFaultVanishedBinary(t *testing.T) {
 			t.Fatalf("no lib for %s", bin)
 		}
 		rep := reportThreads(t, out)
+		margin(t, "vanish work_a", float64(rep.selfSamples("vanish", "work_a")), 100)
 		if n := rep.selfSamples("vanish", "work_a"); n < 100 {
 			t.Errorf("work_a of the deleted binary has %d samples named (lib %q)", n, lib.Name)
 		}
@@ -853,6 +862,7 @@ func TestFaultTwoProfilers(t *testing.T) {
 				// each gets depends on the CPU it is given beside the
 				// other profiler (ptrace got 166 in 1 s beside a CPU
 				// hog); the rate itself is checked elsewhere.
+				margin(t, pair[i]+" beside another", float64(samplesByTid(p)[pid]), 50)
 				if n := samplesByTid(p)[pid]; n < 50 {
 					t.Errorf("gprof %d (%s): %d samples in 1 s", i, pair[i], n)
 				}
@@ -1028,6 +1038,7 @@ func TestFaultForkedChildName(t *testing.T) {
 			}
 			// burn is inlined into child_burn; the report names the
 			// innermost frame.
+			margin(t, "kid burn", float64(reportThreads(t, out).selfSamples("kid", "burn")), 40)
 			if n := reportThreads(t, out).selfSamples("kid", "burn"); n < 40 {
 				t.Errorf("the child's burn has %d samples in the process named kid", n)
 			}
@@ -1078,6 +1089,8 @@ func TestFaultThreadLibraryLoadedByAnother(t *testing.T) {
 				t.Fatalf("dlthread said %q", s)
 			}
 			rep := reportThreads(t, out)
+			margin(t, "dlib_hot by another", float64(rep.selfSamples("", "dlib_hot")), 50)
+			margin(t, "main_burn", float64(rep.selfSamples("", "main_burn")), 20)
 			if n := rep.selfSamples("", "dlib_hot"); n < 50 {
 				t.Errorf("dlib_hot, loaded by another thread, has %d samples named", n)
 			}

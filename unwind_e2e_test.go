@@ -211,6 +211,7 @@ func TestPtraceMatchesPerf(t *testing.T) {
 			got[fn] = f.TotalPct
 			p := pct / 100
 			tol := 100 * 4 * math.Sqrt(p*(1-p)/n)
+			margin(t, fmt.Sprintf("%s %s total %% (±%.1f)", backend, fn, tol), f.TotalPct, pct)
 			if math.Abs(f.TotalPct-pct) > tol {
 				t.Errorf("%s: %s has %.1f%% total time in %.0f samples, want %.0f%% ± %.1f", backend, fn, f.TotalPct, n, pct, tol)
 			}

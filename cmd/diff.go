@@ -30,6 +30,8 @@ beyond the noise, gprof prints the failing rules and exits 3. RULE is one of
    total:FUNC>+N%    FUNC's total time grew by more than N percent
    cpu>+N%           the profile's CPU time grew by more than N percent
 FUNC is a function name, or a glob with * ('self:*>+5pp': any function).
+A function's self share leaves out the samples in [kernel] (kernel time
+with no kernel stack), whose share follows the machine's load.
 
 Examples:
    ./bin/gprof diff before.json.gz after.json.gz

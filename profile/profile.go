@@ -23,6 +23,10 @@ const (
 	CategoryKernel                 // kernel code
 )
 
+// KernelLabel is the frame that stands for kernel code in a sample taken in
+// the kernel without its kernel stack.
+const KernelLabel = "[kernel]"
+
 // Categories of the off-CPU samples of a recording with off-CPU sampling
 // (OffCPUCategories): a thread blocked (waiting on I/O, a lock, a timer),
 // or preempted while still runnable. "Idle" with the colour "transparent"

@@ -118,7 +118,7 @@ func (b *builder) thread(pr *proc, tid int, t int64) *profile.Thread {
 
 // KernelLabel is the frame that stands for kernel code in a sample taken in
 // the kernel without its kernel stack.
-const KernelLabel = "[kernel]"
+const KernelLabel = profile.KernelLabel
 
 // tickEvery is how often (in event time) onTick runs.
 const tickEvery = 250e6

@@ -68,8 +68,16 @@ type Change struct {
 	Appeared    bool    `json:"appeared,omitempty"`
 }
 
-// Func is one function's change. Shares are in percent of all samples of
-// the side, so their Delta is in percentage points; times are in ns.
+// Func is one function's change. Shares are in percent of the side's
+// samples, so their Delta is in percentage points; times are in ns. A
+// function's self share leaves out the samples taken in the kernel with no
+// kernel stack ([kernel]): their share follows the machine's load (of two
+// recordings of one program beside a busy neighbour, one had a fifth of
+// its samples there, the other a twentieth) and would move every
+// function's self share the other way. Total shares are of all samples: a
+// function's total counts the kernel time on top of it. The pseudo-frames'
+// own shares are of all samples too; [blocked] and [preempted] stay in
+// every share, as off-CPU wall-clock time is what --by wall measures.
 type Func struct {
 	Name       string `json:"name"`
 	Lib        string `json:"lib"`
@@ -99,7 +107,10 @@ type run struct {
 	// whole is what shares are of: samples, or with By cpu the CPU time
 	// in ns; n is the number of samples behind it (for the sampling
 	// error); unit is the ns that one count of self and total stands for.
-	whole, n    int64
+	whole, n int64
+	// code is whole less [kernel]'s self count: what functions' self
+	// shares are of.
+	code        int64
 	unit        float64
 	byCPU       bool
 	self, total map[fnKey]int64
@@ -128,11 +139,15 @@ func summarize(p *profile.Profile, by string) run {
 		// sampling, and a fair estimate of it otherwise.
 		out.unit = float64(r.CPU) / float64(r.Samples)
 	}
+	out.code = out.whole
 	for _, f := range r.All.TopSelf {
+		v := f.Self
 		if out.byCPU {
-			out.self[fnKey{f.Name}] += f.SelfCPU
-		} else {
-			out.self[fnKey{f.Name}] += f.Self
+			v = f.SelfCPU
+		}
+		out.self[fnKey{f.Name}] += v
+		if f.Name == profile.KernelLabel {
+			out.code -= v
 		}
 		out.libs[f.Name] = f.Lib
 	}
@@ -186,8 +201,12 @@ func CompareBy(base, new []Input, rules []Rule, by string) Result {
 			}
 		}
 		get := func(m func(run) map[fnKey]int64) func(run) int64 { return func(r run) int64 { return m(r)[k] } }
-		f.SelfShare = compareShares(b, n, get(func(r run) map[fnKey]int64 { return r.self }))
-		f.TotalShare = compareShares(b, n, get(func(r run) map[fnKey]int64 { return r.total }))
+		selfOf := func(r run) int64 { return r.code }
+		if pseudo(k.name) {
+			selfOf = all
+		}
+		f.SelfShare = compareShares(b, n, get(func(r run) map[fnKey]int64 { return r.self }), selfOf)
+		f.TotalShare = compareShares(b, n, get(func(r run) map[fnKey]int64 { return r.total }), all)
 		f.SelfTime = compareTimes(b, n, get(func(r run) map[fnKey]int64 { return r.self }))
 		f.TotalTime = compareTimes(b, n, get(func(r run) map[fnKey]int64 { return r.total }))
 		res.Functions = append(res.Functions, f)
@@ -206,6 +225,9 @@ func CompareBy(base, new []Input, rules []Rule, by string) Result {
 	}
 	return res
 }
+
+// all is a run's whole: what shares of all samples are of.
+func all(r run) int64 { return r.whole }
 
 func runs(in []Input, by string) []run {
 	out := make([]run, len(in))
@@ -233,16 +255,16 @@ func values(rs []run, f func(run) float64) []float64 {
 	return out
 }
 
-// compareShares compares a count's share of all samples (or CPU time),
-// in percent.
-func compareShares(b, n []run, count func(run) int64) Change {
+// compareShares compares a count's share of whole (all samples or CPU
+// time, or those in code), in percent.
+func compareShares(b, n []run, count, whole func(run) int64) Change {
 	share := func(r run) float64 {
-		if r.whole == 0 {
+		if whole(r) == 0 {
 			return 0
 		}
-		return 100 * float64(count(r)) / float64(r.whole)
+		return 100 * float64(count(r)) / float64(whole(r))
 	}
-	return compareValues(values(b, share), values(n, share), binomial(b, count, 100), binomial(n, count, 100))
+	return compareValues(values(b, share), values(n, share), binomial(b, count, whole, 100), binomial(n, count, whole, 100))
 }
 
 // compareTimes compares a count's time: the count times what one count
@@ -255,22 +277,26 @@ func compareTimes(b, n []run, count func(run) int64) Change {
 	meanWhole := func(rs []run) float64 {
 		return mean(values(rs, func(r run) float64 { return r.unit * float64(r.whole) }))
 	}
-	return compareValues(values(b, t), values(n, t), binomial(b, count, meanWhole(b)), binomial(n, count, meanWhole(n)))
+	return compareValues(values(b, t), values(n, t), binomial(b, count, all, meanWhole(b)), binomial(n, count, all, meanWhole(n)))
 }
 
-// binomial returns the variance of the mean of a share scaled by scale,
-// estimated from all of a side's samples pooled: p(1-p)/N·scale².
-func binomial(rs []run, count func(run) int64, scale float64) *float64 {
-	var c, whole, total int64
+// binomial returns the variance of the mean of a share of whole scaled by
+// scale, estimated from all of a side's samples pooled: p(1-p)/N·scale²,
+// N the samples behind whole.
+func binomial(rs []run, count, whole func(run) int64, scale float64) *float64 {
+	var c, sum int64
+	var total float64
 	for _, r := range rs {
 		c += count(r)
-		whole += r.whole
-		total += r.n
+		sum += whole(r)
+		if r.whole > 0 {
+			total += float64(r.n) * float64(whole(r)) / float64(r.whole)
+		}
 	}
-	if total == 0 || whole == 0 {
+	if total == 0 || sum == 0 {
 		return nil
 	}
-	p := float64(c) / float64(whole)
+	p := float64(c) / float64(sum)
 	v := p * (1 - p) / float64(total) * scale * scale
 	// A share never seen on one side still has a sampling error: with no
 	// hits in N samples, p is below about 1/N (the rule of three, 3/N, at
@@ -300,7 +326,7 @@ func groups(b, n []run, m func(run) map[string][2]int64) []Group {
 			return m(r)[name][0]
 		}
 		cpu := func(r run) float64 { return float64(m(r)[name][1]) }
-		out = append(out, Group{Name: name, Share: compareShares(b, n, samples),
+		out = append(out, Group{Name: name, Share: compareShares(b, n, samples, all),
 			CPU: compareValues(values(b, cpu), values(n, cpu), nil, nil)})
 	}
 	slices.SortFunc(out, func(x, y Group) int {

@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,8 @@ func TestDiffGate(t *testing.T) {
 	dir := t.TempDir()
 	rec := func(name, bin string) string {
 		out := filepath.Join(dir, name+".json.gz")
-		r := gprof(t, "record", "-q", "-o", out, "--", bin, "1", "1")
+		// 4 kHz: the shares checked below are within a point or two.
+		r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "1", "1")
 		skipIfNoPerf(t, r)
 		if r.code != 0 {
 			t.Fatalf("record %s: exit %d: %s", name, r.code, r.stderr)
@@ -45,7 +48,13 @@ func TestDiffGate(t *testing.T) {
 	}
 	var res struct {
 		Version int `json:"version"`
-		Rules   []struct {
+		Base    struct {
+			Samples []int64 `json:"samples"`
+		} `json:"base"`
+		New struct {
+			Samples []int64 `json:"samples"`
+		} `json:"new"`
+		Rules []struct {
 			Passed bool     `json:"passed"`
 			Broken []string `json:"broken"`
 		} `json:"rules"`
@@ -63,15 +72,23 @@ func TestDiffGate(t *testing.T) {
 	if res.Version != 1 || len(res.Rules) != 1 || res.Rules[0].Passed || strings.Join(res.Rules[0].Broken, ",") != "work_b" {
 		t.Fatalf("want the rule broken by work_b alone: %+v", res.Rules)
 	}
+	if len(res.Base.Samples) != 1 || len(res.New.Samples) != 1 {
+		t.Fatalf("sides' samples %v and %v, want one run each", res.Base.Samples, res.New.Samples)
+	}
 	// Truth: work_b goes from 3 of 10 units (30%) to 6 of 13 (46.2%) of
 	// the CPU time; its total share counts the kernel time on top of it.
+	// A share p of N samples varies by sqrt(p(1-p)/N): 1.6 points for
+	// 1000 samples at 46%, 0.8 for 4000. Allow four of those and a point.
+	tol := func(p float64, n int64) float64 { return 100*4*math.Sqrt(p*(1-p)/float64(n)) + 1 }
 	for _, f := range res.Functions {
-		if f.Name == "work_b" {
-			margin(t, "work_b base total % (±3)", f.Total.Base, 30)
-			margin(t, "work_b new total % (±3)", f.Total.New, 46.2)
+		if f.Name != "work_b" {
+			continue
 		}
-		if f.Name == "work_b" && (f.Total.New < 46.2-3 || f.Total.New > 46.2+3 || f.Total.Base < 27 || f.Total.Base > 33) {
-			t.Errorf("work_b total share %.1f -> %.1f, want about 30 -> 46.2", f.Total.Base, f.Total.New)
+		tb, tn := tol(0.3, res.Base.Samples[0]), tol(0.462, res.New.Samples[0])
+		margin(t, fmt.Sprintf("work_b base total %% (±%.1f)", tb), f.Total.Base, 30)
+		margin(t, fmt.Sprintf("work_b new total %% (±%.1f)", tn), f.Total.New, 46.2)
+		if math.Abs(f.Total.Base-30) > tb || math.Abs(f.Total.New-46.2) > tn {
+			t.Errorf("work_b total share %.1f -> %.1f, want 30 ± %.1f -> 46.2 ± %.1f", f.Total.Base, f.Total.New, tb, tn)
 		}
 	}
 	text := gprof(t, "diff", "--fail-if", "self:work_b>+5pp", b1, n)

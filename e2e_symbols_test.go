@@ -22,10 +22,13 @@ func TestJITPerfMap(t *testing.T) {
 	bin := buildC(t, "jit")
 	p := recordProfile(t, "--", bin)
 	rep := runReport(t, writeTemp(t, p))
-	f, ok := findFunc(rep.All.TopSelf, "jit_hot_loop")
-	margin(t, "jit_hot_loop self %", f.SelfPct, 80)
-	if !ok || f.SelfPct < 80 {
-		t.Errorf("jit_hot_loop has %.1f%% self time, want most of it; top: %v", f.SelfPct, rep.All.TopSelf)
+	// Total, not self: time in the kernel (page faults, and on a loaded
+	// machine preemption: 13% of samples beside two busy loops) is a
+	// [kernel] frame on top of the function it interrupted.
+	f, ok := findFunc(rep.All.TopTotal, "jit_hot_loop")
+	margin(t, "jit_hot_loop total %", f.TotalPct, 80)
+	if !ok || f.TotalPct < 80 {
+		t.Errorf("jit_hot_loop has %.1f%% total time, want most of it; top: %v", f.TotalPct, rep.All.TopSelf)
 	}
 }
 

@@ -88,18 +88,24 @@ func newFakeWinProc() *fakeWinProc {
 	return p
 }
 
-func TestSuspendSamplerTicks(t *testing.T) {
-	p := newFakeWinProc()
-	var evs []Event
-	clock := int64(0)
-	s := newSuspendSampler(p, 7, 4096, func(e Event) {
+// collectEvents returns a handler that appends events to evs, copying
+// samples' stacks, which the sampler reuses.
+func collectEvents(evs *[]Event) func(Event) {
+	return func(e Event) {
 		if sm, ok := e.(*Sample); ok {
 			c := *sm
 			c.Stack = slices.Clone(sm.Stack)
 			e = &c
 		}
-		evs = append(evs, e)
-	}, func() int64 { clock++; return clock })
+		*evs = append(*evs, e)
+	}
+}
+
+func TestSuspendSamplerTicks(t *testing.T) {
+	p := newFakeWinProc()
+	var evs []Event
+	clock := int64(0)
+	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), func() int64 { clock++; return clock })
 	if err := s.tick(true, false); err != nil {
 		t.Fatal(err)
 	}
@@ -286,14 +292,7 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		p := newFakeWinProc()
 		var events []Event
 		clock := int64(0)
-		s := newSuspendSampler(p, 7, 4096, func(e Event) {
-			if sm, ok := e.(*Sample); ok {
-				c := *sm
-				c.Stack = slices.Clone(sm.Stack)
-				e = &c
-			}
-			events = append(events, e)
-		}, func() int64 { clock++; return clock })
+		s := newSuspendSampler(p, 7, 4096, collectEvents(&events), func() int64 { clock++; return clock })
 		release := make(chan struct{})
 		s.identity = func(path string) *Image {
 			<-release

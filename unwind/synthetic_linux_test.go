@@ -237,6 +237,18 @@ func belowSP(sp uint64) ReadMemory {
 	}
 }
 
+// epilogueSP is the stack pointer of epilogueStack's callee frame.
+const epilogueSP = 0x7ffc00001000
+
+// epilogueStack returns the words of the stack of callee in
+// testdata/cfi.S, from epilogueSP up: callee's return address; caller's
+// 64 bytes; caller's saved rbp at epilogueSP+72, where caller's rbp
+// points; its return address into outer; outer's padding word; a zero
+// return address, the chain's end.
+func epilogueStack(addr map[string]uint64) map[uint64]uint64 {
+	return map[uint64]uint64{epilogueSP: addr["caller_ret"], epilogueSP + 72: 0x7ffc0000ff00, epilogueSP + 80: addr["outer_ret"]}
+}
+
 // TestEpilogue unwinds from callee in testdata/cfi.S before and after its
 // epilogue pops rbp. After the pop, the CFI still says rbp is saved below
 // the stack pointer: the register already holds the caller's value, and
@@ -248,21 +260,17 @@ func TestEpilogue(t *testing.T) {
 	as, addr := cfiIdioms(t)
 	u := New()
 	defer u.Close()
-	// From S up: callee's return address; caller's 64 bytes; caller's
-	// saved rbp at S+72, where caller's rbp points; its return address into
-	// outer; outer's padding word; a zero return address, the chain's end.
-	const S = 0x7ffc00001000
-	words := map[uint64]uint64{S: addr["caller_ret"], S + 72: 0x7ffc0000ff00, S + 80: addr["outer_ret"]}
+	words := epilogueStack(addr)
 	for _, c := range []struct {
 		name   string
 		ip, sp uint64
 		fp     uint64
 	}{
-		{"before the pop", addr["callee_pop"], S - 8, 1},
-		{"after the pop", addr["callee_ret"], S, S + 72},
+		{"before the pop", addr["callee_pop"], epilogueSP - 8, 1},
+		{"after the pop", addr["callee_ret"], epilogueSP, epilogueSP + 72},
 	} {
-		words[S-8] = S + 72 // callee's saved rbp
-		stack := stackAt(c.sp, words, S+112)
+		words[epilogueSP-8] = epilogueSP + 72 // callee's saved rbp
+		stack := stackAt(c.sp, words, epilogueSP+112)
 		want := []uint64{c.ip, addr["caller_ret"], addr["outer_ret"]}
 		for _, read := range []ReadMemory{nil, belowSP(c.sp)} {
 			got := u.UnwindMemory(as, Regs{IP: c.ip, SP: c.sp, FP: c.fp}, stack, read, nil)
@@ -322,22 +330,21 @@ func TestUnwindCopyCutShort(t *testing.T) {
 	u := New()
 	defer u.Close()
 	// callee after its pop, as in TestEpilogue: caller's return address
-	// into outer sits at S+80.
-	const S = 0x7ffc00001000
-	words := map[uint64]uint64{S: addr["caller_ret"], S + 72: 0x7ffc0000ff00, S + 80: addr["outer_ret"]}
-	regs := Regs{IP: addr["callee_ret"], SP: S, FP: S + 72}
+	// into outer sits at epilogueSP+80.
+	words := epilogueStack(addr)
+	regs := Regs{IP: addr["callee_ret"], SP: epilogueSP, FP: epilogueSP + 72}
 	for _, c := range []struct {
 		end   uint64 // the copy's end
 		n     int    // frames
 		short bool
 	}{
-		{S + 112, 3, false}, // whole: ends at a zero return address
-		{S + 80, 2, true},   // the return address into outer is past the end
-		{S + 8, 2, true},    // so is caller's saved rbp
+		{epilogueSP + 112, 3, false}, // whole: ends at a zero return address
+		{epilogueSP + 80, 2, true},   // the return address into outer is past the end
+		{epilogueSP + 8, 2, true},    // so is caller's saved rbp
 	} {
-		got, short := u.UnwindCopy(as, regs, stackAt(S, words, c.end), nil)
+		got, short := u.UnwindCopy(as, regs, stackAt(epilogueSP, words, c.end), nil)
 		if len(got) != c.n || short != c.short {
-			t.Errorf("copy of %d bytes: %d frames, cut short %v; want %d, %v", c.end-S, len(got), short, c.n, c.short)
+			t.Errorf("copy of %d bytes: %d frames, cut short %v; want %d, %v", c.end-epilogueSP, len(got), short, c.n, c.short)
 		}
 	}
 }

@@ -2,12 +2,12 @@ package gecko
 
 import (
 	"bytes"
-	"compress/gzip"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/format/internal/limit"
+	"github.com/gprof-dev/gprof/format/internal/limit/limittest"
 )
 
 // bomb is a crafted input: head, then unit n times, then tail, gzipped
@@ -47,29 +47,15 @@ const half = 512 << 20
 
 const metaHead = `{"meta":{"version":29,"startTime":0,"interval":1,`
 
-// bytes returns the bomb as a file would hold it. The repeated part is
-// gzipped once as a member of about 1 MiB and the member repeated, which
-// gzip readers take as one stream, so that even a gigabyte bomb is built
-// in a moment.
+// bytes returns the bomb as a file would hold it: gzipped as
+// limittest.GzipBomb builds it, so that even a gigabyte bomb is built in
+// a moment, or plain.
 func (b bomb) bytes(t testing.TB) []byte {
+	if b.zip {
+		return limittest.GzipBomb(b.head, b.unit, b.n, b.tail)
+	}
 	n := b.n / len(b.unit)
-	per := max(1, (1<<20)/len(b.unit))
-	block := strings.Repeat(b.unit, per)
-	if !b.zip {
-		return []byte(b.head + strings.Repeat(block, n/per) + strings.Repeat(b.unit, n%per) + b.tail)
-	}
-	member := func(s string) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write([]byte(s))
-		zw.Close()
-		return buf.Bytes()
-	}
-	out := member(b.head)
-	if n >= per {
-		out = append(out, bytes.Repeat(member(block), n/per)...)
-	}
-	return append(out, member(strings.Repeat(b.unit, n%per)+b.tail)...)
+	return []byte(b.head + strings.Repeat(b.unit, n) + b.tail)
 }
 
 // TestReadBombs checks that every crafted input fails with one line while

@@ -116,10 +116,6 @@ func (b *builder) thread(pr *proc, tid int, t int64) *profile.Thread {
 	return th
 }
 
-// KernelLabel is the frame that stands for kernel code in a sample taken in
-// the kernel without its kernel stack.
-const KernelLabel = profile.KernelLabel
-
 // tickEvery is how often (in event time) onTick runs.
 const tickEvery = 250e6
 
@@ -271,7 +267,7 @@ func (b *builder) sample(s *attach.Sample) {
 		// In the kernel, whose stack was not asked for (or not
 		// permitted): one frame stands for it, above the user stack
 		// that entered it.
-		frames = append(frames, profile.Frame{Label: KernelLabel, Category: profile.CategoryKernel})
+		frames = append(frames, profile.Frame{Label: profile.KernelLabel, Category: profile.CategoryKernel})
 	}
 	for i, a := range addrs {
 		c := profile.CategoryUser

@@ -94,7 +94,7 @@ func (b *builder) contextSwitch(e *attach.Switch) {
 		// latest stack is the best guess of where it stopped.
 		for s := th.Samples.Stack[n-1]; s != profile.NoStack; s = th.Stacks.Prefix[s] {
 			f := th.Frames.Frames[th.Stacks.Frame[s]]
-			if len(st.frames) == 1 && (f.Label == BlockedLabel || f.Label == PreemptedLabel || f.Label == KernelLabel) {
+			if len(st.frames) == 1 && (f.Label == BlockedLabel || f.Label == PreemptedLabel || f.Label == profile.KernelLabel) {
 				continue // the leaf of an earlier off-CPU sample, or kernel mode
 			}
 			st.frames = append(st.frames, f)

@@ -259,8 +259,8 @@ func goneWithin(pid int, d time.Duration) bool {
 //
 // A launched command lives within its recording, even one that ends by
 // SIGKILL: the kernel sends it SIGKILL as its parent dies (a parent-death
-// signal set by the launch helper, see attach/launch_linux.go), so it is
-// gone within a moment, not orphaned.
+// signal set by the launch helper, see attach/internal/proc/launch.go), so
+// it is gone within a moment, not orphaned.
 func TestFaultSIGKILL(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be+"/attach", func(t *testing.T) {

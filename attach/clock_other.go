@@ -4,10 +4,6 @@ package attach
 
 import "time"
 
-// ExecHelperMain must be the first statement of main. It returns at once
-// unless this process is gprof's launch helper, which exists only on Linux.
-func ExecHelperMain() {}
-
 var monoBase = time.Now()
 
 // MonotonicNow returns the current time in nanoseconds on the clock event

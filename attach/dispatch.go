@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Backend names a way of sampling threads. The zero value, Auto, picks the
@@ -22,9 +23,61 @@ const (
 	Suspend Backend = "suspend" // Windows: suspend each thread, read it, resume (no privilege needed)
 )
 
+// A Driver is a backend as it registers itself with Register, from an
+// init function of its package. Package attach/backends imports this
+// platform's backend packages.
+type Driver struct {
+	Name Backend
+	// Order places the backend among this platform's: Backends lists them,
+	// and Auto tries them, lowest Order first.
+	Order int
+	// Start records as Record says, with opts already checked by the
+	// dispatcher. An error made with Unavailable lets Auto go on to the
+	// next backend.
+	Start func(ctx context.Context, opts Options, h Handler) (Result, error)
+	// Settle, when set, waits until the backend holds no target thread
+	// suspended and keeps it so (see Settle).
+	Settle func()
+}
+
+var (
+	driversMu sync.Mutex
+	drivers   []Driver // sorted by Order
+)
+
+// Register makes a backend available. It panics if d has no name or no
+// Start function, or if a backend of that name is registered already.
+func Register(d Driver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	if d.Name == Auto || d.Start == nil {
+		panic("attach: Register of a backend without a name or a Start function")
+	}
+	for _, r := range drivers {
+		if r.Name == d.Name {
+			panic("attach: Register called twice for backend " + string(d.Name))
+		}
+	}
+	drivers = append(drivers, d)
+	slices.SortStableFunc(drivers, func(a, b Driver) int { return a.Order - b.Order })
+}
+
+// registered returns the registered backends, best first.
+func registered() []Driver {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	return slices.Clone(drivers)
+}
+
 // Backends lists the backends this platform has, best first; Auto tries
 // them in this order.
-func Backends() []Backend { return slices.Clone(platformBackends) }
+func Backends() []Backend {
+	var bs []Backend
+	for _, d := range registered() {
+		bs = append(bs, d.Name)
+	}
+	return bs
+}
 
 // ParseBackend checks a backend name a user gave: "" for Auto, else one of
 // Backends.
@@ -32,6 +85,7 @@ func ParseBackend(name string) (Backend, error) {
 	if name == "" {
 		return Auto, nil
 	}
+	platformBackends := Backends()
 	if b := Backend(name); slices.Contains(platformBackends, b) {
 		return b, nil
 	}
@@ -43,6 +97,19 @@ func ParseBackend(name string) (Backend, error) {
 		names[i] = string(b)
 	}
 	return Auto, fmt.Errorf("unknown backend %q (want %s)", name, strings.Join(names, " or "))
+}
+
+// Settle waits until no target thread is suspended by gprof and keeps it
+// so: call it before exiting the process abruptly (os.Exit) while a
+// recording may still run. It never gives back what it holds. (The
+// backends that suspend threads, mach and suspend, hold a target thread
+// suspended for each sample.)
+func Settle() {
+	for _, d := range registered() {
+		if d.Settle != nil {
+			d.Settle()
+		}
+	}
 }
 
 // unavailableError is a backend's report that it cannot run here at all
@@ -59,6 +126,16 @@ type unavailableError struct {
 func (e *unavailableError) Error() string { return e.err.Error() }
 func (e *unavailableError) Unwrap() error { return e.err }
 
+// Unavailable is a backend's report that it cannot run here at all (no
+// permission, no kernel support), made before it touched any target, so
+// that Auto may go on to the next backend: err is what the backend
+// returns when there is none; what it needed and did not get, and why,
+// go in the fallback notice, after the backend's notices (which are shown
+// only on fallback).
+func Unavailable(err error, what, why string, notices ...string) error {
+	return &unavailableError{err: err, what: what, why: why, notices: notices}
+}
+
 // record is the one place a backend is chosen: it checks the options once,
 // then runs the backend asked for or, for Auto, the first of Backends that
 // is available.
@@ -66,7 +143,8 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
 		return Result{ExitCode: -1}, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
 	}
-	if len(platformBackends) == 0 {
+	platform := registered()
+	if len(platform) == 0 {
 		return Result{ExitCode: -1}, ErrUnsupported
 	}
 	if err := resolveTargets(&opts); err != nil {
@@ -75,16 +153,17 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 	if _, err := ParseBackend(string(opts.Backend)); err != nil {
 		return Result{ExitCode: -1}, err
 	}
-	tries := platformBackends
+	tries := platform
 	if opts.Backend != Auto {
-		tries = []Backend{opts.Backend}
+		i := slices.IndexFunc(platform, func(d Driver) bool { return d.Name == opts.Backend })
+		tries = platform[i : i+1]
 	}
 	notify := opts.Notice
 	if notify == nil {
 		notify = func(string) {}
 	}
-	for i, b := range tries {
-		res, err := start(ctx, b, opts, h)
+	for i, d := range tries {
+		res, err := d.Start(ctx, opts, h)
 		var ue *unavailableError
 		if !errors.As(err, &ue) {
 			return res, err
@@ -95,7 +174,7 @@ func record(ctx context.Context, opts Options, h Handler) (Result, error) {
 		for _, n := range ue.notices {
 			notify(n)
 		}
-		notify(fmt.Sprintf("%s are not available (%s); using the %s backend", ue.what, ue.why, tries[i+1]))
+		notify(fmt.Sprintf("%s are not available (%s); using the %s backend", ue.what, ue.why, tries[i+1].Name))
 	}
 	panic("unreachable")
 }

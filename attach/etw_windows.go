@@ -315,8 +315,25 @@ func dosDevices() func(string) string {
 	}
 }
 
-// etwRecord records with a kernel ETW session. It is the Windows
-// dispatcher's hook for the ETW backend.
+// ETW is Windows's first backend; where it is denied (no administrator
+// rights) or delivers nothing (Wine), Auto falls back to suspend.
+func init() {
+	Register(Driver{Name: ETW, Order: 10, Start: startETW})
+}
+
+// startETW runs etwRecord, its errors that mean "use the suspend backend
+// instead" marked so for the dispatcher.
+func startETW(ctx context.Context, opts Options, h Handler) (Result, error) {
+	res, err := etwRecord(ctx, opts, h)
+	if err != nil && etwUnavailable(err) {
+		// It failed before emitting anything (and killed a command it
+		// had launched suspended): the dispatcher may try suspend.
+		return res, Unavailable(err, "ETW kernel sessions", err.Error())
+	}
+	return res, err
+}
+
+// etwRecord records with a kernel ETW session.
 func etwRecord(ctx context.Context, opts Options, h Handler) (res Result, err error) {
 	res = Result{ExitCode: -1, Backend: "etw", Event: "cpu-clock"}
 	notice := opts.Notice

@@ -38,13 +38,13 @@ var errTaskGone = errors.New("task is gone")
 // suspendMu is held while a thread of a target is suspended. A thread
 // suspended with thread_suspend stays suspended if gprof dies before
 // resuming it (Mach has no suspension token for threads), so an exit
-// path of gprof's own calls Settle first.
+// path of gprof's own calls Settle, and so settleSuspended, first.
 var suspendMu sync.Mutex
 
-// Settle waits until no target thread is suspended by gprof and keeps it
-// so: call it before exiting the process abruptly (os.Exit) while a
-// recording may still run. It never returns the lock.
-func Settle() { suspendMu.Lock() }
+// settleSuspended waits until no target thread is suspended by gprof and
+// keeps it so: call it before exiting the process abruptly (os.Exit)
+// while a recording may still run. It never returns the lock.
+func settleSuspended() { suspendMu.Lock() }
 
 // machThread is a thread the sampler knows, by the port name of the send
 // right it keeps for it (a name stays the same while gprof holds a right,

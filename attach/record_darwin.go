@@ -54,14 +54,10 @@ func (t *machTarget) close() {
 	}
 }
 
-// platformBackends: mach, the one macOS backend.
-var platformBackends = []Backend{Mach}
-
-func start(ctx context.Context, b Backend, opts Options, h Handler) (Result, error) {
-	return recordMach(ctx, opts, h)
+// mach is the one macOS backend.
+func init() {
+	Register(Driver{Name: Mach, Order: 10, Start: recordMach, Settle: settleSuspended})
 }
-
-func resolveTargets(*Options) error { return nil }
 
 func recordMach(ctx context.Context, opts Options, h Handler) (Result, error) {
 	res := Result{ExitCode: -1, Backend: "mach", Event: "mach-timer"}

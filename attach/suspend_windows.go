@@ -246,6 +246,12 @@ func (t *suspendTarget) close() {
 	t.proc.close()
 }
 
+// The suspend backend comes after ETW: Auto uses it where ETW is denied or
+// silent.
+func init() {
+	Register(Driver{Name: Suspend, Order: 20, Start: recordSuspend, Settle: settleSuspended})
+}
+
 // recordSuspend is the suspend backend.
 func recordSuspend(ctx context.Context, opts Options, h Handler) (Result, error) {
 	res := Result{ExitCode: -1, Backend: "suspend", Event: "suspend-timer"}

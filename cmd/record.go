@@ -15,6 +15,9 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/record"
+
+	// Linked in to record: this platform's backends (attach.Register).
+	_ "github.com/gprof-dev/gprof/attach/backends"
 )
 
 func recordCommand() *cli.Command {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package perf
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +21,17 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+
+	// Registered for Auto to fall back to, as in gprof
+	// (TestPerfDeniedFallsBack).
+	_ "github.com/gprof-dev/gprof/attach/ptrace"
 )
 
 func TestMain(m *testing.M) {
-	ExecHelperMain()
+	proc.ExecHelperMain()
 	os.Exit(m.Run())
 }
 
@@ -84,25 +90,25 @@ func testProgram(t testing.TB, name string) string {
 
 // recording is what a test saw, deep-copied out of the handler.
 type recording struct {
-	samples []Sample
-	maps    []Map
-	comms   []Comm
-	forks   []Fork
-	exits   []Exit
+	samples []attach.Sample
+	maps    []attach.Map
+	comms   []attach.Comm
+	forks   []attach.Fork
+	exits   []attach.Exit
 	lost    uint64
 	notices []string
 	lastT   int64
 	order   int // events out of time order by more than a batch could explain
 }
 
-func (r *recording) handle(e Event) {
-	if t := e.eventTime(); t < r.lastT-int64(time.Second) {
+func (r *recording) handle(e attach.Event) {
+	if t := attach.EventTime(e); t < r.lastT-int64(time.Second) {
 		r.order++
 	} else if t > r.lastT {
 		r.lastT = t
 	}
 	switch e := e.(type) {
-	case *Sample:
+	case *attach.Sample:
 		s := *e
 		s.Stack = append([]uint64(nil), e.Stack...)
 		s.StackCopy = append([]byte(nil), e.StackCopy...)
@@ -111,24 +117,24 @@ func (r *recording) handle(e Event) {
 			s.Regs = &r
 		}
 		r.samples = append(r.samples, s)
-	case *Map:
+	case *attach.Map:
 		r.maps = append(r.maps, *e)
-	case *Comm:
+	case *attach.Comm:
 		r.comms = append(r.comms, *e)
-	case *Fork:
+	case *attach.Fork:
 		r.forks = append(r.forks, *e)
-	case *Exit:
+	case *attach.Exit:
 		r.exits = append(r.exits, *e)
-	case *Lost:
+	case *attach.Lost:
 		r.lost += e.Count
 	}
 }
 
-func record1(t *testing.T, ctx context.Context, opts Options) (*recording, Result) {
+func record1(t *testing.T, ctx context.Context, opts attach.Options) (*recording, attach.Result) {
 	t.Helper()
 	rec := &recording{}
 	opts.Notice = func(s string) { rec.notices = append(rec.notices, s); t.Logf("notice: %s", s) }
-	res, err := Record(ctx, opts, rec.handle)
+	res, err := attach.Record(ctx, opts, rec.handle)
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}
@@ -152,12 +158,12 @@ func readBuildID(t *testing.T, path string) []byte {
 // symbolizer resolves absolute addresses in one mapping of an ELF file to
 // function names.
 type symbolizer struct {
-	maps  []Map
+	maps  []attach.Map
 	progs []elf.ProgHeader
 	syms  []elf.Symbol
 }
 
-func newSymbolizer(t *testing.T, path string, maps []Map) *symbolizer {
+func newSymbolizer(t *testing.T, path string, maps []attach.Map) *symbolizer {
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +204,7 @@ func (s *symbolizer) lookup(addr uint64) string {
 }
 
 // stackNames names a sample's user frames (return addresses minus one).
-func (s *symbolizer) stackNames(smp *Sample) []string {
+func (s *symbolizer) stackNames(smp *attach.Sample) []string {
 	var names []string
 	for i, a := range smp.Stack[smp.KernelFrames:] {
 		if i > 0 {
@@ -209,8 +215,8 @@ func (s *symbolizer) stackNames(smp *Sample) []string {
 	return names
 }
 
-func mapsOf(maps []Map, pid int, path string) []Map {
-	var out []Map
+func mapsOf(maps []attach.Map, pid int, path string) []attach.Map {
+	var out []attach.Map
 	for _, m := range maps {
 		if m.Pid == pid && m.Path == path {
 			out = append(out, m)
@@ -237,7 +243,7 @@ func TestLaunchBusy(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cpu")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, res := record1(t, ctx, Options{Command: []string{busy, out, "400"}, Interval: time.Millisecond})
+	rec, res := record1(t, ctx, attach.Options{Command: []string{busy, out, "400"}, Interval: time.Millisecond})
 	if res.ExitCode != 3 {
 		t.Errorf("exit code %d, want 3", res.ExitCode)
 	}
@@ -360,7 +366,7 @@ func TestLaunchForkExec(t *testing.T) {
 	busy := testProgram(t, "busy")
 	fe := testProgram(t, "forkexec")
 	out := filepath.Join(t.TempDir(), "cpu")
-	rec, res := record1(t, context.Background(), Options{Command: []string{fe, busy, out, "100"}})
+	rec, res := record1(t, context.Background(), attach.Options{Command: []string{fe, busy, out, "100"}})
 	if res.ExitCode != 3 {
 		t.Errorf("exit code %d, want 3", res.ExitCode)
 	}
@@ -398,7 +404,7 @@ func TestLaunchForkExec(t *testing.T) {
 func TestManyShortThreads(t *testing.T) {
 	skipIfNoPerf(t)
 	prog := testProgram(t, "threads")
-	rec, res := record1(t, context.Background(), Options{Command: []string{prog, "500"}})
+	rec, res := record1(t, context.Background(), attach.Options{Command: []string{prog, "500"}})
 	if res.ExitCode != 0 {
 		t.Errorf("exit code %d", res.ExitCode)
 	}
@@ -454,7 +460,7 @@ func TestAttach(t *testing.T) {
 	}()
 	start := time.Now()
 	before := procCPU(t, pid)
-	rec, res := record1(t, ctx, Options{Pids: []int{pid}})
+	rec, res := record1(t, ctx, attach.Options{Pids: []int{pid}})
 	cpu := procCPU(t, pid) - before
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("Record took %v after cancel", d)
@@ -462,7 +468,7 @@ func TestAttach(t *testing.T) {
 	if res.ExitCode != -1 {
 		t.Errorf("exit code %d in attach mode", res.ExitCode)
 	}
-	if st := processState(pid); st == 'T' || st == 't' || st == 0 {
+	if st := proc.ProcessState(pid); st == 'T' || st == 't' || st == 0 {
 		t.Errorf("target state after recording: %q", st)
 	}
 
@@ -538,7 +544,7 @@ func TestAttachExits(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rec, _ := record1(t, ctx, Options{Pids: []int{cmd.Process.Pid}})
+	rec, _ := record1(t, ctx, attach.Options{Pids: []int{cmd.Process.Pid}})
 	if ctx.Err() != nil {
 		t.Errorf("recording did not end when the target exited")
 	}
@@ -547,14 +553,14 @@ func TestAttachExits(t *testing.T) {
 
 func TestAttachMissingPid(t *testing.T) {
 	skipIfNoPerf(t)
-	_, err := Record(context.Background(), Options{Pids: []int{1 << 30}}, func(Event) {})
-	if !errors.Is(err, ErrNoSuchProcess) || !strings.Contains(err.Error(), strconv.Itoa(1<<30)) {
+	_, err := attach.Record(context.Background(), attach.Options{Pids: []int{1 << 30}}, func(attach.Event) {})
+	if !errors.Is(err, attach.ErrNoSuchProcess) || !strings.Contains(err.Error(), strconv.Itoa(1<<30)) {
 		t.Errorf("err = %v, want ErrNoSuchProcess naming the pid", err)
 	}
 }
 
 func TestLaunchMissingCommand(t *testing.T) {
-	_, err := Record(context.Background(), Options{Command: []string{"gprof-no-such-command"}}, func(Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"gprof-no-such-command"}}, func(attach.Event) {})
 	if err == nil || err.Error() != "cannot run gprof-no-such-command: command not found in $PATH" {
 		t.Errorf("err = %v", err)
 	}
@@ -565,7 +571,7 @@ func TestLaunchCancel(t *testing.T) {
 	busy := testProgram(t, "busy")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	rec, res := record1(t, ctx, Options{Command: []string{busy, "--forever"}})
+	rec, res := record1(t, ctx, attach.Options{Command: []string{busy, "--forever"}})
 	pid := launchPid(t, rec, "busy")
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	// The command lives within its recording: cancelling stops it with
@@ -573,7 +579,7 @@ func TestLaunchCancel(t *testing.T) {
 	if want := 128 + int(syscall.SIGTERM); res.ExitCode != want {
 		t.Errorf("exit code %d, want %d (stopped with SIGTERM)", res.ExitCode, want)
 	}
-	if st := processState(pid); st != 0 {
+	if st := proc.ProcessState(pid); st != 0 {
 		t.Errorf("command still exists (state %q) after cancel", st)
 	}
 }
@@ -582,7 +588,7 @@ func TestDwarf(t *testing.T) {
 	skipIfNoPerf(t)
 	busy := testProgram(t, "busy")
 	out := filepath.Join(t.TempDir(), "cpu")
-	rec, res := record1(t, context.Background(), Options{Command: []string{busy, out, "200"}, CallGraph: "dwarf", StackSize: 8190})
+	rec, res := record1(t, context.Background(), attach.Options{Command: []string{busy, out, "200"}, CallGraph: "dwarf", StackSize: 8190})
 	if res.Lost != 0 {
 		t.Errorf("lost %d", res.Lost)
 	}
@@ -611,7 +617,7 @@ func TestDwarf(t *testing.T) {
 
 func TestCyclesUnavailable(t *testing.T) {
 	skipIfNoPerf(t)
-	_, err := Record(context.Background(), Options{Command: []string{"true"}, Event: "cycles"}, func(Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"true"}, Event: "cycles"}, func(attach.Event) {})
 	if err != nil {
 		t.Logf("cycles: %v", err)
 		if !strings.Contains(err.Error(), "cycles") {
@@ -664,7 +670,7 @@ func TestDecodeSampleRecord(t *testing.T) {
 	if len(bt.events) != 1 {
 		t.Fatalf("%d events", len(bt.events))
 	}
-	s := bt.events[0].(*Sample)
+	s := bt.events[0].(*attach.Sample)
 	if s.Pid != 1234 || s.Tid != 1235 || s.Time != 1e9 || s.CPU != 1 || s.CPUDelta != 1e6 || s.KernelFrames != 0 ||
 		fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010, 0x401020}) {
 		t.Errorf("decoded %+v", s)
@@ -702,7 +708,7 @@ func TestAttachThreadChurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	before := procCPU(t, pid)
-	rec, res := record1(t, ctx, Options{Pids: []int{pid}})
+	rec, res := record1(t, ctx, attach.Options{Pids: []int{pid}})
 	cpu := procCPU(t, pid) - before
 	threads := map[int]bool{}
 	for _, s := range rec.samples {
@@ -724,7 +730,7 @@ func TestKernelStacks(t *testing.T) {
 	if err != nil {
 		t.Skip("no dd")
 	}
-	rec, _ := record1(t, context.Background(), Options{Command: []string{dd, "if=/dev/zero", "of=/dev/null", "bs=64k", "count=20000", "status=none"}, Kernel: true})
+	rec, _ := record1(t, context.Background(), attach.Options{Command: []string{dd, "if=/dev/zero", "of=/dev/null", "bs=64k", "count=20000", "status=none"}, Kernel: true})
 	for _, n := range rec.notices {
 		if strings.Contains(n, "kernel stacks are not permitted") {
 			t.Skip(n)
@@ -761,8 +767,8 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	seccompFiltered = func() bool { return false }
 
 	var notices []string
-	opts := Options{Command: []string{"true"}, Backend: "", Notice: func(s string) { notices = append(notices, s) }}
-	res, err := Record(context.Background(), opts, func(Event) {})
+	opts := attach.Options{Command: []string{"true"}, Backend: "", Notice: func(s string) { notices = append(notices, s) }}
+	res, err := attach.Record(context.Background(), opts, func(attach.Event) {})
 	t.Logf("fallback: backend %q, err %v, notices %q", res.Backend, err, notices)
 	if len(notices) != 1 || !strings.Contains(notices[0], "ptrace") || !strings.Contains(notices[0], "seccomp") {
 		t.Errorf("notices %q, want one naming the ptrace fallback and why", notices)
@@ -774,14 +780,14 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	// paranoid 3 and up: EACCES, the commonest case.
 	perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, unix.EACCES }
 	notices = nil
-	res, err = Record(context.Background(), opts, func(Event) {})
+	res, err = attach.Record(context.Background(), opts, func(attach.Event) {})
 	if err != nil || res.Backend == "perf" || len(notices) != 1 || !strings.Contains(notices[0], "ptrace") {
 		t.Errorf("EACCES: backend %q, err %v, notices %q: want the ptrace fallback", res.Backend, err, notices)
 	}
 
 	opts.Backend = "perf"
-	_, err = Record(context.Background(), opts, func(Event) {})
-	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), "perf_event_paranoid") {
+	_, err = attach.Record(context.Background(), opts, func(attach.Event) {})
+	if !errors.Is(err, attach.ErrPermission) || !strings.Contains(err.Error(), "perf_event_paranoid") {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_paranoid", err)
 	}
 	t.Logf("perf only: %v", err)
@@ -796,13 +802,13 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	}{{unix.ENOSYS, false}, {unix.EPERM, true}} {
 		perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, c.errno }
 		seccompFiltered = func() bool { return c.filtered }
-		_, err = Record(context.Background(), opts, func(Event) {})
+		_, err = attach.Record(context.Background(), opts, func(attach.Event) {})
 		msg := fmt.Sprint(err)
 		t.Logf("perf only, %v: %s", c.errno, msg)
-		if p, _ := readSysctlInt("perf_event_paranoid"); c.errno == unix.EPERM && p > 2 {
+		if p, _ := proc.ReadSysctlInt("perf_event_paranoid"); c.errno == unix.EPERM && p > 2 {
 			continue // then paranoid may be the cause too
 		}
-		if !errors.Is(err, ErrPermission) || !strings.Contains(msg, "seccomp") || !strings.Contains(msg, "--backend ptrace") || strings.Contains(msg, "paranoid") {
+		if !errors.Is(err, attach.ErrPermission) || !strings.Contains(msg, "seccomp") || !strings.Contains(msg, "--backend ptrace") || strings.Contains(msg, "paranoid") {
 			t.Errorf("%v: err = %s, want seccomp advice naming --backend ptrace, not perf_event_paranoid", c.errno, msg)
 		}
 	}
@@ -821,7 +827,7 @@ func TestKernelDeniedFallsBack(t *testing.T) {
 		return saved(a, pid, cpu, group, flags)
 	}
 	busy := testProgram(t, "busy")
-	rec, _ := record1(t, context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "50"}, Kernel: true})
+	rec, _ := record1(t, context.Background(), attach.Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "50"}, Kernel: true})
 	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "kernel stacks are not permitted") {
 		t.Errorf("notices %q", rec.notices)
 	}
@@ -848,7 +854,7 @@ func TestRingMlockFallback(t *testing.T) {
 		return saved(fd, off, n, prot, flags)
 	}
 	busy := testProgram(t, "busy")
-	rec, res := record1(t, context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "100"}})
+	rec, res := record1(t, context.Background(), attach.Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "100"}})
 	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "perf_event_mlock_kb") {
 		t.Errorf("notices %q", rec.notices)
 	}
@@ -857,8 +863,8 @@ func TestRingMlockFallback(t *testing.T) {
 	}
 
 	perfMmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.EPERM }
-	_, err := Record(context.Background(), Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "10"}}, func(Event) {})
-	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), "perf_event_mlock_kb") {
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "10"}}, func(attach.Event) {})
+	if !errors.Is(err, attach.ErrPermission) || !strings.Contains(err.Error(), "perf_event_mlock_kb") {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_mlock_kb", err)
 	}
 }
@@ -945,73 +951,23 @@ func TestDecodeSideband(t *testing.T) {
 	if b.lost != 15 || len(b.events) != 6 {
 		t.Fatalf("lost %d, %d events: %+v", b.lost, len(b.events), b.events)
 	}
-	if l := b.events[0].(*Lost); l.Count != 12 || l.Time != 5555 {
+	if l := b.events[0].(*attach.Lost); l.Count != 12 || l.Time != 5555 {
 		t.Errorf("lost %+v", l)
 	}
-	m := b.events[2].(*Map)
+	m := b.events[2].(*attach.Map)
 	if m.Pid != 7 || m.Start != 0x1000 || m.End != 0x3000 || m.FileOffset != 0x3000 || m.Path != "/usr/bin/x" ||
 		len(m.BuildID) != 20 || m.BuildID[19] != 19 || m.Time != 5555 || m.MapFile != "/proc/7/map_files/1000-3000" {
 		t.Errorf("map %+v", m)
 	}
-	if c := b.events[3].(*Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
+	if c := b.events[3].(*attach.Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
 		t.Errorf("comm %+v", c)
 	}
-	if f := b.events[4].(*Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
+	if f := b.events[4].(*attach.Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
 		t.Errorf("fork %+v", f)
 	}
-	if e := b.events[5].(*Exit); e.Pid != 7 || e.Tid != 9 {
+	if e := b.events[5].(*attach.Exit); e.Pid != 7 || e.Tid != 9 {
 		t.Errorf("exit %+v", e)
 	}
-}
-
-// TestLaunchOutlivesForkingThread: the kernel sends a parent-death signal
-// when the thread that forked the child exits, not the process, and Go
-// ends a thread whose goroutine exits locked to it (as the ptrace sampler
-// may). A command launched from such a thread must live on.
-func TestLaunchOutlivesForkingThread(t *testing.T) {
-	type started struct {
-		l   *launched
-		err error
-	}
-	ch := make(chan started)
-	var launchLocked func()
-	launchLocked = func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if unix.Gettid() == os.Getpid() {
-			// Go never ends the main thread; keep it busy so that the
-			// launch happens on another one.
-			done := make(chan struct{})
-			go func() { launchLocked(); close(done) }()
-			<-done
-			runtime.UnlockOSThread()
-			return
-		}
-		l, err := launch(Options{Command: []string{"sleep", "30"}})
-		ch <- started{l, err}
-	}
-	go launchLocked()
-	st := <-ch
-	if st.err != nil {
-		t.Fatal(st.err)
-	}
-	l := st.l
-	defer l.abort()
-	time.Sleep(300 * time.Millisecond) // the forking thread is gone by now
-	if s := processState(l.Pid); s == 0 || s == 'Z' {
-		t.Fatalf("the launch helper died (state %q) when the thread that started it exited", s)
-	}
-	if err := l.release(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.started(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if s := processState(l.Pid); s == 0 || s == 'Z' {
-		t.Fatalf("the launched command died (state %q)", s)
-	}
-	syscall.Kill(l.Pid, syscall.SIGKILL)
-	l.wait()
 }
 
 // TestLaunchStopKillsStubborn: a command that ignores SIGTERM when its
@@ -1021,7 +977,7 @@ func TestLaunchStopKillsStubborn(t *testing.T) {
 	skipIfNoPerf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	rec, res := record1(t, ctx, Options{Command: []string{"sh", "-c", `trap "" TERM; while :; do :; done`}})
+	rec, res := record1(t, ctx, attach.Options{Command: []string{"sh", "-c", `trap "" TERM; while :; do :; done`}})
 	if want := 128 + int(syscall.SIGKILL); res.ExitCode != want {
 		t.Errorf("exit code %d, want %d (killed)", res.ExitCode, want)
 	}
@@ -1073,16 +1029,16 @@ func TestDecodeSwitch(t *testing.T) {
 	if len(b.events) != 5 {
 		t.Fatalf("%d events: %+v", len(b.events), b.events)
 	}
-	want := []Switch{{5555, 7, 8, true, false, ""}, {5555, 7, 8, true, true, ""}, {5555, 7, 8, false, false, ""}}
+	want := []attach.Switch{{Time: 5555, Pid: 7, Tid: 8, Out: true}, {Time: 5555, Pid: 7, Tid: 8, Out: true, Preempt: true}, {Time: 5555, Pid: 7, Tid: 8}}
 	for i, w := range want {
-		if got := *b.events[i].(*Switch); got != w {
+		if got := *b.events[i].(*attach.Switch); got != w {
 			t.Errorf("switch %d: %+v, want %+v", i, got, w)
 		}
 	}
-	if s := b.events[3].(*Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
+	if s := b.events[3].(*attach.Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
 		t.Errorf("switch sample %+v", s)
 	}
-	if s := b.events[4].(*Sample); s.Switch || s.CPUDelta != 1000000 {
+	if s := b.events[4].(*attach.Sample); s.Switch || s.CPUDelta != 1000000 {
 		t.Errorf("clock sample %+v", s)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 import (
 	"context"
@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 // The ptrace backend samples when perf_event_open is denied. Each tick it
@@ -40,8 +44,14 @@ const (
 	ptDefaultStak = 16 << 10
 )
 
-func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) {
-	res := Result{ExitCode: -1, Backend: "ptrace", Event: "ptrace-timer"}
+// The ptrace backend comes after perf: Auto uses it where perf events are
+// denied.
+func init() {
+	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace})
+}
+
+func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
+	res := attach.Result{ExitCode: -1, Backend: "ptrace", Event: "ptrace-timer"}
 	s := &ptSampler{
 		ctx:        ctx,
 		opts:       opts,
@@ -75,7 +85,7 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 	}
 
 	if len(opts.Command) > 0 {
-		l, err := launch(opts)
+		l, err := proc.Launch(opts.Command, opts.Env, opts.Dir)
 		if err != nil {
 			return res, err
 		}
@@ -85,8 +95,8 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 			if pid == s.self {
 				return res, fmt.Errorf("pid %d is gprof itself", pid)
 			}
-			if !processExists(pid) {
-				return res, fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+			if !proc.ProcessExists(pid) {
+				return res, fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 			}
 		}
 	}
@@ -146,7 +156,7 @@ func recordPtrace(ctx context.Context, opts Options, h Handler) (Result, error) 
 			if s.launched != nil {
 				// Not waited for: the sampler may still trace one of its
 				// threads, and a wait could take that thread's stop.
-				s.launched.cmd.Process.Signal(unix.SIGTERM)
+				s.launched.Signal(unix.SIGTERM)
 			}
 			return res, nil
 		}
@@ -179,8 +189,8 @@ var ptStatsHook func(ptStats)
 // touches it while it runs.
 type ptSampler struct {
 	ctx      context.Context
-	opts     Options
-	h        Handler
+	opts     attach.Options
+	h        attach.Handler
 	interval time.Duration
 
 	// mu guards abandoned. waiting is the thread the sampler waits for,
@@ -196,7 +206,7 @@ type ptSampler struct {
 	procs map[int]*ptProc
 	order []int // pids in order of discovery, for a stable sampling order
 
-	launched   *launched
+	launched   *proc.Launched
 	launchGone bool // the launched process exited
 	launchCode int  // its exit code, if the sampler's own wait4 reaped it
 	reaped     bool
@@ -213,9 +223,9 @@ type ptSampler struct {
 
 	// sample is handed to the handler for every sample, which must not
 	// keep it (see Handler).
-	sample Sample
+	sample attach.Sample
 
-	regs  Regs
+	regs  attach.Regs
 	stack []byte
 	iov   []unix.RemoteIovec
 	buf   []byte
@@ -242,7 +252,7 @@ type ptProc struct {
 	tids    []int
 	exec    []ptRange // executable mappings, sorted
 	all     []ptRange // every mapping, sorted
-	seen    map[ptMapKey]bool
+	seen    map[procmaps.Key]bool
 	exe     [2]uint64 // dev, inode of /proc/PID/exe, to notice exec
 	mapsAt  int64
 	denied  bool // seizing failed with EPERM; left alone
@@ -288,14 +298,8 @@ type ptStats struct {
 
 type ptRange struct{ start, end uint64 }
 
-// ptMapKey identifies a mapping already reported.
-type ptMapKey struct {
-	start, end, off, dev, ino uint64
-	path                      string
-}
-
 // emit hands e to the handler unless recordPtrace has returned.
-func (s *ptSampler) emit(e Event) {
+func (s *ptSampler) emit(e attach.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.abandoned {
@@ -336,7 +340,7 @@ func (s *ptSampler) run() (err error) {
 		// Probing the helper, still blocked before its exec, finds a
 		// permission problem before the command has done anything.
 		if err := s.probe(s.launched.Pid); err != nil {
-			s.launched.abort()
+			s.launched.Abort()
 			s.launchGone, s.aborted = true, true
 			return err
 		}
@@ -355,9 +359,9 @@ func (s *ptSampler) run() (err error) {
 		only := map[int]map[int]bool{}
 		var onlyOrder []int
 		for _, tid := range s.opts.Tids {
-			pid, _, _, ok := taskInfo(tid)
+			pid, _, _, ok := proc.TaskInfo(tid)
 			if !ok {
-				return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+				return fmt.Errorf("thread %d: %w", tid, attach.ErrNoSuchProcess)
 			}
 			if only[pid] == nil {
 				only[pid] = map[int]bool{}
@@ -481,10 +485,10 @@ func (s *ptSampler) finished() bool {
 func (s *ptSampler) startLaunched() (int, error) {
 	l := s.launched
 	helper, _ := exeID(l.Pid)
-	if err := l.release(); err != nil {
+	if err := l.Release(); err != nil {
 		return 0, err
 	}
-	if err := l.started(); err != nil {
+	if err := l.Started(); err != nil {
 		s.launchGone, s.aborted = true, true
 		return 0, err
 	}
@@ -492,7 +496,7 @@ func (s *ptSampler) startLaunched() (int, error) {
 	for {
 		// The kernel switches the executable before it lays out the new
 		// command line, so exec is over once both have changed.
-		if id, ok := exeID(l.Pid); ok && id != helper && len(readCmdline(l.Pid)) > 0 {
+		if id, ok := exeID(l.Pid); ok && id != helper && len(proc.ReadCmdline(l.Pid)) > 0 {
 			return l.Pid, nil
 		}
 		if processExited(l.Pid) {
@@ -517,15 +521,15 @@ func (s *ptSampler) finishLaunched() int {
 	}
 	if !s.launchGone {
 		// Recording ended before the command: it lives within its
-		// recording, so it is asked to end (see launched.stop). Nothing is
+		// recording, so it is asked to end (see proc.Launched.Stop). Nothing is
 		// seized any more, so waiting for it cannot consume a ptrace-stop.
 		notify := s.opts.Notice
 		if notify == nil {
 			notify = func(string) {}
 		}
-		return l.stop(notify)
+		return l.Stop(notify)
 	}
-	code := l.wait()
+	code := l.Wait()
 	if s.reaped {
 		return s.launchCode
 	}
@@ -536,9 +540,9 @@ func (s *ptSampler) finishLaunched() int {
 // permission problem is reported at once rather than as a silent,
 // empty profile.
 func (s *ptSampler) probe(pid int) error {
-	tids, err := listTasks(pid)
+	tids, err := proc.ListTasks(pid)
 	if err != nil {
-		return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+		return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 	}
 	return s.probeTasks(pid, tids)
 }

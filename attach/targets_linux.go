@@ -3,22 +3,12 @@
 package attach
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/gprof-dev/gprof/attach/internal/proc"
 )
-
-// platformBackends: perf events, and ptrace where they are denied.
-var platformBackends = []Backend{Perf, Ptrace}
-
-// start runs backend b; record has checked opts.
-func start(ctx context.Context, b Backend, opts Options, h Handler) (Result, error) {
-	if b == Ptrace {
-		return recordPtrace(ctx, opts, h)
-	}
-	return recordPerf(ctx, opts, h)
-}
 
 // resolveTargets checks the pids and tids to attach to, the same way for
 // both backends: gprof itself and kernel threads are refused (there is
@@ -43,7 +33,7 @@ func resolveTargets(opts *Options) error {
 	}
 	var pids []int
 	for _, pid := range opts.Pids {
-		tgid, comm, kthread, ok := taskInfo(pid)
+		tgid, comm, kthread, ok := proc.TaskInfo(pid)
 		if !ok {
 			pids = append(pids, pid)
 			continue
@@ -52,7 +42,7 @@ func resolveTargets(opts *Options) error {
 			return err
 		}
 		if tgid != pid {
-			notify(fmt.Sprintf("%d is a thread of process %d (%s); recording all of process %d (-t %d records that thread alone)", pid, tgid, readTaskComm(tgid, tgid), tgid, pid))
+			notify(fmt.Sprintf("%d is a thread of process %d (%s); recording all of process %d (-t %d records that thread alone)", pid, tgid, proc.ReadTaskComm(tgid, tgid), tgid, pid))
 			pid = tgid
 		}
 		if !slices.Contains(pids, pid) {
@@ -61,7 +51,7 @@ func resolveTargets(opts *Options) error {
 	}
 	var tids []int
 	for _, tid := range opts.Tids {
-		tgid, comm, kthread, ok := taskInfo(tid)
+		tgid, comm, kthread, ok := proc.TaskInfo(tid)
 		if !ok {
 			return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 // The ptrace backend's targets: processes and threads as they come, exec
 // and go, and the children a traced process starts.
@@ -10,6 +10,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 // addProcess starts tracking pid (a child of ppid when ppid is nonzero) and
@@ -24,21 +28,21 @@ func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
 }
 
 func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
-	now := MonotonicNow()
-	pr := &ptProc{pid: pid, only: only, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	now := attach.MonotonicNow()
+	pr := &ptProc{pid: pid, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
 	pr.exe, _ = exeID(pid)
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
 	if ppid != 0 {
-		s.emit(&Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
+		s.emit(&attach.Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
 	}
 	s.refreshMaps(pr, now)
-	tids, err := listTasks(pid)
+	tids, err := proc.ListTasks(pid)
 	if err != nil {
 		return
 	}
 	tids = pr.filter(tids)
-	argv := readCmdline(pid)
+	argv := proc.ReadCmdline(pid)
 	// A forked child is named as perf names it: a copy of its parent (the
 	// Fork above), then by its own name, which it may have changed, not
 	// by the command line it shares with its parent. Only a child that
@@ -55,7 +59,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	for _, tid := range tids {
 		th := s.newThread(pid, tid)
 		pr.threads[tid] = th
-		c := &Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
+		c := &attach.Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
 		if tid == pid || only != nil {
 			c.Argv, c.Exec = argv, execd
 		}
@@ -73,7 +77,7 @@ func (pr *ptProc) filter(tids []int) []int {
 }
 
 func (s *ptSampler) newThread(pid, tid int) *ptThread {
-	th := &ptThread{comm: readTaskComm(pid, tid), switches: -1}
+	th := &ptThread{comm: proc.ReadTaskComm(pid, tid), switches: -1}
 	st, _ := s.readSchedstat(pid, tid)
 	th.last = st.run
 	th.base = th.last
@@ -82,20 +86,20 @@ func (s *ptSampler) newThread(pid, tid int) *ptThread {
 
 // processGone reports the exit of all of pr's threads, the main one last.
 func (s *ptSampler) processGone(pr *ptProc) {
-	now := MonotonicNow()
+	now := attach.MonotonicNow()
 	for _, tid := range pr.tids {
 		if tid != pr.pid {
-			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 		}
 	}
-	s.emit(&Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
 	delete(s.procs, pr.pid)
 }
 
 // scanThreads reconciles pr's threads with /proc and reports false when
 // the process is gone.
 func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
-	tids, err := listTasks(pr.pid)
+	tids, err := proc.ListTasks(pr.pid)
 	if err != nil || len(tids) == 0 || s.zombie(pr.pid, tids) {
 		s.processGone(pr)
 		return false
@@ -103,18 +107,18 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	if pr.only != nil {
 		if tids = pr.filter(tids); len(tids) == 0 {
 			// The threads sampled alone are gone; the process may not be.
-			now := MonotonicNow()
+			now := attach.MonotonicNow()
 			for _, tid := range pr.tids {
-				s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+				s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			}
 			delete(s.procs, pr.pid)
 			return false
 		}
 	}
-	now := MonotonicNow()
+	now := attach.MonotonicNow()
 	for _, tid := range pr.tids {
 		if _, found := slices.BinarySearch(tids, tid); !found {
-			s.emit(&Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			delete(pr.threads, tid)
 		}
 	}
@@ -127,8 +131,8 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		s.noticeExec(pr, now)
 		th := s.newThread(pr.pid, tid)
 		pr.threads[tid] = th
-		s.emit(&Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
-		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+		s.emit(&attach.Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
+		s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
 	}
 	pr.tids = append(pr.tids[:0], tids...)
 	if !slow {
@@ -138,9 +142,9 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	s.noticeExec(pr, now)
 	for _, tid := range tids {
 		th := pr.threads[tid]
-		if c := readTaskComm(pr.pid, tid); c != "" && c != th.comm {
+		if c := proc.ReadTaskComm(pr.pid, tid); c != "" && c != th.comm {
 			th.comm = c
-			s.emit(&Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
+			s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
 		}
 	}
 	if now-pr.mapsAt >= int64(ptSlowPeriod) {
@@ -160,11 +164,11 @@ func (s *ptSampler) noticeExec(pr *ptProc, now int64) {
 		return
 	}
 	pr.exe = id
-	pr.exec, pr.all, pr.seen = nil, nil, map[ptMapKey]bool{}
+	pr.exec, pr.all, pr.seen = nil, nil, map[procmaps.Key]bool{}
 	pr.mapsAt = 0
 	if th := pr.threads[pr.pid]; th != nil {
-		th.comm = readTaskComm(pr.pid, pr.pid)
-		s.emit(&Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: readCmdline(pr.pid)})
+		th.comm = proc.ReadTaskComm(pr.pid, pr.pid)
+		s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: proc.ReadCmdline(pr.pid)})
 	}
 }
 

@@ -1,14 +1,15 @@
 //go:build linux
 
-package attach
+package perf
 
 import (
 	"encoding/binary"
-	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
 )
 
 // Decoding of perf ring records (kernel include/uapi/linux/perf_event.h).
@@ -53,10 +54,10 @@ func userRegs(goarch string) (regsLayout, bool) {
 // batch owns the events of one drain and the memory they point into, so a
 // batch can be handed to the handler goroutine while the next one fills.
 type batch struct {
-	events  []Event
-	samples []Sample // chunk; samples[nsamp:] free
+	events  []attach.Event
+	samples []attach.Sample // chunk; samples[nsamp:] free
 	nsamp   int
-	regs    []Regs
+	regs    []attach.Regs
 	nregs   int
 	frames  []uint64
 	bytes   []byte
@@ -75,8 +76,8 @@ func (b *batch) reset() {
 	b.notices = b.notices[:0]
 }
 
-func (b *batch) newSample() *Sample { return nextInChunk(&b.samples, &b.nsamp) }
-func (b *batch) newRegs() *Regs     { return nextInChunk(&b.regs, &b.nregs) }
+func (b *batch) newSample() *attach.Sample { return nextInChunk(&b.samples, &b.nsamp) }
+func (b *batch) newRegs() *attach.Regs     { return nextInChunk(&b.regs, &b.nregs) }
 
 // nextInChunk returns the next zeroed element of *chunk, *used of which are
 // taken, starting a new chunk (twice as long, at least 256) when it is full.
@@ -243,7 +244,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if len(rec) < 16+d.trailerLen {
 			return
 		}
-		c := &Comm{
+		c := &attach.Comm{
 			Time: d.trailerTimeOf(rec),
 			Pid:  int(ne.Uint32(rec[8:])),
 			Tid:  int(ne.Uint32(rec[12:])),
@@ -251,7 +252,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			Exec: misc&unix.PERF_RECORD_MISC_COMM_EXEC != 0,
 		}
 		if c.Exec && d.readArgv {
-			c.Argv = readCmdline(c.Pid)
+			c.Argv = proc.ReadCmdline(c.Pid)
 		}
 		b.events = append(b.events, c)
 	case unix.PERF_RECORD_FORK, unix.PERF_RECORD_EXIT:
@@ -262,9 +263,9 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		tid, ptid := int(ne.Uint32(rec[16:])), int(ne.Uint32(rec[20:]))
 		t := int64(ne.Uint64(rec[24:]))
 		if typ == unix.PERF_RECORD_FORK {
-			b.events = append(b.events, &Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
+			b.events = append(b.events, &attach.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
 		} else {
-			b.events = append(b.events, &Exit{Time: t, Pid: pid, Tid: tid})
+			b.events = append(b.events, &attach.Exit{Time: t, Pid: pid, Tid: tid})
 			if d.readCPU {
 				d.exited = append(d.exited, tid)
 			}
@@ -275,14 +276,14 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		}
 		n := ne.Uint64(rec[16:])
 		b.lost += n
-		b.events = append(b.events, &Lost{Time: d.trailerTimeOf(rec), Count: n})
+		b.events = append(b.events, &attach.Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_LOST_SAMPLES:
 		if len(rec) < 16 {
 			return
 		}
 		n := ne.Uint64(rec[8:])
 		b.lost += n
-		b.events = append(b.events, &Lost{Time: d.trailerTimeOf(rec), Count: n})
+		b.events = append(b.events, &attach.Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_THROTTLE:
 		d.throttled = true
 	case unix.PERF_RECORD_SWITCH:
@@ -291,7 +292,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			return
 		}
 		off := len(rec) - d.trailerLen + d.trailerTid
-		b.events = append(b.events, &Switch{
+		b.events = append(b.events, &attach.Switch{
 			Time:    d.trailerTimeOf(rec),
 			Pid:     int(ne.Uint32(rec[off:])),
 			Tid:     int(ne.Uint32(rec[off+4:])),
@@ -301,7 +302,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	}
 }
 
-func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
+func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *attach.Sample {
 	st := d.sampleType
 	p := 8
 	need := func(n int) bool { return p+n <= len(rec) }
@@ -478,7 +479,7 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *Sample {
 // MMAP2 body: pid u32, tid u32, addr, len, pgoff u64; then either maj u32,
 // min u32, ino u64, ino_generation u64 or build_id_size u8, 3 bytes pad,
 // build_id[20]; then prot u32, flags u32, filename.
-func (d *decoder) decodeMmap2(rec []byte, misc uint16) *Map {
+func (d *decoder) decodeMmap2(rec []byte, misc uint16) *attach.Map {
 	const fixed = 8 + 8 + 24 + 24 + 8
 	if len(rec) < fixed+d.trailerLen {
 		return nil
@@ -487,7 +488,7 @@ func (d *decoder) decodeMmap2(rec []byte, misc uint16) *Map {
 	if prot&unix.PROT_EXEC == 0 {
 		return nil
 	}
-	m := &Map{
+	m := &attach.Map{
 		Time:       d.trailerTimeOf(rec),
 		Pid:        int(ne.Uint32(rec[8:])),
 		Start:      ne.Uint64(rec[16:]),
@@ -495,7 +496,7 @@ func (d *decoder) decodeMmap2(rec []byte, misc uint16) *Map {
 		Path:       cString(rec[fixed : len(rec)-d.trailerLen]),
 	}
 	m.End = m.Start + ne.Uint64(rec[24:])
-	m.MapFile = mapFilePath(m.Pid, m.Start, m.End)
+	m.MapFile = proc.MapFilePath(m.Pid, m.Start, m.End)
 	if misc&unix.PERF_RECORD_MISC_MMAP_BUILD_ID != 0 {
 		n := int(rec[40])
 		if n > 20 {
@@ -513,10 +514,6 @@ func (d *decoder) decodeMmap2(rec []byte, misc uint16) *Map {
 		m.Inode = ne.Uint64(rec[48:])
 	}
 	return m
-}
-
-func mapFilePath(pid int, start, end uint64) string {
-	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, start, end)
 }
 
 // statMapping finds the device and inode of a mapping whose MMAP2 record
@@ -540,14 +537,4 @@ func cString(b []byte) string {
 		}
 	}
 	return string(b)
-}
-
-// readCmdline returns /proc/PID/cmdline split at NULs, or nil.
-func readCmdline(pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(data) == 0 {
-		return nil
-	}
-	data = []byte(strings.TrimSuffix(string(data), "\x00"))
-	return strings.Split(string(data), "\x00")
 }

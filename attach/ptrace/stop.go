@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 // One tick's work on a process: which threads to stop, stopping each for
 // the moment its registers and stack are read, and letting it go.
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
 )
 
 func (s *ptSampler) sampleProcess(pr *ptProc) {
@@ -39,7 +41,7 @@ func (s *ptSampler) sampleProcess(pr *ptProc) {
 		running := st == 'R'
 		if (th.off || th.asleepAt != 0) && (running || ran >= s.minRun && !th.woke) {
 			if th.off {
-				s.emit(&Switch{Time: MonotonicNow(), Pid: pr.pid, Tid: tid})
+				s.emit(&attach.Switch{Time: attach.MonotonicNow(), Pid: pr.pid, Tid: tid})
 			}
 			th.off, th.asleepAt = false, 0
 		}
@@ -86,7 +88,7 @@ func (s *ptSampler) switchOut(pr *ptProc, th *ptThread, tid, cpu int, sched ptSc
 	// Asleep, it stops in its system call: that is the stack wanted.
 	s.keepSyscall = true
 	if th.asleepAt == 0 {
-		th.asleepAt = MonotonicNow()
+		th.asleepAt = attach.MonotonicNow()
 	}
 	wchan := readWchan(pr.pid, tid)
 	sm, outside := s.sampleThread(pr, th, tid, cpu, false, sched)
@@ -101,7 +103,7 @@ func (s *ptSampler) switchOut(pr *ptProc, th *ptThread, tid, cpu int, sched ptSc
 		s.refreshMaps(pr, sm.Time)
 	}
 	s.emit(sm)
-	s.emit(&Switch{Time: t, Pid: pr.pid, Tid: tid, Out: true, Wchan: wchan})
+	s.emit(&attach.Switch{Time: t, Pid: pr.pid, Tid: tid, Out: true, Wchan: wchan})
 	th.off, th.asleepAt = true, 0
 	th.woke = true // the stop cost it a little CPU time
 }
@@ -135,7 +137,7 @@ func readWchan(pid, tid int) string {
 // (before) and its stop, it was not put on a CPU, or put on one just once
 // after waiting no longer than the sampler has been awake. If it does not
 // stop within ptOnCPUWait it is left to stop on its own, and let go then.
-func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running bool, before ptSched) (sm *Sample, outside bool) {
+func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running bool, before ptSched) (sm *attach.Sample, outside bool) {
 	switch err := ptSeize(tid); err {
 	case nil:
 	case unix.ESRCH:
@@ -188,7 +190,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running
 		return nil, false
 	}
 	inSyscall, err := ptGetRegs(tid, &s.regs)
-	t := MonotonicNow()
+	t := attach.MonotonicNow()
 	// While the thread is stopped its CPU time is exact: /proc reads of
 	// a thread on a CPU are only as fresh as the last timer tick.
 	onCPU := true
@@ -234,7 +236,7 @@ func (s *ptSampler) sampleThread(pr *ptProc, th *ptThread, tid, cpu int, running
 	}
 	s.one[0] = s.regs.IP
 	s.stats.samples++
-	s.sample = Sample{
+	s.sample = attach.Sample{
 		Time:      t,
 		Pid:       pr.pid,
 		Tid:       tid,

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 import (
 	"bufio"
@@ -21,15 +21,19 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 func init() {
 	// Launch mode re-executes the running binary as its helper; in tests
 	// that binary is the test binary.
-	ExecHelperMain()
+	proc.ExecHelperMain()
 }
 
-// ptBuild compiles testdata/ptrace/NAME.c with frame pointers.
+// ptBuild compiles testdata/NAME.c with frame pointers.
 func ptBuild(t testing.TB, name string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
@@ -37,7 +41,7 @@ func ptBuild(t testing.TB, name string) string {
 		t.Skip("gcc not found; the ptrace tests build their targets with it")
 	}
 	out := filepath.Join(t.TempDir(), name)
-	src := filepath.Join("testdata", "ptrace", name+".c")
+	src := filepath.Join("testdata", name+".c")
 	cmd := exec.Command(gcc, "-O0", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out, src)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", src, err, b)
@@ -87,17 +91,17 @@ func ptRequire(t testing.TB, pid int) {
 // ptCollected is what a recording handed to its handler, copied out because
 // the backend reuses events.
 type ptCollected struct {
-	samples []Sample
-	maps    []Map
-	comms   []Comm
-	forks   []Fork
-	exits   []Exit
+	samples []attach.Sample
+	maps    []attach.Map
+	comms   []attach.Comm
+	forks   []attach.Fork
+	exits   []attach.Exit
 	stats   ptStats
 }
 
-func (c *ptCollected) handle(e Event) {
+func (c *ptCollected) handle(e attach.Event) {
 	switch e := e.(type) {
-	case *Sample:
+	case *attach.Sample:
 		s := *e
 		s.Stack = append([]uint64(nil), e.Stack...)
 		s.StackCopy = append([]byte(nil), e.StackCopy...)
@@ -106,13 +110,13 @@ func (c *ptCollected) handle(e Event) {
 			s.Regs = &r
 		}
 		c.samples = append(c.samples, s)
-	case *Map:
+	case *attach.Map:
 		c.maps = append(c.maps, *e)
-	case *Comm:
+	case *attach.Comm:
 		c.comms = append(c.comms, *e)
-	case *Fork:
+	case *attach.Fork:
 		c.forks = append(c.forks, *e)
-	case *Exit:
+	case *attach.Exit:
 		c.exits = append(c.exits, *e)
 	}
 }
@@ -125,7 +129,7 @@ func (c *ptCollected) perThread() map[int]int {
 	return n
 }
 
-func ptRecordFor(t testing.TB, d time.Duration, opts Options) (*ptCollected, Result) {
+func ptRecordFor(t testing.TB, d time.Duration, opts attach.Options) (*ptCollected, attach.Result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -150,7 +154,7 @@ func ptRecordFor(t testing.TB, d time.Duration, opts Options) (*ptCollected, Res
 // ptCheckReleased asserts that no thread of pid is traced or stopped.
 func ptCheckReleased(t testing.TB, pid int) {
 	t.Helper()
-	tids, err := listTasks(pid)
+	tids, err := proc.ListTasks(pid)
 	if err != nil {
 		t.Fatalf("target %d is gone: %v", pid, err)
 	}
@@ -178,7 +182,7 @@ func ptCheckReleased(t testing.TB, pid int) {
 
 // ptRuntimeOf returns the CPU time of pid's threads in ns.
 func ptRuntimeOf(pid int) int64 {
-	tids, _ := listTasks(pid)
+	tids, _ := proc.ListTasks(pid)
 	var sum int64
 	for _, tid := range tids {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
@@ -215,7 +219,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	const interval = 10 * time.Millisecond
 	const dur = 1500 * time.Millisecond
 	cpuBefore := ptRuntimeOf(pid)
-	tids, _ := listTasks(pid)
+	tids, _ := proc.ListTasks(pid)
 	if len(tids) != 2 {
 		t.Fatalf("target has threads %v, want 2", tids)
 	}
@@ -223,7 +227,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	for _, tid := range tids {
 		ranBefore[tid] = ptThreadRuntime(pid, tid)
 	}
-	c, res := ptRecordFor(t, dur, Options{Pids: []int{pid}, Interval: interval})
+	c, res := ptRecordFor(t, dur, attach.Options{Pids: []int{pid}, Interval: interval})
 	cpuUsed := ptRuntimeOf(pid) - cpuBefore
 	ptCheckReleased(t, pid)
 	if res.Backend != "ptrace" || res.Event != "ptrace-timer" {
@@ -252,7 +256,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	}
 
 	// The binary's executable mapping was reported, with map_files.
-	var text *Map
+	var text *attach.Map
 	for i, m := range c.maps {
 		if m.Path == prog {
 			text = &c.maps[i]
@@ -336,7 +340,7 @@ func TestPtraceWaitingThread(t *testing.T) {
 	_ = hog
 
 	const interval = time.Millisecond
-	tids, _ := listTasks(pid)
+	tids, _ := proc.ListTasks(pid)
 	before := map[int]int64{}
 	slices := map[int]int64{}
 	for _, tid := range tids {
@@ -344,7 +348,7 @@ func TestPtraceWaitingThread(t *testing.T) {
 		slices[tid] = ptThreadSlices(pid, tid)
 	}
 	const dur = 2 * time.Second
-	c, _ := ptRecordFor(t, dur, Options{Pids: []int{pid}, Interval: interval})
+	c, _ := ptRecordFor(t, dur, attach.Options{Pids: []int{pid}, Interval: interval})
 	ptCheckReleased(t, pid)
 	// Nor may the sampler wait for the thread to get a CPU: that takes
 	// tens of milliseconds here, and more on a busy machine.
@@ -397,7 +401,7 @@ func TestPtraceNewThread(t *testing.T) {
 	pid := cmd.Process.Pid
 	time.Sleep(20 * time.Millisecond)
 	ptRequire(t, pid)
-	c, _ := ptRecordFor(t, 1200*time.Millisecond, Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
+	c, _ := ptRecordFor(t, 1200*time.Millisecond, attach.Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
 	ptCheckReleased(t, pid)
 
 	var late int
@@ -432,7 +436,7 @@ func TestPtraceNewThread(t *testing.T) {
 
 func TestPtraceLaunch(t *testing.T) {
 	prog := ptBuild(t, "busy")
-	c, res := ptRecordFor(t, 30*time.Second, Options{Command: []string{prog, "0.4", "7"}, Interval: 5 * time.Millisecond})
+	c, res := ptRecordFor(t, 30*time.Second, attach.Options{Command: []string{prog, "0.4", "7"}, Interval: 5 * time.Millisecond})
 	if res.ExitCode != 7 {
 		t.Errorf("exit code %d, want 7", res.ExitCode)
 	}
@@ -461,7 +465,7 @@ func TestPtraceLaunch(t *testing.T) {
 func TestPtraceLaunchKilled(t *testing.T) {
 	// A command killed by a signal reports 128+signal; the sampler's own
 	// wait4 may be the one that reaps it.
-	c, res := ptRecordFor(t, 30*time.Second, Options{Command: []string{"sh", "-c", "kill -9 $$"}, Interval: time.Millisecond})
+	c, res := ptRecordFor(t, 30*time.Second, attach.Options{Command: []string{"sh", "-c", "kill -9 $$"}, Interval: time.Millisecond})
 	if res.ExitCode != 128+9 {
 		t.Errorf("exit code %d, want 137 (events %d)", res.ExitCode, len(c.comms))
 	}
@@ -470,8 +474,8 @@ func TestPtraceLaunchKilled(t *testing.T) {
 func TestPtraceNoSuchProcess(t *testing.T) {
 	cmd := exec.Command("true")
 	cmd.Run()
-	_, err := recordPtrace(context.Background(), Options{Pids: []int{cmd.Process.Pid}}, func(Event) {})
-	if !errors.Is(err, ErrNoSuchProcess) {
+	_, err := recordPtrace(context.Background(), attach.Options{Pids: []int{cmd.Process.Pid}}, func(attach.Event) {})
+	if !errors.Is(err, attach.ErrNoSuchProcess) {
 		t.Errorf("got %v, want ErrNoSuchProcess", err)
 	}
 }
@@ -487,8 +491,8 @@ func TestPtraceKillDriver(t *testing.T) {
 		t.Skip("helper for TestPtraceSurvivesSIGKILL")
 	}
 	started := false
-	recordPtrace(context.Background(), Options{Pids: []int{pid}, Interval: time.Millisecond}, func(e Event) {
-		if _, ok := e.(*Sample); ok && !started {
+	recordPtrace(context.Background(), attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(e attach.Event) {
+		if _, ok := e.(*attach.Sample); ok && !started {
 			started = true
 			fmt.Println("sampling")
 		}
@@ -557,8 +561,8 @@ func BenchmarkPtraceSample(b *testing.B) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096), stack: make([]byte, 16384), h: func(Event) {}}
-	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[ptMapKey]bool{}}
+	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096), stack: make([]byte, 16384), h: func(attach.Event) {}}
+	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
 	s.refreshMaps(pr, 0)
 	th := s.newThread(pid, pid)
 	// Samples are 1ms apart, as at the highest rate the backend allows:
@@ -630,7 +634,7 @@ func TestPtraceKeepsSignals(t *testing.T) {
 	go func() {
 		var st ptStats
 		ptStatsHook = func(s ptStats) { st = s }
-		_, err := recordPtrace(ctx, Options{Pids: []int{pid}, Interval: time.Millisecond}, func(Event) {})
+		_, err := recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(attach.Event) {})
 		ptStatsHook = nil
 		if err != nil {
 			t.Error(err)
@@ -670,7 +674,7 @@ func TestPtraceKeepsSignals(t *testing.T) {
 // ptSignalsPending reports whether any thread of pid, or the process, has
 // signals pending.
 func ptSignalsPending(pid int) bool {
-	tids, _ := listTasks(pid)
+	tids, _ := proc.ListTasks(pid)
 	for _, tid := range tids {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
 		for _, line := range strings.Split(string(b), "\n") {
@@ -710,14 +714,14 @@ func TestPtraceLeavesJobControlStop(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		recordPtrace(ctx, Options{Pids: []int{pid}, Interval: time.Millisecond}, func(Event) {})
+		recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(attach.Event) {})
 	}()
 	time.Sleep(100 * time.Millisecond)
 	unix.Kill(pid, unix.SIGSTOP)
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	<-done
-	tids, _ := listTasks(pid)
+	tids, _ := proc.ListTasks(pid)
 	for _, tid := range tids {
 		if st := ptState(pid, tid); st != "T" {
 			t.Errorf("thread %d in state %q after SIGSTOP, want T", tid, st)
@@ -746,7 +750,7 @@ func TestPtraceFollowsChildren(t *testing.T) {
 	cmd := ptStartTarget(t, "sh", "-c", "sleep 0.3; "+prog+" 0.6; sleep 30")
 	pid := cmd.Process.Pid
 	ptRequire(t, pid)
-	c, _ := ptRecordFor(t, 1500*time.Millisecond, Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
+	c, _ := ptRecordFor(t, 1500*time.Millisecond, attach.Options{Pids: []int{pid}, Interval: 5 * time.Millisecond})
 
 	// The shell forks three children (the sleeps and busy): busy is the
 	// one that mapped prog.
@@ -813,8 +817,8 @@ func TestPtracePermDriver(t *testing.T) {
 	if err != nil {
 		t.Skip("helper for TestPtracePermission")
 	}
-	_, err = recordPtrace(context.Background(), Options{Pids: []int{pid}}, func(Event) {})
-	fmt.Printf("permission=%v\n%v\n", errors.Is(err, ErrPermission), err)
+	_, err = recordPtrace(context.Background(), attach.Options{Pids: []int{pid}}, func(attach.Event) {})
+	fmt.Printf("permission=%v\n%v\n", errors.Is(err, attach.ErrPermission), err)
 	os.Exit(0)
 }
 

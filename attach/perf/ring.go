@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package perf
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package perf
 
 import (
 	"context"
@@ -15,6 +15,10 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 // The perf_event backend.
@@ -37,7 +41,7 @@ import (
 // Stopping: events are disabled, the rings drained, the fds closed; an
 // attached target just runs on. A launched command lives within its
 // recording: on cancel it gets a moment to finish (Ctrl-C already sent
-// SIGINT to the whole foreground group), then SIGTERM (see launched.stop).
+// SIGINT to the whole foreground group), then SIGTERM (see proc.Launched.Stop).
 
 // perf_event_attr bits that x/sys/unix does not name (kernel bitfield order).
 const (
@@ -57,7 +61,7 @@ const (
 )
 
 type perfSession struct {
-	opts     Options
+	opts     attach.Options
 	attr     unix.PerfEventAttr
 	event    string
 	dec      *decoder
@@ -72,7 +76,7 @@ type perfSession struct {
 	// the mappings reported so far: the kernel reports a mapping only to
 	// the events of the thread that made it, so those its other threads
 	// make are found by rereading /proc/PID/maps.
-	threadMaps map[int]map[ptMapKey]bool
+	threadMaps map[int]map[procmaps.Key]bool
 	// kernelDenied is set when the kernel refused to count kernel mode
 	// (perf_event_paranoid >= 2 without CAP_PERFMON); paranoid is the
 	// setting that did.
@@ -87,8 +91,14 @@ func (s *perfSession) notice(format string, args ...any) {
 	s.notices = append(s.notices, fmt.Sprintf(format, args...))
 }
 
-func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err error) {
-	res = Result{ExitCode: -1, Backend: "perf"}
+// The perf backend is Linux's first: Auto falls back to ptrace when perf
+// events are denied.
+func init() {
+	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf})
+}
+
+func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res attach.Result, err error) {
+	res = attach.Result{ExitCode: -1, Backend: "perf"}
 	notify := opts.Notice
 	if notify == nil {
 		notify = func(string) {}
@@ -101,7 +111,7 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err e
 		if perfDenied(err) {
 			// Nothing is launched or attached yet: the dispatcher may
 			// fall back to ptrace.
-			return res, &unavailableError{err: err, what: "perf events", why: deniedReason(err), notices: s.notices}
+			return res, attach.Unavailable(err, "perf events", deniedReason(err), s.notices...)
 		}
 		return res, err
 	}
@@ -116,22 +126,22 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err e
 	}()
 
 	first := &batch{}
-	var l *launched
+	var l *proc.Launched
 	if len(opts.Command) > 0 {
 		var err error
-		if l, err = launch(opts); err != nil {
+		if l, err = proc.Launch(opts.Command, opts.Env, opts.Dir); err != nil {
 			return res, err
 		}
 		s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
 		if err := s.openTask(l.Pid); err != nil {
-			l.abort()
+			l.Abort()
 			return res, s.openError(err, l.Pid, opts.Command[0])
 		}
-		if err := l.release(); err != nil {
-			l.abort()
+		if err := l.Release(); err != nil {
+			l.Abort()
 			return res, err
 		}
-		if err := l.started(); err != nil {
+		if err := l.Started(); err != nil {
 			return res, err
 		}
 	} else {
@@ -145,9 +155,9 @@ func recordPerf(ctx context.Context, opts Options, h Handler) (res Result, err e
 
 	if l != nil {
 		if reason == stopExited {
-			res.ExitCode = l.wait()
+			res.ExitCode = l.Wait()
 		} else {
-			res.ExitCode = l.stop(notify)
+			res.ExitCode = l.Stop(notify)
 		}
 	}
 	if res.Lost > 0 {
@@ -168,7 +178,7 @@ func (s *perfSession) configure() error {
 		interval = 10 * time.Microsecond
 	}
 	rate := int(time.Second / interval)
-	if maxRate, ok := readSysctlInt("perf_event_max_sample_rate"); ok && rate > maxRate {
+	if maxRate, ok := proc.ReadSysctlInt("perf_event_max_sample_rate"); ok && rate > maxRate {
 		s.notice("sampling at %d Hz exceeds kernel.perf_event_max_sample_rate=%d; the kernel may throttle", rate, maxRate)
 	}
 	a := &s.attr
@@ -219,7 +229,7 @@ func (s *perfSession) configure() error {
 	}
 	a.Clockid = unix.CLOCK_MONOTONIC
 	a.Sample_max_stack = 127
-	if v, ok := readSysctlInt("perf_event_max_stack"); ok && v > 0 && v < 1<<16 {
+	if v, ok := proc.ReadSysctlInt("perf_event_max_stack"); ok && v > 0 && v < 1<<16 {
 		a.Sample_max_stack = uint16(v)
 	}
 	var regs regsLayout
@@ -257,7 +267,7 @@ func (s *perfSession) configure() error {
 	if o.OffCPU {
 		s.dec.switchIDs = map[uint64]bool{}
 	}
-	s.cpus = onlineCPUs()
+	s.cpus = proc.OnlineCPUs()
 	return nil
 }
 
@@ -325,7 +335,7 @@ func (s *perfSession) probe() error {
 // its previous sample, user and system, as the ptrace backend's are.
 func (s *perfSession) userModeOnly(try func() error) error {
 	s.attr.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
-	s.paranoid, _ = readSysctlInt("perf_event_paranoid")
+	s.paranoid, _ = proc.ReadSysctlInt("perf_event_paranoid")
 	if s.periodIsNs {
 		s.attr.Sample_type |= unix.PERF_SAMPLE_READ
 		s.dec.readCPU = true
@@ -352,14 +362,14 @@ func (s *perfSession) userModeOnly(try func() error) error {
 // process at all (paranoid > 2, seccomp, container policy), as opposed to
 // a problem with one target.
 func perfDenied(err error) bool {
-	return errors.Is(err, ErrPermission) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
+	return errors.Is(err, attach.ErrPermission) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
 }
 
 func deniedReason(err error) string {
 	if errors.Is(err, unix.ENOSYS) {
 		return "perf_event_open is blocked, probably by a seccomp filter"
 	}
-	if p, ok := readSysctlInt("perf_event_paranoid"); ok && p > 2 {
+	if p, ok := proc.ReadSysctlInt("perf_event_paranoid"); ok && p > 2 {
 		return fmt.Sprintf("kernel.perf_event_paranoid=%d forbids them", p)
 	}
 	return "perf_event_open is not permitted here, probably by a container's seccomp policy"
@@ -399,12 +409,12 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 	}
 	switch errno {
 	case unix.EACCES, unix.EPERM:
-		p, _ := readSysctlInt("perf_event_paranoid")
+		p, _ := proc.ReadSysctlInt("perf_event_paranoid")
 		// Under a seccomp filter, as in a container, a refusal that
 		// perf_event_paranoid does not explain is the filter's (Docker's
 		// default profile answers EPERM).
 		if seccompFiltered() && (pid == 0 && p <= 2 || os.Geteuid() == 0) {
-			return fmt.Errorf("open perf event for %s: %w: perf_event_open is refused by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
+			return fmt.Errorf("open perf event for %s: %w: perf_event_open is refused by a seccomp filter (a container's security policy?): %s", target, attach.ErrPermission, seccompFix)
 		}
 		fix := "run gprof as root, or give it CAP_PERFMON (setcap cap_perfmon+ep gprof)"
 		if p > 2 {
@@ -414,11 +424,11 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 		}
 		// errno is EACCES or EPERM, both worded "permission denied" like
 		// ErrPermission itself, so only ErrPermission is shown.
-		return fmt.Errorf("open perf event for %s: %w (kernel.perf_event_paranoid=%d): %s", target, ErrPermission, p, fix)
+		return fmt.Errorf("open perf event for %s: %w (kernel.perf_event_paranoid=%d): %s", target, attach.ErrPermission, p, fix)
 	case unix.ESRCH:
-		return fmt.Errorf("open perf event for %s: %w", target, ErrNoSuchProcess)
+		return fmt.Errorf("open perf event for %s: %w", target, attach.ErrNoSuchProcess)
 	case unix.ENOSYS:
-		return fmt.Errorf("open perf event for %s: %w: perf_event_open is blocked, probably by a seccomp filter (a container's security policy?): %s", target, ErrPermission, seccompFix)
+		return fmt.Errorf("open perf event for %s: %w: perf_event_open is blocked, probably by a seccomp filter (a container's security policy?): %s", target, attach.ErrPermission, seccompFix)
 	case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
 		if s.event == "cycles" {
 			return fmt.Errorf("the cycles event is not available on this machine (no hardware PMU, e.g. in a VM: %w); use --event cpu-clock", errno)
@@ -547,16 +557,16 @@ func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 		r, err := mapRing(fd, s.pages)
 		if err == nil {
 			if shrunk {
-				kb, _ := readSysctlInt("perf_event_mlock_kb")
+				kb, _ := proc.ReadSysctlInt("perf_event_mlock_kb")
 				s.notice("perf ring buffers limited by locked memory (kernel.perf_event_mlock_kb=%d); using %d KiB per CPU, samples may be lost (raise with `sysctl kernel.perf_event_mlock_kb=2048`)", kb, s.pages*os.Getpagesize()/1024)
 			}
 			return r, nil
 		}
 		if err != unix.EPERM && err != unix.ENOMEM || s.pages <= 16 {
-			kb, _ := readSysctlInt("perf_event_mlock_kb")
+			kb, _ := proc.ReadSysctlInt("perf_event_mlock_kb")
 			unix.Close(fd)
 			if err == unix.EPERM {
-				return nil, fmt.Errorf("map perf ring for cpu %d: %w (locked memory limit: kernel.perf_event_mlock_kb=%d; raise it with `sysctl kernel.perf_event_mlock_kb=2048` or `ulimit -l`, or run as root)", cpu, ErrPermission, kb)
+				return nil, fmt.Errorf("map perf ring for cpu %d: %w (locked memory limit: kernel.perf_event_mlock_kb=%d; raise it with `sysctl kernel.perf_event_mlock_kb=2048` or `ulimit -l`, or run as root)", cpu, attach.ErrPermission, kb)
 			}
 			return nil, fmt.Errorf("map perf ring for cpu %d: %w", cpu, err)
 		}
@@ -573,16 +583,16 @@ func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 // attach opens events on every thread of every pid and synthesizes the
 // state perf does not report for existing tasks: names and mappings.
 func (s *perfSession) attach(b *batch) error {
-	t0 := MonotonicNow()
+	t0 := attach.MonotonicNow()
 	for _, pid := range s.opts.Pids {
-		if !processExists(pid) {
-			return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+		if !proc.ProcessExists(pid) {
+			return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 		}
 	}
 	for _, pid := range s.opts.Pids {
-		tids, err := listTasks(pid)
+		tids, err := proc.ListTasks(pid)
 		if err != nil {
-			return fmt.Errorf("pid %d: %w", pid, ErrNoSuchProcess)
+			return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 		}
 		n := 0
 		for _, tid := range tids {
@@ -595,8 +605,8 @@ func (s *perfSession) attach(b *batch) error {
 			}
 			n++
 		}
-		if n == 0 || len(tids) == 1 && processState(pid) == 'Z' {
-			return fmt.Errorf("pid %d exited while attaching: %w", pid, ErrNoSuchProcess)
+		if n == 0 || len(tids) == 1 && proc.ProcessState(pid) == 'Z' {
+			return fmt.Errorf("pid %d exited while attaching: %w", pid, attach.ErrNoSuchProcess)
 		}
 	}
 	// A thread alone: without inherit, so the threads it creates are not
@@ -606,7 +616,7 @@ func (s *perfSession) attach(b *batch) error {
 		if err := s.openTask(tid); err != nil {
 			s.attr.Bits |= unix.PerfBitInherit
 			if err == unix.ESRCH {
-				return fmt.Errorf("thread %d: %w", tid, ErrNoSuchProcess)
+				return fmt.Errorf("thread %d: %w", tid, attach.ErrNoSuchProcess)
 			}
 			return s.openError(err, tid, "thread")
 		}
@@ -618,7 +628,7 @@ func (s *perfSession) attach(b *batch) error {
 	for round := 0; round < 20; round++ {
 		var fresh []int
 		for _, pid := range s.opts.Pids {
-			tids, _ := listTasks(pid)
+			tids, _ := proc.ListTasks(pid)
 			for _, tid := range tids {
 				if !s.opened[tid] {
 					fresh = append(fresh, tid)
@@ -632,7 +642,7 @@ func (s *perfSession) attach(b *batch) error {
 		s.drain(b)
 		inherited := map[int]bool{}
 		for _, e := range b.events {
-			if f, ok := e.(*Fork); ok {
+			if f, ok := e.(*attach.Fork); ok {
 				inherited[f.Tid] = true
 			}
 		}
@@ -649,27 +659,27 @@ func (s *perfSession) attach(b *batch) error {
 	// Synthesize names and mappings, dated before any sample. A thread
 	// alone gets its process's mappings too, so its frames are named, and
 	// its process's command line, to name the process.
-	var synth []Event
+	var synth []attach.Event
 	procTids := map[int][]int{}
 	for _, pid := range s.opts.Pids {
-		procTids[pid], _ = listTasks(pid)
+		procTids[pid], _ = proc.ListTasks(pid)
 	}
 	for _, tid := range s.opts.Tids {
-		if pid, _, _, ok := taskInfo(tid); ok {
+		if pid, _, _, ok := proc.TaskInfo(tid); ok {
 			procTids[pid] = append(procTids[pid], tid)
 		}
 	}
 	for pid, tids := range procTids {
-		argv := readCmdline(pid)
+		argv := proc.ReadCmdline(pid)
 		for _, tid := range tids {
-			name := readTaskComm(pid, tid)
+			name := proc.ReadTaskComm(pid, tid)
 			if name == "" {
 				continue
 			}
-			synth = append(synth, &Comm{Time: t0, Pid: pid, Tid: tid, Name: name, Argv: argv})
+			synth = append(synth, &attach.Comm{Time: t0, Pid: pid, Tid: tid, Name: name, Argv: argv})
 		}
-		maps, err := readMaps(pid, t0)
-		if err != nil && processExists(pid) {
+		maps, err := procmaps.Read(pid, t0)
+		if err != nil && proc.ProcessExists(pid) {
 			s.notice("cannot read the mappings of pid %d: %v", pid, err)
 		}
 		for _, m := range maps {
@@ -677,11 +687,11 @@ func (s *perfSession) attach(b *batch) error {
 		}
 		if !slices.Contains(s.opts.Pids, pid) {
 			if s.threadMaps == nil {
-				s.threadMaps = map[int]map[ptMapKey]bool{}
+				s.threadMaps = map[int]map[procmaps.Key]bool{}
 			}
-			seen := map[ptMapKey]bool{}
+			seen := map[procmaps.Key]bool{}
 			for _, m := range maps {
-				seen[mapKey(m)] = true
+				seen[procmaps.KeyOf(m)] = true
 			}
 			s.threadMaps[pid] = seen
 		}
@@ -690,18 +700,14 @@ func (s *perfSession) attach(b *batch) error {
 	return nil
 }
 
-func mapKey(m *Map) ptMapKey {
-	return ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
-}
-
 // rescanMaps adds to b the mappings of processes sampled by thread alone
 // that were not reported yet.
 func (s *perfSession) rescanMaps(b *batch) {
-	now := MonotonicNow()
+	now := attach.MonotonicNow()
 	for pid, seen := range s.threadMaps {
-		maps, _ := readMaps(pid, now)
+		maps, _ := procmaps.Read(pid, now)
 		for _, m := range maps {
-			if k := mapKey(m); !seen[k] {
+			if k := procmaps.KeyOf(m); !seen[k] {
 				seen[k] = true
 				b.events = append(b.events, m)
 			}
@@ -726,7 +732,7 @@ const (
 
 // run drains the rings until ctx is cancelled or all targets have exited,
 // calling h on this goroutine.
-func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Result, notify func(string)) stopReason {
+func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, res *attach.Result, notify func(string)) stopReason {
 	batches := make(chan *batch, 256)
 	free := make(chan *batch, 8)
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -760,8 +766,8 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 				}
 				return
 			}
-			slices.SortStableFunc(b.events, func(x, y Event) int {
-				tx, ty := x.eventTime(), y.eventTime()
+			slices.SortStableFunc(b.events, func(x, y attach.Event) int {
+				tx, ty := attach.EventTime(x), attach.EventTime(y)
 				switch {
 				case tx < ty:
 					return -1
@@ -872,7 +878,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h Handler, res *Res
 // inherited events are not checked; POLLHUP covers them.
 func (s *perfSession) anyPidAlive() bool {
 	for _, pid := range slices.Concat(s.opts.Pids, s.opts.Tids) {
-		if st := processState(pid); st != 0 && st != 'Z' && st != 'X' {
+		if st := proc.ProcessState(pid); st != 0 && st != 'Z' && st != 'X' {
 			return true
 		}
 	}

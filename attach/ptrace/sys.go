@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package proc
 
 import (
 	"bytes"
@@ -104,8 +104,8 @@ func ExecHelperMain() {
 	os.Exit(127)
 }
 
-// launched is a command started under the helper, blocked before its exec.
-type launched struct {
+// Launched is a command started under the helper, blocked before its exec.
+type Launched struct {
 	Pid  int
 	cmd  *exec.Cmd
 	gate *os.File // write end of the helper's pipe; nil once released
@@ -118,19 +118,20 @@ type launched struct {
 	done     chan struct{}
 }
 
-// launch starts the helper for opts.Command. The command is looked up first,
-// so a missing command is an error before anything starts.
-func launch(opts Options) (*launched, error) {
-	if len(opts.Command) == 0 {
+// Launch starts the helper for the command argv, with env (nil means
+// gprof's own environment) in dir ("" means gprof's own). The command is
+// looked up first, so a missing command is an error before anything
+// starts.
+func Launch(argv, env []string, dir string) (*Launched, error) {
+	if len(argv) == 0 {
 		return nil, errors.New("no command to launch")
 	}
-	env := opts.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	path, err := lookPath(opts.Command[0], envValue(env, "PATH"), opts.Dir)
+	path, err := lookPath(argv[0], envValue(env, "PATH"), dir)
 	if err != nil {
-		return nil, lookPathError(opts.Command[0], err)
+		return nil, lookPathError(argv[0], err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -148,9 +149,9 @@ func launch(opts Options) (*launched, error) {
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       append([]string{helperArg0, path}, opts.Command...),
+		Args:       append([]string{helperArg0, path}, argv...),
 		Env:        append(withoutEnv(env, helperEnv), fmt.Sprintf("%s=%d", helperEnv, os.Getpid())),
-		Dir:        opts.Dir,
+		Dir:        dir,
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
@@ -170,7 +171,7 @@ func launch(opts Options) (*launched, error) {
 		er.Close()
 		return nil, fmt.Errorf("start launch helper: %w", err)
 	}
-	return &launched{Pid: cmd.Process.Pid, cmd: cmd, gate: w, execErr: er, done: make(chan struct{})}, nil
+	return &Launched{Pid: cmd.Process.Pid, cmd: cmd, gate: w, execErr: er, done: make(chan struct{})}, nil
 }
 
 // forks receives the commands to start on the kept thread.
@@ -203,8 +204,11 @@ func startOnKeptThread(cmd *exec.Cmd) error {
 	return <-req.done
 }
 
-// release lets the helper exec the command.
-func (l *launched) release() error {
+// Signal sends sig to the command (or its helper), without waiting.
+func (l *Launched) Signal(sig os.Signal) error { return l.cmd.Process.Signal(sig) }
+
+// Release lets the helper exec the command.
+func (l *Launched) Release() error {
 	if l.gate == nil {
 		return errors.New("launched command already released")
 	}
@@ -217,10 +221,10 @@ func (l *launched) release() error {
 	return nil
 }
 
-// started waits until the released helper has exec'd the command, and
+// Started waits until the released helper has exec'd the command, and
 // returns why it could not if it failed (the helper has then exited, and
 // is reaped).
-func (l *launched) started() error {
+func (l *Launched) Started() error {
 	if l.execErr == nil {
 		return nil
 	}
@@ -231,7 +235,7 @@ func (l *launched) started() error {
 	if n != len(b) {
 		return nil // the pipe closed on exec: the command runs
 	}
-	l.wait()
+	l.Wait()
 	return execError(l.cmd.Args[1], l.cmd.Args[2], syscall.Errno(binary.LittleEndian.Uint32(b[:])))
 }
 
@@ -284,9 +288,9 @@ func shebang(path string) (string, bool) {
 	return fields[0], true
 }
 
-// abort makes an unreleased helper exit without running the command, and
+// Abort makes an unreleased helper exit without running the command, and
 // reaps it.
-func (l *launched) abort() {
+func (l *Launched) Abort() {
 	if l.gate != nil {
 		l.gate.Close()
 		l.gate = nil
@@ -295,12 +299,12 @@ func (l *launched) abort() {
 		l.execErr.Close()
 		l.execErr = nil
 	}
-	l.wait()
+	l.Wait()
 }
 
-// wait reaps the command and returns its exit code, 128+signal if it was
+// Wait reaps the command and returns its exit code, 128+signal if it was
 // killed. It may be called more than once and from several goroutines.
-func (l *launched) wait() int {
+func (l *Launched) Wait() int {
 	l.waitOnce.Do(func() {
 		l.cmd.Wait()
 		l.code = exitCode(l.cmd.ProcessState)
@@ -309,7 +313,7 @@ func (l *launched) wait() int {
 	return l.code
 }
 
-// Grace periods for stop: the command may already be exiting (Ctrl-C sent
+// Grace periods for Stop: the command may already be exiting (Ctrl-C sent
 // SIGINT to the terminal's whole foreground group), and a SIGTERM handler
 // may want a moment to clean up.
 const (
@@ -317,13 +321,13 @@ const (
 	termGrace = 3 * time.Second
 )
 
-// stop ends a command whose recording ended first: the command lives
+// Stop ends a command whose recording ended first: the command lives
 // within its recording, so after a short grace it gets SIGTERM, as
 // timeout(1) would send, and SIGKILL (with a notice) if it outlives that
 // too, as it would anyway when gprof exits (its parent-death signal). It
 // returns the exit code.
-func (l *launched) stop(notify func(string)) int {
-	go l.wait()
+func (l *Launched) Stop(notify func(string)) int {
+	go l.Wait()
 	select {
 	case <-l.done:
 		return l.code
@@ -337,7 +341,7 @@ func (l *launched) stop(notify func(string)) int {
 		// cmd.Path is gprof's helper; Args[1] is the command it exec'd.
 		notify(fmt.Sprintf("%s (pid %d) ignored SIGTERM for %v; killed it", filepath.Base(l.cmd.Args[1]), l.Pid, termGrace))
 		l.cmd.Process.Signal(syscall.SIGKILL)
-		return l.wait()
+		return l.Wait()
 	}
 }
 

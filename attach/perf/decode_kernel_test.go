@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package perf
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
 )
 
 // kernelTestRecord builds a sample record of tid 1235 on cpu with the
@@ -55,14 +57,14 @@ func TestDecodeKernelModeSample(t *testing.T) {
 	if len(bt.events) != 3 {
 		t.Fatalf("%d events", len(bt.events))
 	}
-	s := bt.events[0].(*Sample)
+	s := bt.events[0].(*attach.Sample)
 	if !s.InKernel || s.KernelFrames != 0 || fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010}) || s.CPUDelta != 1e6 {
 		t.Errorf("kernel-mode sample decoded as %+v", s)
 	}
-	if s := bt.events[1].(*Sample); !s.InKernel || len(s.Stack) != 0 {
+	if s := bt.events[1].(*attach.Sample); !s.InKernel || len(s.Stack) != 0 {
 		t.Errorf("kernel-mode sample with no user chain decoded as %+v; want no frames", s)
 	}
-	if s := bt.events[2].(*Sample); s.InKernel {
+	if s := bt.events[2].(*attach.Sample); s.InKernel {
 		t.Errorf("user-mode sample decoded as in the kernel: %+v", s)
 	}
 }
@@ -85,7 +87,7 @@ func TestDecodeSampleReadCPU(t *testing.T) {
 	}
 	var deltas []int64
 	for _, e := range bt.events {
-		deltas = append(deltas, e.(*Sample).CPUDelta)
+		deltas = append(deltas, e.(*attach.Sample).CPUDelta)
 	}
 	if fmt.Sprint(deltas) != fmt.Sprint([]int64{1e6, 4e6, 2e6, 1e6}) {
 		t.Errorf("CPU deltas %v, want [1ms 4ms 2ms 1ms] in ns", deltas)
@@ -122,7 +124,7 @@ func TestKernelModeSampled(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (or perf_event_paranoid <= 1) to sample kernel mode")
 	}
-	rec, res := record1(t, context.Background(), Options{Command: ddCommand})
+	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
 	in := 0
 	for _, s := range rec.samples {
 		if s.InKernel {
@@ -153,7 +155,7 @@ func TestKernelModeDeniedCountsCPU(t *testing.T) {
 		}
 		return saved(a, pid, cpu, group, flags)
 	}
-	rec, res := record1(t, context.Background(), Options{Command: ddCommand})
+	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
 	var sum int64
 	for _, s := range rec.samples {
 		if s.InKernel {
@@ -192,7 +194,7 @@ func TestKernelModeDeniedOldKernel(t *testing.T) {
 		}
 		return saved(a, pid, cpu, group, flags)
 	}
-	rec, res := record1(t, context.Background(), Options{Command: ddCommand})
+	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
 	if len(rec.samples) < 20 {
 		t.Fatalf("%d samples", len(rec.samples))
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package attach
+package ptrace
 
 // What the ptrace backend reads of /proc: mappings, thread state and
 // schedstat, and why a process cannot be traced.
@@ -14,6 +14,10 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 // refreshMaps rereads pr's mappings and reports executable ones not
@@ -37,12 +41,12 @@ func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
 			continue
 		}
 		pr.all = append(pr.all, r)
-		m := parseMapsLine(string(line), pr.pid, now)
+		m := procmaps.ParseLine(string(line), pr.pid, now)
 		if m == nil {
 			continue
 		}
 		pr.exec = append(pr.exec, r)
-		key := ptMapKey{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
+		key := procmaps.KeyOf(m)
 		if !pr.seen[key] {
 			pr.seen[key] = true
 			s.emit(m)
@@ -186,18 +190,18 @@ func exeID(pid int) ([2]uint64, bool) {
 // ptPermissionError explains why pid cannot be traced.
 func ptPermissionError(pid int, err error) error {
 	if tracer := tracerPid(pid); tracer != 0 && tracer != os.Getpid() {
-		return fmt.Errorf("%w: pid %d is already being traced by pid %d (a debugger?), and a thread can have only one tracer", ErrPermission, pid, tracer)
+		return fmt.Errorf("%w: pid %d is already being traced by pid %d (a debugger?), and a thread can have only one tracer", attach.ErrPermission, pid, tracer)
 	}
 	const caps = "run gprof as root, or give it the capability with `sudo setcap cap_sys_ptrace+ep $(command -v gprof)`; in a container, start it with --cap-add SYS_PTRACE"
-	switch scope, _ := readSysctlInt("yama/ptrace_scope"); scope {
+	switch scope, _ := proc.ReadSysctlInt("yama/ptrace_scope"); scope {
 	case 1:
-		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 1, which allows tracing only a process's own descendants; %s, or allow it with `sudo sysctl kernel.yama.ptrace_scope=0`", ErrPermission, pid, err, caps)
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 1, which allows tracing only a process's own descendants; %s, or allow it with `sudo sysctl kernel.yama.ptrace_scope=0`", attach.ErrPermission, pid, err, caps)
 	case 2:
-		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 2, which allows tracing only with CAP_SYS_PTRACE; %s", ErrPermission, pid, err, caps)
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 2, which allows tracing only with CAP_SYS_PTRACE; %s", attach.ErrPermission, pid, err, caps)
 	case 3:
-		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 3, which disables ptrace until the next reboot", ErrPermission, pid, err)
+		return fmt.Errorf("%w: cannot trace pid %d (%v): kernel.yama.ptrace_scope is 3, which disables ptrace until the next reboot", attach.ErrPermission, pid, err)
 	}
-	return fmt.Errorf("%w: cannot trace pid %d (%v): a process can trace only processes of its own user that are not setuid; %s", ErrPermission, pid, err, caps)
+	return fmt.Errorf("%w: cannot trace pid %d (%v): a process can trace only processes of its own user that are not setuid; %s", attach.ErrPermission, pid, err, caps)
 }
 
 // tracerPid returns the TracerPid line of /proc/PID/status, or 0.

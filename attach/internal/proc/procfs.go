@@ -1,9 +1,8 @@
 //go:build linux
 
-package attach
+package proc
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -11,12 +10,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
-// readSysctlInt reads an integer from /proc/sys/kernel/NAME.
-func readSysctlInt(name string) (int, bool) {
+// ReadSysctlInt reads an integer from /proc/sys/kernel/NAME.
+func ReadSysctlInt(name string) (int, bool) {
 	data, err := os.ReadFile("/proc/sys/kernel/" + name)
 	if err != nil {
 		return 0, false
@@ -25,8 +22,8 @@ func readSysctlInt(name string) (int, bool) {
 	return v, err == nil
 }
 
-// onlineCPUs lists the online CPUs ("0-3,5" in /sys).
-func onlineCPUs() []int {
+// OnlineCPUs lists the online CPUs ("0-3,5" in /sys).
+func OnlineCPUs() []int {
 	data, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err == nil {
 		if cpus := parseCPUList(strings.TrimSpace(string(data))); len(cpus) > 0 {
@@ -61,8 +58,8 @@ func parseCPUList(s string) []int {
 	return cpus
 }
 
-// processExists reports whether /proc/PID names a live (or zombie) process.
-func processExists(pid int) bool {
+// ProcessExists reports whether /proc/PID names a live (or zombie) process.
+func ProcessExists(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -70,9 +67,9 @@ func processExists(pid int) bool {
 	return err == nil
 }
 
-// processState returns the state letter from /proc/PID/stat ('R', 'S',
+// ProcessState returns the state letter from /proc/PID/stat ('R', 'S',
 // 'T', 'Z', ...), or 0.
-func processState(pid int) byte {
+func ProcessState(pid int) byte {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -84,8 +81,8 @@ func processState(pid int) byte {
 	return data[i+2]
 }
 
-// listTasks returns the thread ids of pid, sorted.
-func listTasks(pid int) ([]int, error) {
+// ListTasks returns the thread ids of pid, sorted.
+func ListTasks(pid int) ([]int, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return nil, err
@@ -105,7 +102,7 @@ func listTasks(pid int) ([]int, error) {
 	return tids, nil
 }
 
-func readTaskComm(pid, tid int) string {
+func ReadTaskComm(pid, tid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
 	if err != nil {
 		return ""
@@ -113,76 +110,12 @@ func readTaskComm(pid, tid int) string {
 	return strings.TrimSuffix(string(data), "\n")
 }
 
-// readMaps returns the executable mappings of pid as Map events.
-func readMaps(pid int, t int64) ([]*Map, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var maps []*Map
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if m := parseMapsLine(sc.Text(), pid, t); m != nil {
-			maps = append(maps, m)
-		}
-	}
-	return maps, sc.Err()
-}
-
-// parseMapsLine parses "start-end perms offset maj:min inode   path".
-func parseMapsLine(line string, pid int, t int64) *Map {
-	fields := strings.Fields(line)
-	if len(fields) < 5 || !strings.Contains(fields[1], "x") {
-		return nil
-	}
-	lo, hi, ok := strings.Cut(fields[0], "-")
-	if !ok {
-		return nil
-	}
-	start, err1 := strconv.ParseUint(lo, 16, 64)
-	end, err2 := strconv.ParseUint(hi, 16, 64)
-	off, err3 := strconv.ParseUint(fields[2], 16, 64)
-	maj, min, _ := strings.Cut(fields[3], ":")
-	dmaj, err4 := strconv.ParseUint(maj, 16, 32)
-	dmin, err5 := strconv.ParseUint(min, 16, 32)
-	ino, err6 := strconv.ParseUint(fields[4], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil || err6 != nil {
-		return nil
-	}
-	path := ""
-	if len(fields) > 5 {
-		// The path is the rest of the line after the inode column; it may
-		// contain spaces.
-		idx := 0
-		for i := 0; i < 5; i++ {
-			idx += strings.Index(line[idx:], fields[i]) + len(fields[i])
-		}
-		path = strings.TrimLeft(line[idx:], " \t")
-	}
-	m := &Map{
-		Time:       t,
-		Pid:        pid,
-		Start:      start,
-		End:        end,
-		FileOffset: off,
-		Path:       path,
-		Dev:        unix.Mkdev(uint32(dmaj), uint32(dmin)),
-		Inode:      ino,
-	}
-	if ino != 0 {
-		m.MapFile = mapFilePath(pid, start, end)
-	}
-	return m
-}
-
 // pfKthread is PF_KTHREAD in a task's flags (field 9 of /proc/PID/stat).
 const pfKthread = 0x00200000
 
-// taskInfo returns the thread group (process) of task tid, its name, and
+// TaskInfo returns the thread group (process) of task tid, its name, and
 // whether it is a kernel thread. ok is false when there is no such task.
-func taskInfo(tid int) (tgid int, comm string, kthread, ok bool) {
+func TaskInfo(tid int) (tgid int, comm string, kthread, ok bool) {
 	if tid <= 0 {
 		return 0, "", false, false
 	}
@@ -213,4 +146,20 @@ func taskInfo(tid int) (tgid int, comm string, kthread, ok bool) {
 		}
 	}
 	return tgid, comm, kthread, true
+}
+
+// MapFilePath is the map_files path that opens the file mapped at
+// [start, end) of pid while the process lives.
+func MapFilePath(pid int, start, end uint64) string {
+	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, start, end)
+}
+
+// ReadCmdline returns /proc/PID/cmdline split at NULs, or nil.
+func ReadCmdline(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	data = []byte(strings.TrimSuffix(string(data), "\x00"))
+	return strings.Split(string(data), "\x00")
 }

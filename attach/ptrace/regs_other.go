@@ -1,0 +1,14 @@
+//go:build linux && !amd64 && !arm64
+
+package ptrace
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/gprof-dev/gprof/attach"
+)
+
+func ptGetRegs(tid int, r *attach.Regs) (bool, error) {
+	return false, fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, attach.ErrUnsupported)
+}

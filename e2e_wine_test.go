@@ -166,7 +166,8 @@ func TestWineSuspendSplit(t *testing.T) {
 			// Unwound through run (split.exe's .pdata) to the thread's
 			// start in Wine's DLLs.
 			// Frames in Wine's DLLs need their tables, read while sampling
-			// starts (see suspend_sampler.go), so fewer samples reach them.
+			// starts (see attach/suspend/sampler.go), so fewer samples
+			// reach them.
 			for fn, min := range map[string]float64{"run": 90, "RtlUserThreadStart": 50} {
 				f, ok := findFunc(rep.All.TopTotal, fn)
 				margin(t, fn+" total %", f.TotalPct, min)
@@ -178,22 +179,22 @@ func TestWineSuspendSplit(t *testing.T) {
 	}
 }
 
-// TestWineSuspendAttach runs attach's Windows test binary under Wine: -p
-// on a running program, stacks unwound, and no thread left suspended
-// (attach/suspend_live_windows_test.go).
+// TestWineSuspendAttach runs the suspend backend's Windows test binary
+// under Wine: -p on a running program, stacks unwound, and no thread left
+// suspended (attach/suspend/live_windows_test.go).
 func TestWineSuspendAttach(t *testing.T) {
 	dir, prefix, wine := wineSetup(t)
-	build := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "attach.test.exe"), "./attach")
+	build := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "suspend.test.exe"), "./attach/suspend")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("cross-building attach's tests: %v\n%s", err, b)
+		t.Fatalf("cross-building the suspend backend's tests: %v\n%s", err, b)
 	}
-	c := exec.Command(wine, "attach.test.exe", "-test.run", "^TestSuspendLiveAttach$", "-test.v")
+	c := exec.Command(wine, "suspend.test.exe", "-test.run", "^TestSuspendLiveAttach$", "-test.v")
 	c.Dir = dir
 	c.Env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "GPROF_SPLIT_EXE=./split.exe")
 	out, err := c.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestSuspendLiveAttach") {
-		t.Fatalf("attach.test.exe under Wine: %v", err)
+		t.Fatalf("suspend.test.exe under Wine: %v", err)
 	}
 }

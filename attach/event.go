@@ -1,12 +1,11 @@
 // Package attach talks to the operating system about profiling targets:
 // it launches or attaches to processes, samples their threads, and reports
 // what it sees as a stream of platform-neutral events. This package holds
-// those events, the options and the dispatcher (Record), which runs the
-// backends that registered themselves (Register). The Linux backends are
-// packages of their own under it (attach/perf, attach/ptrace), which
-// package attach/backends links in; the Windows and macOS backends are
-// still files of this package, with build tags. Nothing outside attach/
-// samples the OS.
+// those events, the options and the dispatcher (Record); each backend is
+// a package of its own under it (attach/perf, attach/ptrace, attach/etw,
+// attach/suspend, attach/mach) that registers itself (Register), and
+// package attach/backends links in the ones this platform has. Nothing
+// outside attach/ samples the OS.
 package attach
 
 import (

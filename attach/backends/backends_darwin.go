@@ -1,0 +1,3 @@
+package backends
+
+import _ "github.com/gprof-dev/gprof/attach/mach"

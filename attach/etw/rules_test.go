@@ -1,0 +1,272 @@
+package etw
+
+import (
+	"encoding/binary"
+	"reflect"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/gprof-dev/gprof/attach"
+	etwevent "github.com/gprof-dev/gprof/etw"
+)
+
+// Payload builders for the real-time events the translator's rules are
+// about, in the layouts package github.com/gprof-dev/gprof/etw decodes (64-bit).
+
+type payload []byte
+
+func (p payload) u16(v uint16) payload { return binary.LittleEndian.AppendUint16(p, v) }
+func (p payload) u32(v uint32) payload { return binary.LittleEndian.AppendUint32(p, v) }
+func (p payload) u64(v uint64) payload { return binary.LittleEndian.AppendUint64(p, v) }
+func (p payload) wstr(s string) payload {
+	for _, c := range utf16.Encode([]rune(s)) {
+		p = p.u16(c)
+	}
+	return p.u16(0)
+}
+
+func rtEvent(g etwevent.GUID, opcode, version uint8, time int64, p payload) *etwevent.Event {
+	return &etwevent.Event{HeaderType: etwevent.HeaderEventHeader64, Ptr64: true, Provider: g, Opcode: opcode, Version: version, Time: time, Payload: p}
+}
+
+func procEvent(opcode uint8, time int64, pid, ppid uint32, name, cmdline string) *etwevent.Event {
+	p := payload{}.u64(0).u32(pid).u32(ppid).u32(1).u32(0).u64(0).u32(0).u32(0)
+	p = append(append(p, name...), 0)
+	return rtEvent(etwevent.ProcessGUID, opcode, 4, time, p.wstr(cmdline))
+}
+
+func threadEvent(opcode uint8, time int64, pid, tid uint32) *etwevent.Event {
+	return rtEvent(etwevent.ThreadGUID, opcode, 3, time, payload{}.u32(pid).u32(tid))
+}
+
+func sampleEvent(time int64, tid uint32, ip uint64) *etwevent.Event {
+	return rtEvent(etwevent.PerfInfoGUID, 46, 2, time, payload{}.u64(ip).u32(tid).u16(1).u16(0))
+}
+
+func stackEvent(time, sampleTime int64, pid, tid uint32, frames ...uint64) *etwevent.Event {
+	p := payload{}.u64(uint64(sampleTime)).u32(pid).u32(tid)
+	for _, f := range frames {
+		p = p.u64(f)
+	}
+	return rtEvent(etwevent.StackWalkGUID, 32, 2, time, p)
+}
+
+func imageEvent(opcode uint8, time int64, pid uint32, base, size uint64, file string) *etwevent.Event {
+	p := payload{}.u64(base).u64(size).u32(pid).u32(0).u32(0x5f000000).u32(0).u64(base).u64(0).u64(0)
+	return rtEvent(etwevent.ImageGUID, opcode, 3, time, p.wstr(file))
+}
+
+const (
+	kAddr = 0xFFFFF80000001000
+	uAddr = 0x00007FF600001000
+)
+
+func newRuleTranslator(out *etwOut, kernel bool, targets ...int) *etwTranslator {
+	return newETWTranslator(out.handle, targets, func(t int64) int64 { return t * 100 }, 1e6, kernel)
+}
+
+// TestETWRulesChildrenAndFiltering: samples of other processes are
+// dropped; a process a target starts is recorded too, with a Fork, and
+// its images and threads; the translator is done when all have exited.
+func TestETWRulesChildrenAndFiltering(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, false, 100)
+	for _, e := range []*etwevent.Event{
+		procEvent(3, 1, 100, 4, "app.exe", `"C:\app.exe" -x "a b"`),
+		threadEvent(3, 1, 100, 101),
+		procEvent(3, 1, 200, 4, "other.exe", ""),
+		threadEvent(3, 1, 200, 201),
+		imageEvent(3, 1, 100, 0x140000000, 0x10000, `\Device\HarddiskVolume2\app.exe`),
+		imageEvent(3, 1, 200, 0x140000000, 0x10000, `\Device\HarddiskVolume2\other.exe`),
+		sampleEvent(10, 101, uAddr),
+		sampleEvent(11, 201, uAddr),
+		procEvent(1, 20, 300, 100, "child.exe", "child.exe"),
+		threadEvent(1, 20, 300, 301),
+		sampleEvent(30, 301, uAddr+8),
+		threadEvent(2, 40, 300, 301),
+		procEvent(2, 40, 300, 100, "child.exe", ""),
+	} {
+		tr.Event(e, 0)
+	}
+	if tr.Done() {
+		t.Error("Done with the first target still running")
+	}
+	tr.Event(procEvent(2, 50, 100, 4, "app.exe", ""), 0)
+	tr.Flush()
+	if !tr.Done() {
+		t.Error("not Done after every target exited")
+	}
+	var pids []int
+	for _, s := range out.samples {
+		pids = append(pids, s.Pid)
+	}
+	if !reflect.DeepEqual(pids, []int{100, 300}) {
+		t.Errorf("samples of pids %v, want 100 and its child 300 only", pids)
+	}
+	// The child; its first thread is its main thread, reported with
+	// the pid as tid, not as a new thread.
+	if len(out.forks) != 1 || out.forks[0] != (attach.Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
+		t.Errorf("forks %+v", out.forks)
+	}
+	if len(out.maps) != 1 || out.maps[0].Pid != 100 || out.maps[0].Start != 0x140000000 || out.maps[0].End != 0x140010000 {
+		t.Errorf("maps %+v, want app.exe's only", out.maps)
+	}
+	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{`C:\app.exe`, "-x", "a b"}) {
+		t.Errorf("comms %+v", out.comms)
+	}
+	want := []attach.Exit{{Time: 4000, Pid: 300, Tid: 300}, {Time: 5000, Pid: 100, Tid: 100}}
+	if !reflect.DeepEqual(out.exits, want) {
+		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.exits)
+	}
+	if out.samples[1].Tid != 300 {
+		t.Errorf("the child's main thread's sample has tid %d, want the pid", out.samples[1].Tid)
+	}
+}
+
+// TestETWRulesStackParts: a sample taken in the kernel gets its kernel
+// part at once and its user part when the thread returns to user mode;
+// they are joined, the kernel frames kept or dropped by --kernel.
+func TestETWRulesStackParts(t *testing.T) {
+	for _, kernel := range []bool{true, false} {
+		var out etwOut
+		tr := newRuleTranslator(&out, kernel, 100)
+		for _, e := range []*etwevent.Event{
+			procEvent(3, 1, 100, 4, "app.exe", ""),
+			threadEvent(3, 1, 100, 101),
+			sampleEvent(10, 101, kAddr),
+			stackEvent(10, 10, 100, 101, kAddr, kAddr+0x10),
+		} {
+			tr.Event(e, 3)
+		}
+		if len(out.samples) != 0 {
+			t.Fatal("a sample in the kernel was sent before its user part came")
+		}
+		tr.Event(stackEvent(12, 10, 100, 101, uAddr, uAddr+0x20), 3)
+		if len(out.samples) != 1 {
+			t.Fatalf("%d samples after the user part came, want 1", len(out.samples))
+		}
+		s := out.samples[0]
+		want := []uint64{uAddr, uAddr + 0x20}
+		nk := 0
+		if kernel {
+			want, nk = []uint64{kAddr, kAddr + 0x10, uAddr, uAddr + 0x20}, 2
+		}
+		if !reflect.DeepEqual(s.Stack, want) || s.KernelFrames != nk || !s.InKernel || s.CPU != 3 || s.CPUDelta != 1e6 || s.Time != 1000 {
+			t.Errorf("kernel %v: sample %+v, want stack %x", kernel, s, want)
+		}
+	}
+}
+
+// TestETWRulesOneUserPartForSeveral: a thread sampled twice in the kernel
+// gets one user part when it returns to user mode, for the later sample;
+// it is the user stack of both.
+func TestETWRulesOneUserPartForSeveral(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, true, 100)
+	for _, e := range []*etwevent.Event{
+		procEvent(3, 1, 100, 4, "app.exe", ""),
+		threadEvent(3, 1, 100, 101),
+		sampleEvent(10, 101, kAddr),
+		stackEvent(10, 10, 100, 101, kAddr),
+		sampleEvent(15, 101, kAddr+8),
+		stackEvent(15, 15, 100, 101, kAddr+8),
+	} {
+		tr.Event(e, 0)
+	}
+	if len(out.samples) != 0 {
+		t.Fatalf("%d samples sent before their user part", len(out.samples))
+	}
+	tr.Event(stackEvent(16, 15, 100, 101, uAddr), 0)
+	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr, uAddr}) ||
+		!reflect.DeepEqual(out.samples[1].Stack, []uint64{kAddr + 8, uAddr}) {
+		t.Fatalf("samples %+v, want both with the one user part", out.samples)
+	}
+}
+
+// TestETWRulesNoUserPart: a sample whose user part never comes is sent
+// with what it has after maxWait, and at the end.
+func TestETWRulesNoUserPart(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, true, 100)
+	tr.maxWait = 100
+	for _, e := range []*etwevent.Event{
+		procEvent(3, 1, 100, 4, "app.exe", ""),
+		threadEvent(3, 1, 100, 101),
+		threadEvent(3, 1, 100, 102),
+		sampleEvent(10, 101, kAddr),
+		stackEvent(10, 10, 100, 101, kAddr),
+		sampleEvent(20, 102, uAddr),
+		stackEvent(20, 20, 100, 102, uAddr),
+	} {
+		tr.Event(e, 0)
+	}
+	if len(out.samples) != 0 {
+		t.Fatalf("samples %+v sent while the first waits for its user part", out.samples)
+	}
+	tr.Event(threadEvent(3, 200, 100, 103), 0) // time passes
+	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr}) || out.samples[1].Tid != 102 {
+		t.Fatalf("samples %+v, want the waiting one sent after maxWait, in order", out.samples)
+	}
+	tr.Event(sampleEvent(300, 102, kAddr), 0)
+	tr.Event(stackEvent(300, 300, 100, 102, kAddr), 0)
+	tr.Flush()
+	if len(out.samples) != 3 {
+		t.Fatalf("%d samples, want the last sent by Flush", len(out.samples))
+	}
+}
+
+// TestETWRulesLateThreadStart: a new thread's first samples can come
+// before its start event (buffers of different CPUs arrive out of order);
+// they are kept once the start event says whose they are.
+func TestETWRulesLateThreadStart(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, false, 100)
+	for _, e := range []*etwevent.Event{
+		procEvent(3, 1, 100, 4, "app.exe", ""),
+		sampleEvent(10, 105, uAddr),
+		sampleEvent(11, 205, uAddr),
+		threadEvent(1, 5, 100, 105),
+		threadEvent(1, 5, 200, 205),
+	} {
+		tr.Event(e, 0)
+	}
+	tr.Flush()
+	// 105 is 100's first thread: its main thread, reported as tid 100.
+	if len(out.samples) != 1 || out.samples[0].Tid != 100 || out.samples[0].Pid != 100 {
+		t.Errorf("samples %+v, want thread 105's only", out.samples)
+	}
+}
+
+func TestSplitCommandLine(t *testing.T) {
+	got := splitCommandLine(`  "C:\Program Files\x.exe"  a "b c"d  `)
+	if want := []string{`C:\Program Files\x.exe`, "a", "b cd"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestETWRulesMainThreadOutOfOrder: the main thread is the one that
+// started first, even when another CPU's buffer brings a later thread's
+// start (and samples) first.
+func TestETWRulesMainThreadOutOfOrder(t *testing.T) {
+	var out etwOut
+	tr := newRuleTranslator(&out, false, 100)
+	tr.maxWait = 50
+	for _, e := range []*etwevent.Event{
+		procEvent(1, 1, 300, 100, "child.exe", "child.exe"),
+		threadEvent(1, 5, 300, 302),
+		sampleEvent(6, 302, uAddr),
+		stackEvent(6, 6, 300, 302, uAddr),
+		threadEvent(1, 2, 300, 301),
+		sampleEvent(7, 301, uAddr),
+		stackEvent(7, 7, 300, 301, uAddr),
+	} {
+		tr.Event(e, 0)
+	}
+	if len(out.samples) != 0 {
+		t.Fatalf("samples %+v sent while the main thread may still change", out.samples)
+	}
+	tr.Event(threadEvent(3, 100, 300, 303), 0) // time passes
+	if len(out.samples) != 2 || out.samples[0].Tid != 302 || out.samples[1].Tid != 300 {
+		t.Fatalf("samples %+v, want thread 302 as itself and 301 (started first) as the main thread", out.samples)
+	}
+}

@@ -1,0 +1,98 @@
+package mach
+
+// Fixtures for the macOS backend's tests, made at test time from real
+// Mach-O files: Go programs cross-built for darwin, and clang objects
+// compiled for Apple targets (skipped where clang is missing).
+
+import (
+	"bytes"
+	"debug/macho"
+	"encoding/binary"
+	"github.com/gprof-dev/gprof/objfile"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// darwinGo cross-builds a small Go program for darwin/arch and returns
+// the file's bytes. variant changes the program, and so its UUID.
+func darwinGo(t *testing.T, arch, variant string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	src := "package main\n\nvar v = \"" + variant + "\"\n\nfunc main() { println(v) }\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "prog")
+	cmd := exec.Command("go", "build", "-o", out, "main.go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH="+arch, "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOOS=darwin GOARCH=%s go build: %v\n%s", arch, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// clangObject compiles C source for an Apple target triple and returns
+// the object file's bytes.
+func clangObject(t *testing.T, target, src string) []byte {
+	t.Helper()
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		t.Skip("clang is not installed (./test.sh installs it)")
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "f.c"), filepath.Join(dir, "f.o")
+	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(clang, "--target="+target, "-O1", "-fno-omit-frame-pointer", "-c", in, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("clang --target=%s: %v\n%s", target, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// oracle is what std debug/macho reads from a whole Mach-O file: the
+// reference the memory decoder is checked against.
+type oracle struct {
+	uuid               [16]byte
+	textAddr, textSize uint64
+	cpu                macho.Cpu
+	sizeofcmds         int
+}
+
+func machoOracle(t *testing.T, file []byte) oracle {
+	t.Helper()
+	f, err := macho.NewFile(bytesReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o oracle
+	seg := f.Segment("__TEXT")
+	if seg == nil {
+		t.Fatal("no __TEXT")
+	}
+	o.textAddr, o.textSize, o.cpu = seg.Addr, seg.Memsz, f.Cpu
+	for _, l := range f.Loads {
+		raw := l.Raw()
+		if binary.LittleEndian.Uint32(raw) == 0x1b { // LC_UUID
+			copy(o.uuid[:], raw[8:24])
+		}
+	}
+	if o.uuid == ([16]byte{}) {
+		t.Fatal("no LC_UUID in the fixture")
+	}
+	o.sizeofcmds = objfile.MachHeaderSize64 + int(f.Cmdsz)
+	return o
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -277,6 +277,44 @@ func TestPEMinGW(t *testing.T) {
 	}
 }
 
+// TestPEExceptionTable: the exception table (.pdata) of a MinGW x64 file
+// is where llvm-readobj finds it, and the mapped sections hold it by RVA,
+// as the unwinder reads it.
+func TestPEExceptionTable(t *testing.T) {
+	path := mingw(t)
+	f := mustOpen(t, path)
+	rva, size, ok := f.PEExceptionTable()
+	pdata := f.Section(".pdata")
+	if !ok || size == 0 || pdata == nil {
+		t.Fatalf("exception table %#x+%#x (%v), .pdata section %v", rva, size, ok, pdata)
+	}
+	if ro := tool("llvm-readobj"); ro != "" {
+		out := run(t, ro, "--file-headers", path)
+		if r, n := parseNum(t, readobjField(t, out, "ExceptionTableRVA")), parseNum(t, readobjField(t, out, "ExceptionTableSize")); uint64(rva) != r || uint64(size) != n {
+			t.Errorf("exception table %#x+%#x; llvm-readobj gives %#x+%#x", rva, size, r, n)
+		}
+	}
+	want, err := pdata.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range f.PEMappedSections() {
+		if rva >= s.RVA && uint64(rva-s.RVA)+uint64(size) <= uint64(len(s.Data)) {
+			found = true
+			if off := uint64(rva) - (pdata.Addr - f.Identity().Base); !bytes.Equal(s.Data[rva-s.RVA:rva-s.RVA+size], want[off:off+uint64(size)]) {
+				t.Error("the mapped sections' bytes at the exception table are not .pdata's")
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no mapped section holds the exception table %#x+%#x", rva, size)
+	}
+	if _, _, ok := mustOpen(t, gccELF(t)).PEExceptionTable(); ok {
+		t.Error("an ELF file has a PE exception table")
+	}
+}
+
 func TestPEGo(t *testing.T) {
 	path := goWindows(t)
 	f := mustOpen(t, path)

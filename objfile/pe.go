@@ -248,6 +248,62 @@ func (f *File) peExports() ([]Symbol, error) {
 	return out, nil
 }
 
+// MappedSection is a section of a PE image as the loader maps it: where
+// it starts, as an address relative to the image base (RVA), and its
+// bytes: the raw data, zero-extended to the section's virtual size.
+type MappedSection struct {
+	RVA  uint32
+	Data []byte
+}
+
+// PEMappedSections returns a PE file's sections as the loader maps them,
+// in file order, leaving out any whose data cannot be read; nil for other
+// formats. Unwinding reads a PE image's tables by RVA from these.
+func (f *File) PEMappedSections() []MappedSection {
+	if f.pe == nil {
+		return nil
+	}
+	var out []MappedSection
+	for _, s := range f.pe.Sections {
+		d, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if n := int(s.VirtualSize); n > len(d) {
+			d = append(d, make([]byte, n-len(d))...)
+		}
+		out = append(out, MappedSection{RVA: s.VirtualAddress, Data: d})
+	}
+	return out
+}
+
+// PEExceptionTable returns the RVA and size of a PE file's exception
+// table (.pdata, the RUNTIME_FUNCTION entries): the exception data
+// directory's entry, else the .pdata section's; size 0 if it has none. ok
+// is false for other formats.
+func (f *File) PEExceptionTable() (rva, size uint32, ok bool) {
+	if f.pe == nil {
+		return 0, 0, false
+	}
+	var dirs []pe.DataDirectory
+	switch oh := f.pe.OptionalHeader.(type) {
+	case *pe.OptionalHeader64:
+		dirs = oh.DataDirectory[:min(oh.NumberOfRvaAndSizes, uint32(len(oh.DataDirectory)))]
+	case *pe.OptionalHeader32:
+		dirs = oh.DataDirectory[:min(oh.NumberOfRvaAndSizes, uint32(len(oh.DataDirectory)))]
+	}
+	if len(dirs) > pe.IMAGE_DIRECTORY_ENTRY_EXCEPTION {
+		dd := dirs[pe.IMAGE_DIRECTORY_ENTRY_EXCEPTION]
+		rva, size = dd.VirtualAddress, dd.Size
+	}
+	if size == 0 {
+		if s := f.pe.Section(".pdata"); s != nil {
+			rva, size = s.VirtualAddress, s.VirtualSize
+		}
+	}
+	return rva, size, true
+}
+
 // PEHeader returns a PE file's TimeDateStamp and SizeOfImage, the two
 // fields its code ID is made of (ok is false for other formats).
 func (f *File) PEHeader() (timeDateStamp, sizeOfImage uint32, ok bool) {

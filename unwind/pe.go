@@ -11,11 +11,12 @@ package unwind
 // read yet.
 
 import (
-	"debug/pe"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // Unwind op codes (UNWIND_CODE.UnwindOp).
@@ -53,32 +54,20 @@ type peSection struct {
 // ErrNoPData says a PE image has no x64 exception table.
 var ErrNoPData = errors.New("no x64 .pdata")
 
-// NewPEImage reads the unwind tables of an x64 PE file.
-func NewPEImage(f *pe.File) (*PEImage, error) {
-	if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 {
-		return nil, fmt.Errorf("PE machine %#x: %w", f.Machine, ErrNoPData)
+// NewPEImage reads the unwind tables of an x64 PE file: its exception
+// table and the sections it points into, as objfile gives them.
+func NewPEImage(f *objfile.File) (*PEImage, error) {
+	if f.Format() != objfile.PE {
+		return nil, fmt.Errorf("%s is not a PE file: %w", f.Path(), ErrNoPData)
+	}
+	if arch := f.Identity().Arch; arch != "x86_64" {
+		return nil, fmt.Errorf("PE machine %s: %w", arch, ErrNoPData)
 	}
 	img := &PEImage{}
-	for _, s := range f.Sections {
-		d, err := s.Data()
-		if err != nil {
-			continue
-		}
-		if n := int(s.VirtualSize); n > len(d) {
-			d = append(d, make([]byte, n-len(d))...)
-		}
-		img.sections = append(img.sections, peSection{rva: s.VirtualAddress, data: d})
+	for _, s := range f.PEMappedSections() {
+		img.sections = append(img.sections, peSection{rva: s.RVA, data: s.Data})
 	}
-	var rva, size uint32
-	if oh, ok := f.OptionalHeader.(*pe.OptionalHeader64); ok && oh.NumberOfRvaAndSizes > pe.IMAGE_DIRECTORY_ENTRY_EXCEPTION {
-		dd := oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_EXCEPTION]
-		rva, size = dd.VirtualAddress, dd.Size
-	}
-	if size == 0 {
-		if s := f.Section(".pdata"); s != nil {
-			rva, size = s.VirtualAddress, s.VirtualSize
-		}
-	}
+	rva, size, _ := f.PEExceptionTable()
 	b := img.bytes(rva, size)
 	if b == nil {
 		return nil, ErrNoPData

@@ -1,10 +1,11 @@
 package unwind
 
 import (
-	"debug/pe"
 	"encoding/binary"
 	"os"
 	"testing"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // TestUnwindPECaptured unwinds a real stack: testdata/pe/capture.exe (see
@@ -13,7 +14,7 @@ import (
 // context, a large allocation, a frame pointer set with UWOP_SET_FPREG
 // after an alloca, and pushed nonvolatile registers.
 func TestUnwindPECaptured(t *testing.T) {
-	f, err := pe.Open("testdata/pe/capture.exe")
+	f, err := objfile.Open("testdata/pe/capture.exe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,8 @@ func TestUnwindPECaptured(t *testing.T) {
 	base, rip, rsp, rbp, n := w(0), w(1), w(2), w(3), int(w(4))
 	ras := []uint64{w(8), w(7), w(6), w(5)} // f4's, f3's, f2's, f1's
 	stack := raw[72 : 72+n]
-	size := uint64(f.OptionalHeader.(*pe.OptionalHeader64).SizeOfImage)
+	_, sizeOfImage, _ := f.PEHeader()
+	size := uint64(sizeOfImage)
 	mods := []PEModule{{Base: base, End: base + size, Image: img}}
 
 	got := UnwindPE(mods, Regs{IP: rip, SP: rsp, FP: rbp}, stack, 0, nil)
@@ -52,7 +54,7 @@ func TestUnwindPECaptured(t *testing.T) {
 // its prologue, body and epilogue, over a stack laid out as the function
 // has it at each.
 func TestUnwindPEPrologueEpilogue(t *testing.T) {
-	f, err := pe.Open("testdata/pe/capture.exe")
+	f, err := objfile.Open("testdata/pe/capture.exe")
 	if err != nil {
 		t.Fatal(err)
 	}

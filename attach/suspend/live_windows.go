@@ -211,10 +211,10 @@ func peImage(path string) (*unwind.PEImage, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if f.PE() == nil {
+	if f.Format() != objfile.PE {
 		return nil, fmt.Errorf("%s is not a PE file", path)
 	}
-	return unwind.NewPEImage(f.PE())
+	return unwind.NewPEImage(f)
 }
 
 // moduleIdentity identifies a module from its file; the recorder keys the

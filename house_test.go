@@ -1,7 +1,11 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,5 +40,74 @@ func TestOneTestCommand(t *testing.T) {
 	}
 	if _, err := os.Stat("test.sh"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestAttachBackendsApart: each live backend is a package of its own under
+// attach/ (every folder there but internal/ and backends/), so that a
+// reader of one sampler sees only it. attach/ itself holds the neutral
+// events and the dispatcher, which the backends register with, so it
+// imports none of them (that would be a cycle); no backend imports
+// another; and outside attach/, only attach/backends links them in.
+// Tests may link in another backend: perf's test Auto's fallback to
+// ptrace.
+func TestAttachBackendsApart(t *testing.T) {
+	const mod = "github.com/gprof-dev/gprof/"
+	entries, err := os.ReadDir("attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "internal" && e.Name() != "backends" && e.Name() != "testdata" {
+			backends["attach/"+e.Name()] = true
+		}
+	}
+	for _, b := range []string{"attach/perf", "attach/ptrace", "attach/etw", "attach/suspend", "attach/mach"} {
+		if !backends[b] {
+			t.Errorf("no backend package %s", b)
+		}
+	}
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if !strings.HasPrefix(p, mod) {
+				continue
+			}
+			p = strings.TrimPrefix(p, mod)
+			if p == "attach/backends" && (dir == "attach" || backends[dir] || strings.HasPrefix(dir, "attach/internal")) {
+				t.Errorf("%s imports attach/backends: only the program that records does", path)
+			}
+			if !backends[p] || p == dir {
+				continue
+			}
+			switch {
+			case dir == "attach" || strings.HasPrefix(dir, "attach/internal/"):
+				t.Errorf("%s imports the backend %s: attach and its helpers import no backend", path, p)
+			case strings.HasSuffix(path, "_test.go"):
+			case backends[dir]:
+				t.Errorf("%s imports the backend %s: no backend imports another", path, p)
+			case dir != "attach/backends":
+				t.Errorf("%s imports the backend %s: import attach/backends instead", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -207,6 +207,18 @@ type Result struct {
 	// NoStackReason says where that was and why.
 	NoStackCPU    time.Duration
 	NoStackReason string
+	// Interval is the time between samples of a running thread that the
+	// backend aimed for: Options.Interval, or the backend's limit where
+	// it cannot sample that often. Zero means Options.Interval.
+	Interval time.Duration
+	// RateAdvice is what the backend suggests should it take fewer
+	// samples than the interval asks for (see record's rate check); ""
+	// for the generic advice.
+	RateAdvice string
+	// Stats are the backend's own figures on how sampling went (stop
+	// latencies, say), by name, for the profile's metadata: diagnostics,
+	// not an interface.
+	Stats map[string]string
 }
 
 // Handler receives events. A backend calls it from one goroutine at a time,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -126,6 +127,21 @@ type recordSummary struct {
 	// previous stack.
 	OffCPUWaits     uint64 `json:"off_cpu_waits,omitempty"`
 	OffCPUUnstacked uint64 `json:"off_cpu_unstacked,omitempty"`
+	// SampleRatio is the samples busy threads got over what the rate
+	// asks for their CPU time (1 is all of them), SampleRatioMin the
+	// lowest of one busy thread; absent when no thread used 50 intervals
+	// of CPU.
+	SampleRatio    *float64 `json:"sample_ratio,omitempty"`
+	SampleRatioMin *float64 `json:"sample_ratio_min,omitempty"`
+}
+
+// ratio rounds a sample ratio for the summary; 0 (no figure) is nil.
+func ratio(r float64) *float64 {
+	if r == 0 {
+		return nil
+	}
+	r = math.Round(r*1000) / 1000
+	return &r
 }
 
 func runRecord(c *cli.Context) error {
@@ -213,6 +229,7 @@ func runRecord(c *cli.Context) error {
 		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
 		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
 		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
+		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode

@@ -72,6 +72,9 @@ type builder struct {
 	// their own (beyond the backend's cap), shown at the previous one.
 	switches, unstacked uint64
 
+	// rate counts each thread's samples and CPU time (see rateCheck).
+	rate rateCheck
+
 	frames []profile.Frame // scratch, reused per sample
 	addrs  []uint64        // scratch
 }
@@ -282,6 +285,7 @@ func (b *builder) sample(s *attach.Sample) {
 		return
 	}
 	now := b.rel(s.Time)
+	b.rate.add(th, s.Pid, s.Tid, s.CPUDelta)
 	th.Samples.Add(th.InternStack(frames), now, s.CPUDelta)
 	b.bound.after(b, now)
 }

@@ -68,6 +68,10 @@ type Result struct {
 	// RejectedDebugFiles says which debug files were skipped as another
 	// build's, one line each, for the user to hear of.
 	RejectedDebugFiles []string
+	// SampleRatio is the samples busy threads got over what the rate asks
+	// for their CPU time, and SampleRatioMin the lowest of one thread;
+	// both 0 when no thread was busy enough to tell (see rateCheck).
+	SampleRatio, SampleRatioMin float64
 }
 
 // Run records until ctx is done or the targets exit, then builds the
@@ -183,6 +187,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if b.unstacked > 0 && opts.Attach.Notice != nil {
 			opts.Attach.Notice(fmt.Sprintf("%d of %d waits off the CPU had no stack of their own (capped by --off-cpu-cap, not permitted, or dropped with a full ring); they are shown at the thread's previous stack",
 				b.unstacked, b.switches))
+		}
+	}
+	interval := res.Interval
+	if interval <= 0 {
+		interval = prof.Meta.Interval
+	}
+	for k, v := range res.Stats {
+		prof.Meta.Extra[k] = v
+	}
+	if sr := b.rate.result(interval); sr.Busy > 0 {
+		out.SampleRatio, out.SampleRatioMin = sr.Ratio, sr.Min
+		prof.Meta.Extra["sample_ratio"] = fmt.Sprintf("%.3f", sr.Ratio)
+		if msg := sr.shortfall(res.Backend, interval, res.RateAdvice); msg != "" && opts.Attach.Notice != nil {
+			opts.Attach.Notice(msg)
 		}
 	}
 	if n := u.cutShort; n >= 10 && n*100 >= u.stacks && opts.Attach.Notice != nil {

@@ -98,7 +98,12 @@ func init() {
 }
 
 func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res attach.Result, err error) {
-	res = attach.Result{ExitCode: -1, Backend: "perf"}
+	res = attach.Result{ExitCode: -1, Backend: "perf",
+		// The kernel samples a thread every interval of its CPU time, so
+		// it falls short only when it throttles the event (past
+		// kernel.perf_event_max_sample_rate, which it lowers itself when
+		// sampling takes too long) or drops records from a full ring.
+		RateAdvice: "the kernel throttled sampling or dropped records: lower the rate (-r), or raise kernel.perf_event_max_sample_rate"}
 	notify := opts.Notice
 	if notify == nil {
 		notify = func(string) {}

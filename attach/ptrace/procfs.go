@@ -28,7 +28,8 @@ func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
 		return
 	}
 	pr.mapsAt = now
-	pr.exec, pr.all = pr.exec[:0], pr.all[:0]
+	// A new slice each time: the stoppers may still read the last one.
+	pr.exec, pr.all = pr.exec[:0], make([]ptRange, 0, len(pr.all))
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -52,6 +53,8 @@ func (s *ptSampler) refreshMaps(pr *ptProc, now int64) {
 			s.emit(m)
 		}
 	}
+	all := pr.all
+	pr.sh.all.Store(&all)
 }
 
 func parseRange(line []byte) (ptRange, bool) {
@@ -164,6 +167,11 @@ func (s *ptSampler) readSchedstat(pid, tid int) (ptSched, bool) {
 	if !ok {
 		return ptSched{}, false
 	}
+	return parseSchedstat(data)
+}
+
+// parseSchedstat parses a schedstat line: three numbers.
+func parseSchedstat(data []byte) (ptSched, bool) {
 	var f [3]int64
 	i := 0
 	for _, c := range data {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -21,25 +20,27 @@ import (
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
-// The ptrace backend samples when perf_event_open is denied. Each tick it
-// looks at every thread of the targets in /proc and, for the ones that are
-// running, seizes the thread, interrupts it, reads its registers and a copy
-// of its stack, and detaches again (the py-spy model). Nothing stays traced
-// between ticks, so new threads need no ptrace event handling: the next
-// /proc scan finds them. A stop holds the thread for some 30µs on an idle
-// machine, and up to milliseconds on a loaded one (the thread must get a
-// CPU to stop, and again to go on), which is why threads that are not
-// running are left alone.
+// The ptrace backend samples where perf_event_open is denied. A stopper
+// per CPU (worker.go), pinned there, wakes at each tick, stops the target
+// threads running on its CPU (seize, interrupt, wait), reads their
+// registers and a copy of their stacks, and lets them go again (the
+// py-spy model, per CPU). Nothing stays traced between ticks, so new
+// threads need no ptrace event handling. A coordinator (this file,
+// targets.go, deliver.go) keeps the list of threads, mappings and names up
+// to date from /proc and turns what the stoppers saw into events.
 
 const (
 	ptMaxRate     = 1000                   // samples per second per thread
 	ptSlowPeriod  = 100 * time.Millisecond // rescan maps, names, children
+	ptCoordPeriod = 10 * time.Millisecond  // find new threads, deliver samples
 	ptStopLimit   = 20 * time.Millisecond  // a stop slower than this is late
-	ptAbandon     = 2 * time.Second        // wait for a stuck sampler
+	ptAbandon     = 2 * time.Second        // wait for a stuck stopper
 	ptDrainLimit  = 200 * time.Millisecond // wait for late stops at the end
 	ptExecLimit   = 5 * time.Second        // launched helper's exec
-	ptOnCPUWait   = 300 * time.Microsecond // a running thread stops well within this
-	ptPollStep    = 20 * time.Microsecond  // how often to look for that stop
+	// ptWakeSlack is how long a stopper may take, from its timer to its
+	// first look at the clock, for a thread it preempted to count as
+	// running at the tick.
+	ptWakeSlack   = 20 * time.Microsecond
 	ptMaxStack    = 1 << 20
 	ptDefaultStak = 16 << 10
 )
@@ -70,16 +71,12 @@ func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (a
 		s.notice(fmt.Sprintf("the ptrace backend stops a thread for each sample, so it samples at most %d times a second (asked for every %v)", ptMaxRate, s.interval))
 		s.interval = floor
 	}
-	// A thread that slept through the tick but ran for at least this long
-	// since the previous one is sampled too, so that short bursts of work
-	// are not missed just because the thread is asleep at every tick.
-	s.minRun = int64(s.interval / 20)
+	res.Interval = s.interval
 	s.stackSize = opts.StackSize
 	if s.stackSize <= 0 {
 		s.stackSize = ptDefaultStak
 	}
 	s.stackSize = min(s.stackSize, ptMaxStack)
-	s.stack = make([]byte, s.stackSize)
 	if opts.Kernel {
 		s.notice("the ptrace backend records no kernel frames")
 	}
@@ -101,28 +98,27 @@ func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (a
 		}
 	}
 
-	// All ptrace requests must come from the thread that seized the tracee,
-	// so the sampler runs on a goroutine of its own, locked to its thread.
-	// If a tracee could not be detached, the goroutine exits still locked:
-	// the runtime then ends the thread, and the kernel detaches whatever it
-	// still traces and lets it run.
+	// While recording, each ptrace stop would send gprof a SIGCHLD, which
+	// the Go runtime handles on some thread, often a stopper's; and the
+	// stoppers must find a free P whenever they return from a system call,
+	// or wait for one to be handed over from another CPU.
+	defer quietStops()()
+	defer raiseProcs(len(proc.OnlineCPUs()))()
+
+	// The coordinator's own ptrace requests (the probe) must come from the
+	// thread that seized, so it runs locked to its thread; if a probed
+	// thread could not be let go, the goroutine ends still locked, the
+	// runtime ends the thread, and the kernel detaches what it traced.
 	var err error
-	var samplerTid int
-	var traced bool // the sampler's thread ends still tracing threads
+	var coordTid int
+	var traced bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
-		samplerTid = unix.Gettid()
-		// The sampler sleeps on this thread (see sleepUntil); with the
-		// default 50µs timer slack its ticks would drift toward other
-		// timers, the kernel's tick among them.
-		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-		restore := ptPrioritize()
+		coordTid = unix.Gettid()
 		err = s.run()
 		if len(s.pending) == 0 && s.seized == 0 {
-			restore()
-			unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the default
 			runtime.UnlockOSThread()
 		} else {
 			traced = true
@@ -131,20 +127,16 @@ func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (a
 	select {
 	case <-done:
 		if traced {
-			// A thread interrupted while it waited for a CPU, and still
-			// waiting at the end, is let go by the kernel when the
-			// sampler's thread ends, soon after its goroutine; wait for
-			// that, so that the targets are free when recording returns.
-			waitThreadGone(samplerTid, time.Second)
+			waitThreadGone(coordTid, time.Second)
 		}
 	case <-ctx.Done():
 		select {
 		case <-done:
 		case <-time.After(ptAbandon):
-			// The sampler is stuck waiting for a thread that went into an
-			// uninterruptible sleep as it was interrupted. Stop waiting for
-			// it: it will detach and finish when the thread wakes (or the
-			// kernel detaches when gprof exits), but it must no longer call
+			// The coordinator is stuck waiting for a thread that went into
+			// an uninterruptible sleep as it was probed. Stop waiting for
+			// it: it will finish when the thread wakes (or the kernel lets
+			// the thread go when gprof exits), but it must no longer call
 			// the handler.
 			s.mu.Lock()
 			s.abandoned = true
@@ -154,7 +146,7 @@ func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (a
 				opts.Notice(fmt.Sprintf("ptrace: thread %d did not stop when interrupted (uninterruptible sleep?); stopped sampling without it", tid))
 			}
 			if s.launched != nil {
-				// Not waited for: the sampler may still trace one of its
+				// Not waited for: a stopper may still trace one of its
 				// threads, and a wait could take that thread's stop.
 				s.launched.Signal(unix.SIGTERM)
 			}
@@ -164,7 +156,12 @@ func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (a
 	if ptStatsHook != nil {
 		ptStatsHook(s.stats)
 	}
-
+	res.Stats = s.resultStats()
+	if s.priority != "fifo" && s.priority != "" {
+		res.RateAdvice = "gprof's samplers could not run ahead of the targets (no CAP_SYS_NICE): run it as root, or raise its RLIMIT_RTPRIO; or lower the rate (-r)"
+	} else {
+		res.RateAdvice = "lower the rate (-r), or allow perf events (kernel.perf_event_paranoid) for the perf backend"
+	}
 	if s.launched != nil {
 		res.ExitCode = s.finishLaunched()
 	}
@@ -185,66 +182,65 @@ func waitThreadGone(tid int, limit time.Duration) {
 // ptStatsHook, when set by a test, receives each recording's counts.
 var ptStatsHook func(ptStats)
 
-// ptSampler is the state of one recording. Only the sampler goroutine
-// touches it while it runs.
+// ptSampler is the state of one recording: the coordinator's, touched by
+// its goroutine only, but for what it hands the stoppers (see table.go).
 type ptSampler struct {
 	ctx      context.Context
 	opts     attach.Options
 	h        attach.Handler
 	interval time.Duration
 
-	// mu guards abandoned. waiting is the thread the sampler waits for,
-	// for recordPtrace to name if it gives up on the sampler.
+	// mu guards abandoned. waiting is the thread the coordinator waits
+	// for, for recordPtrace to name if it gives up on it.
 	mu        sync.Mutex
 	abandoned bool
 	waiting   atomic.Int64
 
-	minRun    int64
 	stackSize int
 	self      int
 
 	procs map[int]*ptProc
-	order []int // pids in order of discovery, for a stable sampling order
+	order []int // pids in order of discovery, for a stable order of events
 
 	launched   *proc.Launched
 	launchGone bool // the launched process exited
-	launchCode int  // its exit code, if the sampler's own wait4 reaped it
+	launchCode int  // its exit code, if a stopper's wait4 reaped it
 	reaped     bool
 	aborted    bool // the command never ran
 
-	// pending holds the tids that were seized but did
-	// not stop in time; they are detached as soon as they stop. seized is
-	// the tid being sampled right now.
+	// The stoppers, one per CPU; byCPU maps a CPU to its stopper's index.
+	workers []*worker
+	byCPU   []int
+	stop    atomic.Bool
+	// workersDone receives a value as each stopper ends.
+	workersDone chan struct{}
+	// threads holds every thread handed to the stoppers (the gone ones
+	// too, until their owner closed their files).
+	threads []*shared
+	batch   []*entry
+	// noChildFiles says /proc/PID/task/TID/children is missing here.
+	noChildFiles bool
+
+	// pending holds the tids the coordinator seized (to probe) that did
+	// not stop in time; seized is the one it is probing now.
 	pending map[int]bool
-	// released holds, for threads let go by pollPending, their count of
-	// times put on a CPU as of that stop, for sampleProcess to take over.
-	released map[int]int64
-	seized   int
+	seized  int
 
 	// sample is handed to the handler for every sample, which must not
 	// keep it (see Handler).
 	sample attach.Sample
+	one    [1]uint64
+	buf    []byte
+	path   []byte
 
-	regs  attach.Regs
-	stack []byte
-	iov   []unix.RemoteIovec
-	buf   []byte
-	path  []byte
-	one   [1]uint64
-
-	stats       ptStats
-	noticed     map[string]bool
-	ticks       int
-	ticksSince  time.Time
-	woke        time.Time // when the current tick began
-	slowChecked bool
-
-	// keepSyscall keeps a sample taken in a system call (switchOut).
-	keepSyscall bool
+	stats    ptStats
+	priority string // how the stoppers got ahead of their targets
+	noticed  map[string]bool
 }
 
 type ptProc struct {
 	pid int
+	sh  *sharedProc
 	// only, when set, holds the threads sampled alone (-t); the process's
 	// other threads and its children are not sampled.
 	only    map[int]bool
@@ -261,39 +257,9 @@ type ptProc struct {
 type ptThread struct {
 	comm string
 	// base is the thread's CPU time at its previous sample, or when it was
-	// first seen; last is its CPU time at the previous tick.
-	base, last int64
-	// woke is set when the sampler stopped a sleeping thread: the stop
-	// itself costs the thread a little CPU time, which must not count as a
-	// reason to stop it again at the next tick.
-	woke bool
-	// off is set, with Options.OffCPU, while the thread sleeps and its
-	// blocking stack was reported (see sampleProcess).
-	off bool
-	// asleepAt is when the thread was first found asleep, while its
-	// stack is yet to be taken; 0 otherwise.
-	asleepAt int64
-	// switches is the thread's count of times it was put on a CPU, as read
-	// during its last stop, or -1. While it has not changed, the thread has
-	// not run since that stop, so it is exactly where it was then.
-	switches int64
-}
-
-// ptStats count what the sampler did, for tests and diagnostics.
-type ptStats struct {
-	ticks, samples int
-	late           int // interrupted threads slower than ptStopLimit to stop
-	denied         int // EPERM from PTRACE_SEIZE
-	signals        int // signal-delivery-stops, the signal handed back
-	inSyscall      int // stops on the way out of the kernel, dropped
-	// Running threads that were not on a CPU when interrupted: idle
-	// found them not put on a CPU since their last stop and left them
-	// alone; offCPU stopped only once they got one again, and slow had
-	// not stopped within ptOnCPUWait. None of them is a sample.
-	idle, offCPU, slow int
-	// paused is the time from interrupt to detach, summed over samples:
-	// roughly how long the target's threads were kept from running.
-	paused, maxPause time.Duration
+	// first seen.
+	base int64
+	sh   *shared
 }
 
 type ptRange struct{ start, end uint64 }
@@ -322,6 +288,9 @@ func (s *ptSampler) notice(msg string) {
 	}
 }
 
+// run finds the targets, starts the stoppers, and until the recording
+// ends turns what they see into events and keeps the targets' threads,
+// names and mappings up to date.
 func (s *ptSampler) run() (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -333,6 +302,7 @@ func (s *ptSampler) run() (err error) {
 				s.seized = 0
 			}
 		}
+		s.stopWorkers()
 		s.drain()
 	}()
 
@@ -344,6 +314,7 @@ func (s *ptSampler) run() (err error) {
 			s.launchGone, s.aborted = true, true
 			return err
 		}
+		s.startWorkers()
 		pid, err := s.startLaunched()
 		if err != nil || s.launchGone {
 			return err
@@ -374,6 +345,7 @@ func (s *ptSampler) run() (err error) {
 				return err
 			}
 		}
+		s.startWorkers()
 		for _, pid := range s.opts.Pids {
 			if s.procs[pid] == nil {
 				s.addProcess(pid, 0, false)
@@ -384,92 +356,152 @@ func (s *ptSampler) run() (err error) {
 		}
 	}
 
-	next := time.Now()
-	lastSlow := next
-	s.ticksSince = next
-	for {
-		if s.ctx.Err() != nil {
-			return nil
-		}
+	// The coordinator keeps up with the targets (it finds new threads and
+	// exits, and turns what the stoppers saw into events) every
+	// ptCoordPeriod, or at the interval if that is longer: it does not
+	// sample, and waking more often cost gprof a fifth more CPU.
+	period := max(s.interval, ptCoordPeriod)
+	lastSlow := time.Now()
+	for s.ctx.Err() == nil {
+		s.deliver()
 		now := time.Now()
-		s.woke = now
 		slow := now.Sub(lastSlow) >= ptSlowPeriod
 		if slow {
 			lastSlow = now
+			s.scanChildren()
+		} else {
+			s.findChildren()
 		}
-		s.tick(slow)
+		for i := 0; i < len(s.order); i++ {
+			if pr := s.procs[s.order[i]]; pr != nil {
+				s.scanThreads(pr, slow)
+			}
+		}
+		s.order = slices.DeleteFunc(s.order, func(pid int) bool { return s.procs[pid] == nil })
+		s.threads = slices.DeleteFunc(s.threads, func(th *shared) bool { return th.closed.Load() })
 		if s.finished() {
 			return nil
 		}
-		next = next.Add(jitter(s.interval))
-		if time.Until(next) > 0 {
-			s.sleepUntil(next)
-		} else {
-			// Sampling took longer than the interval: skip the ticks that
-			// were missed instead of running them back to back.
-			next = time.Now()
+		s.pollPending()
+		time.Sleep(period)
+	}
+	return nil
+}
+
+// startWorkers starts a stopper for each online CPU.
+func (s *ptSampler) startWorkers() {
+	cpus := proc.OnlineCPUs()
+	if len(cpus) == 0 {
+		cpus = []int{-1}
+	}
+	s.byCPU = make([]int, slices.Max(cpus)+1)
+	for i, cpu := range cpus {
+		w := newWorker(s, i, cpu, &s.stop)
+		s.workers = append(s.workers, w)
+		if cpu >= 0 {
+			s.byCPU[cpu] = i
 		}
 	}
+	s.workersDone = make(chan struct{}, len(s.workers))
+	for _, w := range s.workers {
+		go func() {
+			defer func() { s.workersDone <- struct{}{} }()
+			w.run()
+		}()
+	}
 }
 
-// ptPrioritize puts the calling thread, the sampler's, ahead of the
-// threads it samples when it may (CAP_SYS_NICE): SCHED_FIFO, else nice
-// -20. It returns what undoes that. A sampler with no more priority than
-// its targets gets a CPU on a busy machine mostly at timer ticks, when the
-// running thread's time slice is up, so its samples bunch at ticks; a
-// real-time one runs as its own timer fires. It sleeps through most of
-// each tick, so it takes little from others.
-func ptPrioritize() (restore func()) {
-	old, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		return func() {}
+// workerFor returns the index of the stopper of cpu (the first one for a
+// CPU that has none).
+func (s *ptSampler) workerFor(cpu int) int {
+	if cpu >= 0 && cpu < len(s.byCPU) {
+		return s.byCPU[cpu]
 	}
-	const resetOnFork = 1 // SCHED_FLAG_RESET_ON_FORK
-	fifo := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: resetOnFork}
-	nice := unix.SchedAttr{Policy: old.Policy, Nice: -20, Flags: resetOnFork}
-	if unix.SchedSetAttr(0, &fifo, 0) != nil && unix.SchedSetAttr(0, &nice, 0) != nil {
-		return func() {}
-	}
-	return func() { unix.SchedSetAttr(0, old, 0) }
+	return 0
 }
 
-// sleepUntil sleeps until t, or until the recording is cancelled. It
-// sleeps on the sampler's own thread: the Go runtime's timers wake at
-// whole milliseconds, which would round a 1 ms tick jittered between 0.5
-// and 1.5 ms to 1 or 2 ms. Threads interrupted but not yet stopped are
-// released as soon as they stop, so that they lose no more of their turn
-// on a CPU than they must.
-func (s *ptSampler) sleepUntil(t time.Time) {
-	for s.ctx.Err() == nil {
-		d := time.Until(t)
-		if d <= 0 {
+// stopWorkers ends the stoppers and takes what they saw last. A stopper
+// stuck waiting for a thread that went into an uninterruptible sleep is
+// left behind after ptAbandon: it lets the thread go when it wakes.
+func (s *ptSampler) stopWorkers() {
+	if s.workers == nil || s.stop.Load() {
+		return
+	}
+	s.stop.Store(true)
+	deadline := time.After(ptAbandon)
+	for range s.workers {
+		select {
+		case <-s.workersDone:
+		case <-deadline:
+			s.notice("ptrace: a thread did not stop when interrupted (uninterruptible sleep?); stopped sampling without it")
+			s.deliver()
 			return
 		}
-		step := 10 * time.Millisecond // to notice cancellation
-		if len(s.pending) > 0 {
-			s.pollPending()
-			step = 10 * ptPollStep
-		}
-		ts := unix.NsecToTimespec(int64(min(d, step)))
-		unix.Nanosleep(&ts, nil)
+	}
+	s.deliver()
+	for _, w := range s.workers {
+		s.stats.add(&w.stats)
+		s.priority = w.priority
+	}
+	s.stats.ticks /= len(s.workers)
+	for _, th := range s.threads {
+		th.closeFiles()
 	}
 }
 
-// jitter returns a tick length drawn uniformly from 0.5 to 1.5 times d. A
-// fixed wall-clock tick can lock in phase with a target's own loop and
-// sample some of its functions more than their share (seen as 55/26/19
-// for a 50/30/20 split); random ticks with the same mean cannot.
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d)
+// resultStats is what the profile records of the stoppers: how long a
+// stop took (from the interrupt to the stop being seen), how the stoppers
+// got ahead of their targets, and the samples of threads that waited for
+// their CPU at the tick.
+func (s *ptSampler) resultStats() map[string]string {
+	st := &s.stats
+	us := func(q float64) int64 { return st.latency.quantile(q).Microseconds() }
+	return map[string]string{
+		"ptrace_stop_us":  fmt.Sprintf("p50<%d p90<%d p99<%d; %v", us(0.5), us(0.9), us(0.99), st.latency),
+		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
+		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
+	}
+}
+
+// quietStops sets SA_NOCLDSTOP on SIGCHLD for the recording: without it
+// every ptrace stop sends gprof a SIGCHLD (the kernel still wakes wait4).
+// Exits still send theirs. It returns what undoes it.
+func quietStops() (restore func()) {
+	old, ok := getSigaction(unix.SIGCHLD)
+	if !ok {
+		return func() {}
+	}
+	quiet := old
+	quiet.flags |= saNoCldStop
+	if !setSigaction(unix.SIGCHLD, quiet) {
+		return func() {}
+	}
+	return func() { setSigaction(unix.SIGCHLD, old) }
+}
+
+// raiseProcs makes sure there is a P (the Go runtime's license to run Go
+// code) for each stopper beside what the rest of gprof uses: a stopper
+// back from a system call that finds none waits for another thread, on
+// another CPU, to hand it one.
+func raiseProcs(stoppers int) (restore func()) {
+	old := runtime.GOMAXPROCS(0)
+	want := runtime.NumCPU() + stoppers + 1
+	if old >= want {
+		return func() {}
+	}
+	runtime.GOMAXPROCS(want)
+	return func() { runtime.GOMAXPROCS(old) }
 }
 
 // finished reports whether there is nothing left to sample.
 func (s *ptSampler) finished() bool {
 	if s.launched != nil {
-		if !s.launchGone && len(s.pending) == 0 && processExited(s.launched.Pid) {
+		if !s.launchGone && processExited(s.launched.Pid) {
 			s.launchGone = true
 		}
 		if s.launchGone {
+			// What the stoppers saw last comes before the exits.
+			s.stopWorkers()
 			if pr := s.procs[s.launched.Pid]; pr != nil {
 				s.processGone(pr)
 			}
@@ -596,7 +628,7 @@ func (s *ptSampler) release(tid int, interruptErr error) {
 			s.pending[tid] = true
 		}
 	case stopGone:
-		s.reapedThread(tid, r)
+		s.reapedThread(tid, r.status)
 	default:
 		s.pending[tid] = true
 	}
@@ -605,11 +637,10 @@ func (s *ptSampler) release(tid int, interruptErr error) {
 // reapedThread notes a thread whose exit the sampler collected as its
 // tracer. For the launched command's main thread that wait4 also reaped
 // the process, so its exit status is known only here.
-func (s *ptSampler) reapedThread(tid int, r stopResult) {
+func (s *ptSampler) reapedThread(tid int, ws unix.WaitStatus) {
 	if s.launched == nil || tid != s.launched.Pid {
 		return
 	}
-	ws := r.status
 	switch {
 	case ws.Exited():
 		s.launchCode, s.reaped, s.launchGone = ws.ExitStatus(), true, true
@@ -618,29 +649,20 @@ func (s *ptSampler) reapedThread(tid int, r stopResult) {
 	}
 }
 
-// pollPending detaches seized threads that have stopped since.
+// pollPending detaches threads the coordinator seized that have stopped
+// since.
 func (s *ptSampler) pollPending() {
 	for tid := range s.pending {
 		r := ptPoll(tid)
 		switch r.kind {
 		case stopped:
-			// Most of these were waiting for a CPU when interrupted, and
-			// have had one only to stop; they must not be interrupted
-			// again until they have been on a CPU since (see sampleThread).
-			st, ok := s.readSchedstat(tid, tid)
 			if ptDetach(tid, r.sig) == unix.ESRCH {
 				// Killed while stopped; its exit is still ours to collect.
 				continue
 			}
 			delete(s.pending, tid)
-			if ok {
-				if s.released == nil {
-					s.released = map[int]int64{}
-				}
-				s.released[tid] = st.switches
-			}
 		case stopGone:
-			s.reapedThread(tid, r)
+			s.reapedThread(tid, r.status)
 			delete(s.pending, tid)
 		case stopBlocked:
 			delete(s.pending, tid)
@@ -657,43 +679,4 @@ func (s *ptSampler) drain() {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-}
-
-func (s *ptSampler) tick(slow bool) {
-	s.pollPending()
-	if slow {
-		s.scanChildren()
-	}
-	for i := 0; i < len(s.order); i++ {
-		pr := s.procs[s.order[i]]
-		if pr == nil {
-			continue
-		}
-		if !s.scanThreads(pr, slow) {
-			continue
-		}
-		if !pr.denied {
-			s.sampleProcess(pr)
-		}
-	}
-	s.order = slices.DeleteFunc(s.order, func(pid int) bool { return s.procs[pid] == nil })
-	s.checkRate()
-}
-
-// checkRate tells the user once when sampling cannot keep up with the
-// requested interval, because then the profile has fewer samples than its
-// header suggests.
-func (s *ptSampler) checkRate() {
-	s.ticks++
-	s.stats.ticks++
-	el := time.Since(s.ticksSince)
-	if el < 2*time.Second {
-		return
-	}
-	want := float64(el) / float64(s.interval)
-	if !s.slowChecked && float64(s.ticks) < want/2 {
-		s.slowChecked = true
-		s.notice(fmt.Sprintf("ptrace sampling cannot keep up with a %v interval; it managed about %.0f samples a second per thread", s.interval, float64(s.ticks)/el.Seconds()))
-	}
-	s.ticks, s.ticksSince = 0, time.Now()
 }

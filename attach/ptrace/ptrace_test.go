@@ -12,9 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +24,6 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
-	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 )
 
 func init() {
@@ -321,6 +320,76 @@ func TestPtraceAttachBusy(t *testing.T) {
 	}
 }
 
+// ptLoop starts a CPU-bound shell loop for the rest of the test.
+func ptLoop(t testing.TB) {
+	t.Helper()
+	ptStartTarget(t, "sh", "-c", "while :; do :; done")
+}
+
+// TestPtraceSampleRate: a busy thread gets a sample per interval of its
+// CPU time, as perf's CPU clock gives, at 100 Hz and at the backend's cap,
+// on a quiet machine and beside a CPU-bound loop; and every stop is sent
+// by the stopper of the thread's own CPU, which is what makes that hold
+// where a stop sent to another CPU waits for that CPU's next timer tick
+// (some VMs): the stoppers ticked and stopped on their own CPUs only.
+func TestPtraceSampleRate(t *testing.T) {
+	prog := ptBuild(t, "busy")
+	for _, load := range []string{"quiet", "beside a loop"} {
+		for _, interval := range []time.Duration{10 * time.Millisecond, time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/%v", load, interval), func(t *testing.T) {
+				if load != "quiet" {
+					ptLoop(t)
+				}
+				cmd := ptStartTarget(t, prog)
+				pid := cmd.Process.Pid
+				time.Sleep(50 * time.Millisecond)
+				ptRequire(t, pid)
+				tids, _ := proc.ListTasks(pid)
+				before := map[int]int64{}
+				for _, tid := range tids {
+					before[tid] = ptThreadRuntime(pid, tid)
+				}
+				c, _ := ptRecordFor(t, 2*time.Second, attach.Options{Pids: []int{pid}, Interval: interval})
+				ptCheckReleased(t, pid)
+				per := c.perThread()
+				for _, tid := range tids {
+					// The CPU time the samples carry: the thread's time
+					// from the recording's start to its last sample.
+					var cpu int64
+					for _, sm := range c.samples {
+						if sm.Tid == tid {
+							cpu += sm.CPUDelta
+						}
+					}
+					ran := time.Duration(ptThreadRuntime(pid, tid) - before[tid])
+					want := float64(cpu) / float64(interval)
+					ratio := float64(per[tid]) / want
+					t.Logf("thread %d: %d samples for %v of CPU (%v in samples, %v in all): ratio %.3f", tid, per[tid], time.Duration(cpu), time.Duration(cpu), ran, ratio)
+					margin(t, "samples per interval of CPU", ratio, 0.9)
+					// A sample per interval of CPU time, to within what a
+					// credit of half an interval either way and a thread's
+					// first and last sample leave.
+					if want >= 50 && (ratio < 0.9 || ratio > 1.1) {
+						t.Errorf("thread %d: %d samples for %.0f intervals of CPU (%.3f), want 0.9 to 1.1", tid, per[tid], want, ratio)
+					}
+					if time.Duration(cpu) < ran/2 {
+						t.Errorf("thread %d: samples carry %v of its %v of CPU", tid, time.Duration(cpu), ran)
+					}
+				}
+				if c.stats.unpinned == 0 && c.stats.remote != 0 {
+					t.Errorf("%d stops were sent to a thread on another CPU", c.stats.remote)
+				}
+			})
+		}
+	}
+}
+
+// margin logs a checked figure beside its bound.
+func margin(t testing.TB, what string, got, bound float64) {
+	t.Helper()
+	t.Logf("margin: %s %.3f (bound %.3f)", what, got, bound)
+}
+
 // TestPtraceWaitingThread: a thread that is runnable but waiting for a CPU
 // has not moved since its previous stop, so stopping it again only repeats
 // that sample. Here the target shares one CPU, at nice 19, with a busy
@@ -358,14 +427,11 @@ func TestPtraceWaitingThread(t *testing.T) {
 	per := c.perThread()
 	for _, tid := range tids {
 		ran := time.Duration(ptThreadRuntime(pid, tid) - before[tid])
-		// The thread gets a CPU at moments unrelated to the ticks and is
-		// stopped at the next tick, which ends its slice: it runs half an
-		// interval per slice on average, so about two samples come per
-		// interval of its CPU time (a CI run saw 36 for 15.4 ms; the
-		// slices column below is about samples+2). Allow twice that, and
-		// a few for the slices the recording starts and ends in. Sampled
-		// at every tick it waits, it would have hundreds.
-		limit := 4*int(ran/interval) + 10
+		// A sample per interval of its CPU time, as for any thread (its
+		// stopper samples it when its credit of CPU time says so), give
+		// or take a few for the slices the recording starts and ends in.
+		// Sampled at every tick it waits, it would have hundreds.
+		limit := 2*int(ran/interval) + 10
 		t.Logf("thread %d: %d samples for %v of CPU, %d slices", tid, per[tid], ran, ptThreadSlices(pid, tid)-slices[tid])
 		if per[tid] > limit {
 			t.Errorf("thread %d: %d samples for %v of CPU at %v, want at most %d", tid, per[tid], ran, interval, limit)
@@ -548,57 +614,61 @@ func TestPtraceSurvivesSIGKILL(t *testing.T) {
 	ptCheckReleased(t, pid)
 }
 
-// BenchmarkPtraceSample measures one sample of one running thread: seize,
-// interrupt, wait, registers, up to 16 KiB of stack, detach. µs/sample is
-// the sampler's cost, pause-µs/sample how long the thread was held (from
-// the interrupt to the detach).
+// BenchmarkPtraceSample measures a stopper ticking at 1 kHz on a CPU
+// where two busy threads take turns: the looks at their /proc files,
+// seize, interrupt, wait, registers, up to 16 KiB of stack, detach.
+// µs/sample is the stopper's time per sample (its ticks, sleeps between
+// looks included), pause-µs/sample how long a thread was held (from the
+// interrupt to the detach), samples/op the samples per tick (one of the
+// two threads runs at each tick).
 func BenchmarkPtraceSample(b *testing.B) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		b.Skip("taskset not found")
+	}
 	prog := ptBuild(b, "busy")
-	cmd := ptStartTarget(b, prog)
+	cmd := ptStartTarget(b, "taskset", "-c", "0", prog)
 	pid := cmd.Process.Pid
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	ptRequire(b, pid)
 
+	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096),
+		h: func(attach.Event) {}, interval: time.Millisecond, stackSize: 16384, byCPU: []int{0}}
+	var stop atomic.Bool
+	w := newWorker(s, 0, 0, &stop)
+	s.workers = []*worker{w}
+	s.addProcess(pid, 0, false)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096), stack: make([]byte, 16384), h: func(attach.Event) {}}
-	pr := &ptProc{pid: pid, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
-	s.refreshMaps(pr, 0)
-	th := s.newThread(pid, pid)
-	// Samples are 1ms apart, as at the highest rate the backend allows:
-	// back to back, each stop would also wait for the thread to be
-	// scheduled again after the previous one.
+	restore, pinned := w.pin()
+	defer restore()
+	if !pinned {
+		b.Skip("cannot pin to CPU 0")
+	}
 	var bytes int
 	var busy time.Duration
-	each := make([]time.Duration, 0, b.N)
+	var entries []*entry
 	b.ResetTimer()
+	next := time.Now()
 	for i := 0; i < b.N; i++ {
-		time.Sleep(time.Millisecond)
-		if len(s.pending) > 0 {
-			s.pollPending()
-			continue
-		}
+		w.sleepUntil(next)
+		next = next.Add(time.Millisecond)
 		t0 := time.Now()
-		before, _ := s.readSchedstat(pid, pid)
-		s.woke = time.Now()
-		sm, _ := s.sampleThread(pr, th, pid, 0, true, before)
+		w.tick(next)
 		busy += time.Since(t0)
-		each = append(each, time.Since(t0))
-		if sm != nil {
-			bytes += len(sm.StackCopy)
+		entries = w.ring.pending(entries[:0])
+		for _, e := range entries {
+			bytes += len(e.stack)
 		}
+		w.ring.consume(len(entries))
 	}
 	b.StopTimer()
-	s.drain()
-	n := float64(max(s.stats.samples, 1))
+	w.collect(time.Now().Add(ptDrainLimit))
+	n := float64(max(w.stats.samples, 1))
 	b.ReportMetric(float64(bytes)/n, "stackbytes/sample")
 	b.ReportMetric(float64(busy.Microseconds())/n, "µs/sample")
-	if len(each) > 0 {
-		slices.Sort(each)
-		b.ReportMetric(float64(each[len(each)/2].Nanoseconds())/1e3, "median-µs/sample")
-	}
-	b.ReportMetric(float64(s.stats.paused.Microseconds())/n, "pause-µs/sample")
-	b.ReportMetric(float64(s.stats.samples)/float64(b.N), "samples/op")
+	b.ReportMetric(float64(w.stats.paused.Microseconds())/n, "pause-µs/sample")
+	b.ReportMetric(float64(w.stats.samples)/float64(b.N), "samples/op")
+	b.Logf("stop latency: %v", w.stats.latency)
 	ptCheckReleased(b, pid)
 }
 

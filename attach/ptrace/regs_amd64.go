@@ -8,15 +8,24 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 )
 
-// ptGetRegs reads tid's registers. inSyscall reports a stop on the way
-// out of a system call: orig_rax holds a syscall number, and rcx equals
-// rip because the syscall instruction saved the return address there (an
-// interrupt essentially never leaves them equal).
-func ptGetRegs(tid int, r *attach.Regs) (inSyscall bool, err error) {
+// ptGetRegs reads tid's registers, and how the thread last entered the
+// kernel, which is where a stopped thread stops. orig_rax tells: -1 after
+// an interrupt (a timer, another CPU's wake-up call), the error code after
+// an exception (a page fault), the system call's number after a system
+// call, where rcx also equals rip because the syscall instruction saved
+// the return address there (an interrupt or fault essentially never
+// leaves them equal).
+func ptGetRegs(tid int, r *attach.Regs) (entry kernelEntry, err error) {
 	var pr unix.PtraceRegs
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return false, err
+		return entryUnknown, err
 	}
 	*r = attach.Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp, BX: pr.Rbx}
-	return int64(pr.Orig_rax) >= 0 && pr.Orig_rax < 4096 && pr.Rcx == pr.Rip, nil
+	switch {
+	case int64(pr.Orig_rax) < 0:
+		return entryInterrupt, nil
+	case pr.Orig_rax < 4096 && pr.Rcx == pr.Rip:
+		return entrySyscall, nil
+	}
+	return entryException, nil
 }

@@ -8,13 +8,14 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 )
 
-// ptGetRegs reads tid's registers. Stops at syscall returns are not
-// recognized on arm64 (that needs orig_x0 from another register set).
-func ptGetRegs(tid int, r *attach.Regs) (inSyscall bool, err error) {
+// ptGetRegs reads tid's registers. How the thread entered the kernel is
+// not told on arm64 (a system call would need orig_x0, from another
+// register set, and interrupts and faults look alike).
+func ptGetRegs(tid int, r *attach.Regs) (entry kernelEntry, err error) {
 	var pr unix.PtraceRegs
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return false, err
+		return entryUnknown, err
 	}
 	*r = attach.Regs{IP: pr.Pc, SP: pr.Sp, FP: pr.Regs[29], LR: pr.Regs[30]}
-	return false, nil
+	return entryUnknown, nil
 }

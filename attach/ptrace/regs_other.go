@@ -9,6 +9,6 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 )
 
-func ptGetRegs(tid int, r *attach.Regs) (bool, error) {
-	return false, fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, attach.ErrUnsupported)
+func ptGetRegs(tid int, r *attach.Regs) (kernelEntry, error) {
+	return entryUnknown, fmt.Errorf("ptrace backend: registers of %s are not supported: %w", runtime.GOARCH, attach.ErrUnsupported)
 }

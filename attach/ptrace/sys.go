@@ -179,3 +179,14 @@ func readStack(pid int, sp, end uint64, buf []byte, iov []unix.RemoteIovec) ([]b
 	}
 	return buf[:got], iov
 }
+
+// kernelEntry is how a thread last entered the kernel, as its registers
+// tell (see ptGetRegs); a stopped thread stops on its way out.
+type kernelEntry uint8
+
+const (
+	entryUnknown   kernelEntry = iota
+	entryInterrupt             // an interrupt: at no particular instruction
+	entrySyscall               // a system call
+	entryException             // a fault, at the instruction that faulted
+)

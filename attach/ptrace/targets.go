@@ -6,10 +6,14 @@ package ptrace
 // and go, and the children a traced process starts.
 
 import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
@@ -29,7 +33,7 @@ func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
 
 func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	now := attach.MonotonicNow()
-	pr := &ptProc{pid: pid, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
+	pr := &ptProc{pid: pid, sh: &sharedProc{pid: pid}, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
 	pr.exe, _ = exeID(pid)
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
@@ -57,7 +61,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 		}
 	}
 	for _, tid := range tids {
-		th := s.newThread(pid, tid)
+		th := s.newThread(pr, tid)
 		pr.threads[tid] = th
 		c := &attach.Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
 		if tid == pid || only != nil {
@@ -76,18 +80,36 @@ func (pr *ptProc) filter(tids []int) []int {
 	return slices.DeleteFunc(tids, func(tid int) bool { return !pr.only[tid] })
 }
 
-func (s *ptSampler) newThread(pid, tid int) *ptThread {
-	th := &ptThread{comm: proc.ReadTaskComm(pid, tid), switches: -1}
-	st, _ := s.readSchedstat(pid, tid)
-	th.last = st.run
-	th.base = th.last
+// newThread starts tracking tid of pr, and hands it to the stopper of the
+// CPU it last ran on.
+func (s *ptSampler) newThread(pr *ptProc, tid int) *ptThread {
+	th := &ptThread{comm: proc.ReadTaskComm(pr.pid, tid)}
+	st, _ := s.readSchedstat(pr.pid, tid)
+	th.base = st.run
+	_, _, cpu, _ := s.readStat(pr.pid, tid)
+	th.sh = newShared(pr.sh, tid, st)
+	// A thread's first sample is due after a random part of an interval of
+	// its CPU time, not a whole one, so that threads found together are
+	// not sampled in step.
+	th.sh.credit = rand.Int64N(int64(s.interval)) - int64(s.interval)/2
+	s.threads = append(s.threads, th.sh)
+	s.workers[s.workerFor(cpu)].inbox.push(th.sh)
 	return th
+}
+
+// threadGone stops the stoppers from looking at th; its owner closes its
+// files and drops it at its next tick.
+func (s *ptSampler) threadGone(th *ptThread) {
+	th.sh.gone.Store(true)
 }
 
 // processGone reports the exit of all of pr's threads, the main one last.
 func (s *ptSampler) processGone(pr *ptProc) {
 	now := attach.MonotonicNow()
 	for _, tid := range pr.tids {
+		if th := pr.threads[tid]; th != nil {
+			s.threadGone(th)
+		}
 		if tid != pr.pid {
 			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 		}
@@ -109,6 +131,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 			// The threads sampled alone are gone; the process may not be.
 			now := attach.MonotonicNow()
 			for _, tid := range pr.tids {
+				s.threadGone(pr.threads[tid])
 				s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			}
 			delete(s.procs, pr.pid)
@@ -118,6 +141,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	now := attach.MonotonicNow()
 	for _, tid := range pr.tids {
 		if _, found := slices.BinarySearch(tids, tid); !found {
+			s.threadGone(pr.threads[tid])
 			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			delete(pr.threads, tid)
 		}
@@ -129,7 +153,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		// A new thread may be the first sign of an exec: the thread
 		// belongs to the new program, so the exec is reported first.
 		s.noticeExec(pr, now)
-		th := s.newThread(pr.pid, tid)
+		th := s.newThread(pr, tid)
 		pr.threads[tid] = th
 		s.emit(&attach.Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
 		s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
@@ -181,6 +205,43 @@ func (s *ptSampler) zombie(pid int, tids []int) bool {
 	}
 	st, _, _, ok := s.readStat(pid, pid)
 	return !ok || st == 'Z' || st == 'X'
+}
+
+// maxChildFiles bounds the threads whose children files the coordinator
+// reads each period; with more, new children wait for the slow scan.
+const maxChildFiles = 512
+
+// findChildren starts tracking the processes that the targets' threads
+// started since the last look, from /proc/PID/task/TID/children (where the
+// kernel has it): a child running under a shell or a launcher (`gprof
+// record -- time make`) is sampled from its first period, not from the
+// next full scan of /proc, up to ptSlowPeriod later.
+func (s *ptSampler) findChildren() {
+	if s.noChildFiles {
+		return
+	}
+	n := 0
+	for i := 0; i < len(s.order); i++ { // s.order grows as children are found
+		pr := s.procs[s.order[i]]
+		if pr == nil || pr.only != nil {
+			continue
+		}
+		for _, tid := range pr.tids {
+			if n++; n > maxChildFiles {
+				return
+			}
+			data, err := os.ReadFile("/proc/" + strconv.Itoa(pr.pid) + "/task/" + strconv.Itoa(tid) + "/children")
+			if errors.Is(err, fs.ErrNotExist) && tid == pr.pid && proc.ProcessExists(pr.pid) {
+				s.noChildFiles = true // CONFIG_PROC_CHILDREN is off
+				return
+			}
+			for _, f := range strings.Fields(string(data)) {
+				if child, err := strconv.Atoi(f); err == nil && s.procs[child] == nil && child != s.self {
+					s.addProcess(child, pr.pid, false)
+				}
+			}
+		}
+	}
 }
 
 // scanChildren starts tracking processes whose parent is a target.

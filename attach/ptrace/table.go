@@ -1,0 +1,167 @@
+//go:build linux
+
+package ptrace
+
+// The target threads as the stoppers see them. Each thread has one owner,
+// the stopper of the CPU it last ran on, which keeps it in its own list; a
+// thread changes hands through the new owner's inbox, a lock-free stack
+// the coordinator (new threads) and the other stoppers (threads that moved)
+// push onto and the owner empties at its tick. No stopper ever looks at
+// another's threads, so a tick costs what its own CPU's threads cost.
+
+import (
+	"strconv"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// inbox is a stopper's incoming threads: a lock-free stack linked through
+// shared.next. A thread is in at most one inbox: only its owner hands it
+// on, and only after taking it out of its own.
+type inbox struct{ head atomic.Pointer[shared] }
+
+func (in *inbox) push(th *shared) {
+	for {
+		old := in.head.Load()
+		th.next = old
+		if in.head.CompareAndSwap(old, th) {
+			return
+		}
+	}
+}
+
+// take empties the inbox, appending its threads to list.
+func (in *inbox) take(list []*shared) []*shared {
+	for th := in.head.Swap(nil); th != nil; {
+		next := th.next
+		th.next = nil
+		list = append(list, th)
+		th = next
+	}
+	return list
+}
+
+// sharedProc is what the stoppers need of a process.
+type sharedProc struct {
+	pid int
+	// all holds every mapping, sorted, so that a stack copy stops where
+	// the stack's mapping ends.
+	all    atomic.Pointer[[]ptRange]
+	denied atomic.Bool // seizing is refused; left alone
+}
+
+// shared is one target thread. Only its owner touches the fields below
+// next; it hands the thread on (inbox) as the last thing it does with it.
+type shared struct {
+	pid, tid int
+	proc     *sharedProc
+	gone     atomic.Bool // exited; the owner closes its files
+	closed   atomic.Bool // and has
+	next     *shared     // in an inbox
+
+	statPath, schedPath []byte // NUL-terminated
+	statFD, schedFD     int    // -1 while not open
+	// lastRun is the thread's CPU time at the owner's last look; credit
+	// the CPU time, in ns, not yet paid for by a sample.
+	lastRun, credit int64
+	// switches is the thread's count of times put on a CPU, as read at
+	// its last stop, or -1. While it has not changed, the thread has not
+	// run since that stop, so stopping it again would repeat that sample.
+	switches int64
+	// off says, with OffCPU, that the thread was found asleep and its
+	// sleeping stack reported; woke that the stop that took that stack
+	// gave it a little CPU time, which is no sign that it woke.
+	off, woke   bool
+	interrupted bool // seized and interrupted, its stop not collected
+	// moveTo is 1 + the index of the worker to hand the thread to once
+	// its stop is collected (it went to that worker's CPU); 0 for none.
+	moveTo int
+}
+
+func newShared(pr *sharedProc, tid int, sched ptSched) *shared {
+	base := "/proc/" + strconv.Itoa(pr.pid) + "/task/" + strconv.Itoa(tid) + "/"
+	th := &shared{
+		pid: pr.pid, tid: tid, proc: pr,
+		statPath:  append([]byte(base+"stat"), 0),
+		schedPath: append([]byte(base+"schedstat"), 0),
+		statFD:    -1, schedFD: -1,
+		lastRun:  sched.run,
+		switches: -1,
+	}
+	return th
+}
+
+// openFiles counts the /proc files the stoppers keep open. Reading an
+// open file again costs a quarter of opening it each time (1 µs against 6
+// for schedstat here), and every owned thread's schedstat is read at
+// every tick; past maxOpenFiles, files are opened for each read.
+var openFiles atomic.Int64
+
+const maxOpenFiles = 512
+
+// readSchedstat reads the thread's schedstat into buf.
+func (th *shared) readSchedstat(buf []byte) (ptSched, bool) {
+	data, ok := readProc(th.schedPath, &th.schedFD, buf)
+	if !ok {
+		return ptSched{}, false
+	}
+	return parseSchedstat(data)
+}
+
+// readStat reads the thread's state letter and CPU from its stat.
+func (th *shared) readStat(buf []byte) (state byte, cpu int, ok bool) {
+	data, ok := readProc(th.statPath, &th.statFD, buf)
+	if !ok {
+		return 0, 0, false
+	}
+	state, _, cpu, ok = parseStat(data)
+	return state, cpu, ok
+}
+
+// closeFiles closes the thread's files (its owner, once it is gone).
+func (th *shared) closeFiles() {
+	for _, fd := range []*int{&th.statFD, &th.schedFD} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+			openFiles.Add(-1)
+		}
+	}
+	th.closed.Store(true)
+}
+
+// readProc reads a small /proc file, from an open descriptor kept in *fd
+// when there is one or room for one. A thread that has exited reads as
+// an error (ESRCH) on a kept descriptor.
+func readProc(path []byte, fd *int, buf []byte) ([]byte, bool) {
+	if *fd < 0 {
+		f, err := openRaw(path)
+		if err != nil {
+			return nil, false
+		}
+		if openFiles.Load() >= maxOpenFiles {
+			n, err := unix.Read(f, buf)
+			unix.Close(f)
+			return buf[:max(n, 0)], err == nil && n > 0
+		}
+		openFiles.Add(1)
+		*fd = f
+	}
+	n, err := unix.Pread(*fd, buf, 0)
+	return buf[:max(n, 0)], err == nil && n > 0
+}
+
+// openRaw opens a NUL-terminated path read-only without allocating.
+func openRaw(path []byte) (int, error) {
+	fd, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// atFDCWD is AT_FDCWD as the syscall's unsigned argument.
+var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()

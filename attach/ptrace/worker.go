@@ -1,0 +1,550 @@
+//go:build linux
+
+package ptrace
+
+// The stoppers: one goroutine per CPU, its thread pinned to that CPU, that
+// samples the target threads found running there.
+//
+// Why per CPU: a stop (PTRACE_INTERRUPT, like any signal) sent to a thread
+// running on another CPU takes effect when that CPU next enters the
+// kernel. Where the kernel can interrupt another CPU at once (an
+// inter-processor interrupt), that is microseconds; on some virtual
+// machines the interrupt is not delivered and the thread stops only at
+// that CPU's next timer tick, up to 4 ms later (HZ=250), or earlier at a
+// page fault or system call of its own. A sampler that stops threads on
+// other CPUs is then slow (a tick per sample) and wrong (the stops that do
+// come promptly are the ones that meet a fault, so samples pile up on the
+// code that faults). A stopper on the thread's own CPU does not depend on
+// any of that: its timer fires on that CPU, it preempts the target there
+// (it runs SCHED_FIFO when it may), and the target, no longer running,
+// stops as soon as it is given the CPU back, with its registers exactly
+// where the timer interrupted it.
+//
+// A stopper never waits on another goroutine or a lock: a wake-up from
+// another CPU is exactly what may take a tick. Its samples go to the
+// coordinator through a lock-free ring (ring.go), and the threads it looks
+// after come to it through a lock-free inbox (table.go).
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+)
+
+// worker is one stopper. cpu is the CPU its thread is pinned to, or -1
+// where pinning failed (a CPU outside gprof's cpuset): such a worker's
+// threads are stopped from wherever it runs.
+type worker struct {
+	idx, cpu int
+	s        *ptSampler
+	ring     *ring
+	stop     *atomic.Bool
+
+	pending []pendingStop
+	due     []dueThread
+	// mine holds the threads this worker owns; inbox those handed to it
+	// since its last tick.
+	mine   []*shared
+	inbox  inbox
+	woke   int64     // when the current tick began (MonotonicNow)
+	wokeAt time.Time // the same, for durations
+	regs   attach.Regs
+	iov    []unix.RemoteIovec
+	buf    []byte
+	stats  ptStats
+	// priority says how the worker got ahead of its targets (prioritize).
+	priority string
+	// tracing counts threads seized and not detached: if it is not zero
+	// when the worker ends, its thread must end too (the kernel then
+	// detaches them), so the goroutine stays locked.
+	tracing int
+}
+
+// pendingStop is a thread interrupted and not yet collected.
+type pendingStop struct {
+	th     *shared
+	kind   entryKind
+	before ptSched // schedstat read after the worker woke, before the interrupt
+	mid    ptSched // and right after it
+	cpu    int     // where the thread was at the tick
+	t0     time.Time
+	wchan  string
+}
+
+func newWorker(s *ptSampler, idx, cpu int, stop *atomic.Bool) *worker {
+	return &worker{
+		idx: idx, cpu: cpu, s: s, stop: stop,
+		ring: newRing(ringSize, s.stackSize),
+		buf:  make([]byte, 1024),
+	}
+}
+
+// run is the worker's goroutine. It returns once the recording stops and
+// its interrupted threads are let go.
+func (w *worker) run() {
+	runtime.LockOSThread()
+	restore, pinned := w.pin()
+	if !pinned {
+		w.cpu = -1
+		w.stats.unpinned++
+	}
+	w.loop()
+	if w.tracing > 0 {
+		// Leave the thread locked: it ends with the goroutine, and the
+		// kernel detaches (and lets run) whatever it still traces.
+		return
+	}
+	restore()
+	runtime.UnlockOSThread()
+}
+
+// pin moves the worker's thread to its CPU and ahead of the threads it
+// samples (see prioritize), with a 1 ns timer slack so that its ticks do
+// not drift toward other timers. It returns what undoes all that.
+func (w *worker) pin() (restore func(), pinned bool) {
+	var old unix.CPUSet
+	haveOld := unix.SchedGetaffinity(0, &old) == nil
+	if w.cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(w.cpu)
+		pinned = unix.SchedSetaffinity(0, &set) == nil
+	}
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	unprioritize, priority := prioritize()
+	w.priority = priority
+	return func() {
+		unprioritize()
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
+		if haveOld {
+			unix.SchedSetaffinity(0, &old)
+		}
+	}, pinned
+}
+
+// prioritize puts the calling thread ahead of the threads it samples: as
+// a real-time thread (SCHED_FIFO) when gprof may (CAP_SYS_NICE, or an
+// RLIMIT_RTPRIO that allows it), which preempts its targets the moment
+// its timer fires; else at nice -20 where RLIMIT_NICE allows, else with
+// the shortest time slice the scheduler grants (100 µs, Linux 6.12 and
+// later), with which a thread that wakes preempts one with a longer
+// slice at once. A stopper with none of these preempts its targets only
+// when the scheduler's fairness lets it, often at its next tick. It
+// returns what undoes all that, and says which it got.
+func prioritize() (restore func(), got string) {
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return func() {}, "none"
+	}
+	const resetOnFork = 1 // SCHED_FLAG_RESET_ON_FORK
+	tries := []struct {
+		attr unix.SchedAttr
+		name string
+	}{
+		{unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: resetOnFork}, "fifo"},
+		{unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: -20, Flags: resetOnFork}, "nice"},
+		{unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: old.Nice, Runtime: uint64(100 * time.Microsecond), Flags: resetOnFork}, "slice"},
+	}
+	for _, t := range tries {
+		if unix.SchedSetAttr(0, &t.attr, 0) == nil {
+			return func() { unix.SchedSetAttr(0, old, 0) }, t.name
+		}
+	}
+	return func() {}, "none"
+}
+
+// loop ticks until the recording stops, then collects what is still
+// pending.
+func (w *worker) loop() {
+	interval := w.s.interval
+	next := time.Now().Add(rand.N(interval))
+	for !w.stop.Load() {
+		if !w.sleepUntil(next) {
+			break
+		}
+		next = next.Add(jitter(interval))
+		w.tick(next)
+		if now := time.Now(); now.Sub(next) > interval/2 {
+			// Sampling took longer than the interval: skip the ticks
+			// that were missed instead of running them back to back.
+			w.stats.behind++
+			next = now
+		}
+	}
+	deadline := time.Now().Add(ptDrainLimit)
+	for len(w.pending) > 0 && time.Now().Before(deadline) {
+		sleep(100 * time.Microsecond)
+		w.poll()
+	}
+}
+
+// sleepUntil sleeps on the worker's own thread until t: a timer of this
+// CPU wakes it (Go's timers would wake another thread, which must then
+// wake this one from another CPU). It reports false if the recording
+// stopped meanwhile.
+func (w *worker) sleepUntil(t time.Time) bool {
+	for {
+		if w.stop.Load() {
+			return false
+		}
+		d := time.Until(t)
+		if d <= 0 {
+			return true
+		}
+		sleep(min(d, 10*time.Millisecond)) // to notice the stop
+	}
+}
+
+func sleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Nanosleep(&ts, nil)
+}
+
+// jitter returns a tick length drawn uniformly from 0.5 to 1.5 times d. A
+// fixed tick can lock in phase with a target's own loop and sample some
+// of its functions more than their share (seen as 55/26/19 for a 50/30/20
+// split); random ticks with the same mean cannot.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d)
+}
+
+// tick looks at the threads this worker owns and samples the ones that
+// are running on its CPU and due for a sample.
+func (w *worker) tick(next time.Time) {
+	w.wokeAt = time.Now()
+	w.woke = attach.MonotonicNow()
+	w.stats.ticks++
+	w.mine = w.inbox.take(w.mine)
+	w.due = w.due[:0]
+	kept := w.mine[:0]
+	for _, th := range w.mine {
+		if th.gone.Load() {
+			th.closeFiles()
+			continue
+		}
+		if w.look(th) {
+			kept = append(kept, th)
+		}
+	}
+	clear(w.mine[len(kept):])
+	w.mine = kept
+	for _, d := range w.due {
+		w.interrupt(d.th, onCPU, d.sched, d.cpu)
+	}
+	w.collect(next)
+	w.handOverMoved()
+}
+
+// handOverMoved hands on the threads that went to another CPU as they
+// were let go (see take), so that their new CPU's worker takes them from
+// its next tick, not from this worker's.
+func (w *worker) handOverMoved() {
+	kept := w.mine[:0]
+	for _, th := range w.mine {
+		if th.moveTo > 0 && !th.interrupted {
+			owner := th.moveTo - 1
+			th.moveTo = 0
+			w.handOver(th, owner)
+			continue
+		}
+		kept = append(kept, th)
+	}
+	clear(w.mine[len(kept):])
+	w.mine = kept
+}
+
+// dueThread is a thread found running on the worker's CPU at this tick
+// and due for a sample.
+type dueThread struct {
+	th    *shared
+	sched ptSched
+	cpu   int
+}
+
+// look decides what to do with one thread at this tick: a thread running
+// on this CPU (or waiting for it) and due for a sample goes into w.due. It
+// reports whether the worker keeps the thread (false: handed on).
+func (w *worker) look(th *shared) (keep bool) {
+	if th.interrupted {
+		return true // still pending from an earlier tick
+	}
+	sched, ok := th.readSchedstat(w.buf)
+	if !ok {
+		return true
+	}
+	ran := sched.run - th.lastRun
+	th.lastRun = sched.run
+	offCPU := w.s.opts.OffCPU
+	if ran == 0 && (!offCPU || th.off) {
+		// Not on a CPU since the last look (a thread running on another
+		// CPU shows its time at that CPU's ticks: it is looked at again
+		// soon enough).
+		return true
+	}
+	state, cpu, ok := th.readStat(w.buf)
+	if !ok || state == 'Z' || state == 'X' {
+		return true
+	}
+	if owner := w.s.workerFor(cpu); owner != w.idx {
+		// On another CPU now: its worker takes it from its next tick.
+		w.handOver(th, owner)
+		return false
+	}
+	running := state == 'R'
+	if th.off && (running || ran > 0 && !th.woke) {
+		w.push(entry{kind: switchIn, pid: th.pid, tid: th.tid, time: w.woke})
+		th.off = false
+	}
+	if !running {
+		th.woke = false
+		if offCPU && !th.off && !th.proc.denied.Load() {
+			w.interrupt(th, switchOut, sched, cpu)
+		}
+		return true
+	}
+	th.woke = false
+	// A sample stands for an interval of the thread's CPU time, as
+	// perf's CPU clock takes one per interval of a thread's own time,
+	// not per interval of the wall clock: its stops, and this worker's
+	// own time, take some of the thread's. At most one sample comes per
+	// tick, and ticks are as long as an interval only on average, so a
+	// thread is due once it has half an interval to its credit, and
+	// may owe half an interval after its sample.
+	th.credit = min(th.credit+ran, creditCap*int64(w.s.interval))
+	if th.credit < int64(w.s.interval)/2 {
+		return true
+	}
+	if sched.switches == th.switches {
+		// Runnable, but waiting for a CPU ever since its last stop.
+		w.stats.idle++
+		return true
+	}
+	if th.proc.denied.Load() {
+		return true
+	}
+	w.due = append(w.due, dueThread{th, sched, cpu})
+	return true
+}
+
+// creditCap bounds the CPU time, in intervals, that a thread not caught
+// running may bank: past it, its time is owed no more samples.
+const creditCap = 4
+
+// interrupt seizes th and asks it to stop; collect takes the stop.
+func (w *worker) interrupt(th *shared, kind entryKind, before ptSched, cpu int) {
+	switch err := ptSeize(th.tid); err {
+	case nil:
+	case unix.EPERM:
+		w.stats.denied++
+		w.push(entry{kind: denied, pid: th.pid, tid: th.tid, time: w.woke})
+		return
+	default:
+		return // gone
+	}
+	w.tracing++
+	p := pendingStop{th: th, kind: kind, before: before, cpu: cpu, t0: time.Now()}
+	if kind == switchOut {
+		p.wchan = readWchan(th.pid, th.tid)
+	}
+	if cpu != w.cpu {
+		// A CPU with no worker of its own: the stop goes to another CPU.
+		w.stats.remote++
+	}
+	if err := ptInterrupt(th.tid); err != nil {
+		th.interrupted = true
+		w.pending = append(w.pending, p)
+		return
+	}
+	p.mid, _ = th.readSchedstat(w.buf)
+	th.interrupted = true
+	w.pending = append(w.pending, p)
+}
+
+// collect takes the stops of the interrupted threads, until they are all
+// in or until, at the latest, the next tick. The worker sleeps while it
+// waits, and a thread it preempted stops as soon as it has the CPU back
+// (some 10 µs here), so the first look comes after ptFirstLook. It does
+// not block in wait4 for a stop: a thread that was not running at the
+// tick but waiting for the CPU, behind a busier or higher-priority one,
+// stops only when it gets the CPU, which can take hundreds of
+// milliseconds; and a thread that moved to another CPU wakes the worker
+// from there, which is what may take a tick.
+func (w *worker) collect(until time.Time) {
+	step := ptFirstLook
+	for len(w.pending) > 0 {
+		d := time.Until(until)
+		if d <= 0 || w.stop.Load() {
+			return
+		}
+		sleep(min(step, d))
+		step = min(2*step, ptLookMax)
+		w.poll()
+	}
+}
+
+// ptFirstLook is how long a stopper sleeps before it looks for the stops
+// of the threads it interrupted; ptLookMax the longest it sleeps between
+// looks while some are missing.
+const (
+	ptFirstLook = 25 * time.Microsecond
+	ptLookMax   = 100 * time.Microsecond
+)
+
+// poll takes the stops that have come.
+func (w *worker) poll() {
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		r := ptPoll(p.th.tid)
+		switch r.kind {
+		case stopNone:
+			kept = append(kept, p)
+			continue
+		case stopped:
+			kept = w.take(p, r, kept)
+		case stopGone:
+			w.tracing--
+			p.th.interrupted = false
+			if r.status.Exited() || r.status.Signaled() {
+				w.push(entry{kind: reaped, pid: p.th.pid, tid: p.th.tid, status: r.status})
+			}
+		default: // no longer ours to wait for
+			w.tracing--
+			p.th.interrupted = false
+		}
+	}
+	clear(w.pending[len(kept):])
+	w.pending = kept
+}
+
+// take reads a stopped thread's registers and stack when its stop shows
+// where it was at the tick, lets it go, and hands the sample on.
+func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pendingStop {
+	th := p.th
+	latency := time.Since(p.t0)
+	w.stats.latency.add(latency)
+	if latency > ptStopLimit {
+		w.stats.late++
+	}
+	kentry, err := ptGetRegs(th.tid, &w.regs)
+	now, ok := th.readSchedstat(w.buf)
+	// Whether the thread is where it was at the tick. It was running then
+	// if it was taken off the CPU when this worker woke: all it waited
+	// for the CPU since (run_delay) fits in the time since then. A thread
+	// that had been waiting since before the tick stops where it was
+	// taken off earlier (at a tick, or at the system call that ended its
+	// time slice), and such stops bunch on the code around system calls.
+	// And it must not have run since (switches unchanged between the look
+	// before the interrupt and the one after): once interrupted, it stops
+	// before it runs user code again.
+	atTick := true
+	if p.kind == onCPU && ok {
+		waited := time.Duration(now.delay - p.before.delay)
+		atTick = p.mid.switches == p.before.switches &&
+			waited <= time.Since(w.wokeAt)+ptWakeSlack
+	}
+	// A thread that was waiting for the CPU at the tick stops where it was
+	// taken off it. That is a fair sample too when an interrupt took it
+	// off (a timer tick, this worker's own wake-up, at no particular
+	// instruction), but not a system call's end or a fault, where a
+	// thread whose time is up is taken off the CPU more than its share:
+	// those stops would bunch on the code around system calls and on
+	// the instructions that fault.
+	fair := atTick || kentry == entryInterrupt
+	var stack []byte
+	e := entry{kind: p.kind, pid: th.pid, tid: th.tid, time: w.woke, cpu: p.cpu, run: p.before.run}
+	slot := w.ring.slot()
+	if err == nil && fair && slot != nil {
+		var end uint64
+		if all := th.proc.all.Load(); all != nil {
+			end, _ = findRange(*all, w.regs.SP)
+		}
+		stack, w.iov = readStack(th.pid, w.regs.SP, end, slot.stack[:cap(slot.stack)], w.iov)
+	}
+	if ptDetach(th.tid, r.sig) == unix.ESRCH {
+		// Killed while stopped: its exit is still this worker's to
+		// collect, so it stays pending.
+		kept = append(kept, pendingStop{th: th, kind: reapOnly})
+	} else {
+		w.tracing--
+		th.interrupted = false
+		// Letting it go wakes it, and the scheduler places a thread it
+		// wakes on an idle CPU rather than on this one, busy with this
+		// worker: a thread alone on a machine moves at each sample. Its
+		// new CPU's worker takes it from its next tick (waiting for this
+		// worker's next look would cost a tick each time).
+		if _, cpu, ok := th.readStat(w.buf); ok {
+			if owner := w.s.workerFor(cpu); owner != w.idx {
+				th.moveTo = owner + 1
+				w.stats.moved++
+			}
+		}
+	}
+	held := time.Since(p.t0)
+	w.stats.paused += held
+	w.stats.maxPause = max(w.stats.maxPause, held)
+	if ok {
+		th.switches = now.switches
+	}
+	if err != nil {
+		return kept
+	}
+	if r.sig != 0 {
+		w.stats.signals++
+	}
+	switch p.kind {
+	case onCPU:
+		if !fair {
+			// Stopped where a system call or fault took it off a CPU; its
+			// CPU time waits for its next sample.
+			w.stats.offCPU++
+			return kept
+		}
+		if !atTick {
+			w.stats.waiting++
+		}
+		// In a system call or fault at the tick (it stops on the way
+		// out): time in the kernel, shown as perf shows a kernel-mode
+		// sample without kernel stacks, on the user stack that entered
+		// the kernel.
+		e.inKernel = atTick && (kentry == entrySyscall || kentry == entryException)
+		w.stats.entries[kentry]++
+		th.credit -= int64(w.s.interval)
+	case switchOut:
+		// Asleep, it stops in its system call: that is the stack wanted.
+		// The stop costs it a little CPU time, which must not count as
+		// a reason to think it woke.
+		th.off, th.woke = true, true
+		e.wchan = p.wchan
+		e.asleepAt = w.woke
+	case reapOnly:
+		return kept
+	}
+	if slot == nil {
+		w.stats.dropped++
+		return kept
+	}
+	e.regs = w.regs
+	e.stack = stack
+	w.ring.commit(slot, e)
+	w.stats.samples++
+	return kept
+}
+
+// handOver gives th to the worker with index owner.
+func (w *worker) handOver(th *shared, owner int) {
+	w.s.workers[owner].inbox.push(th)
+}
+
+// push hands an entry without a stack to the coordinator.
+func (w *worker) push(e entry) {
+	slot := w.ring.slot()
+	if slot == nil {
+		w.stats.dropped++
+		return
+	}
+	w.ring.commit(slot, e)
+}

@@ -3,6 +3,7 @@ package etw
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"testing"
 )
 
@@ -164,5 +165,45 @@ func TestKindOfLost(t *testing.T) {
 	e := Event{HeaderType: HeaderFull64, Provider: ParseGUID("68fdd900-4a3e-11d1-84f4-0000f80464e3"), Opcode: 32}
 	if KindOf(&e) != KindOther {
 		t.Error("EventTrace EndExtension counted as lost")
+	}
+}
+
+// TestWalkETL walks the cut of the PerfView trace: its logfile header
+// first, then events of several CPUs' compressed buffers, and nothing
+// from a file cut inside its first buffer.
+func TestWalkETL(t *testing.T) {
+	data, err := os.ReadFile("testdata/cut.etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !SniffETL(data[:ETLSniffSize]) || SniffETL(data[:bufferHeaderSize+0x1f]) {
+		t.Fatal("SniffETL")
+	}
+	var h LogHeader
+	events, bufs := 0, map[int]bool{}
+	cpus := map[int]bool{}
+	err = WalkETL(bytes.NewReader(data), func(e *Event, cpu, buf int) {
+		if events == 0 {
+			if KindOf(e) != KindHeader {
+				t.Fatalf("first event is %v, not the logfile header", KindOf(e))
+			}
+			if h, err = ParseLogHeader(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		events++
+		bufs[buf], cpus[cpu] = true, true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.CPUs != 8 || h.PointerSize != 8 || h.TicksPerSecond() != 10_000_000 || h.Major != 6 || h.Minor != 2 || h.Build != 9200 {
+		t.Errorf("header %+v", h)
+	}
+	if len(bufs) != 4 || len(cpus) < 2 || events < 500 {
+		t.Errorf("%d events in %d buffers of %d CPUs", events, len(bufs), len(cpus))
+	}
+	if err := WalkETL(bytes.NewReader(data[:0x30]), func(*Event, int, int) {}); err == nil {
+		t.Error("no error for a file cut inside its first buffer")
 	}
 }

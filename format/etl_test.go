@@ -7,7 +7,7 @@ import (
 // An ETL file is recognized by its first buffer's header and read as a
 // trace, whatever its name.
 func TestFileETL(t *testing.T) {
-	p, k, err := File("etl/testdata/cut.etl")
+	p, k, err := File("../etw/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}

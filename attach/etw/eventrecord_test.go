@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	etwevent "github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/format/etl"
 )
 
 // TestETWLayouts checks the 64-bit offsets evntcons.h and evntrace.h give
@@ -56,12 +55,12 @@ var classicGUIDs = map[uint8]etwevent.GUID{
 // the EVENT_RECORDs a real-time session delivers for them and checks that
 // etwEvent gives back events KindOf and the decoders read the same.
 func TestETWEventFromRecord(t *testing.T) {
-	data, err := os.ReadFile("../../format/etl/testdata/cut.etl")
+	data, err := os.ReadFile("../../etw/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	err = etl.Walk(bytes.NewReader(data), func(e *etwevent.Event, cpu int) {
+	err = etwevent.WalkETL(bytes.NewReader(data), func(e *etwevent.Event, cpu, _ int) {
 		g, ok := classicGUIDs[e.Group()]
 		if !e.Classic() || !ok || e.Group() == etwevent.GroupProcess && e.Type() == 10 {
 			return

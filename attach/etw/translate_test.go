@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
+	etwevent "github.com/gprof-dev/gprof/etw"
 	"github.com/gprof-dev/gprof/format/etl"
 	"github.com/gprof-dev/gprof/profile"
 )
 
-// perfViewTrace is format/etl's real PerfView trace (kernel + CLR, 8 CPUs,
+// perfViewTrace is etw's real PerfView trace (kernel + CLR, 8 CPUs,
 // cached stacks) of Test.x86.exe, pid 3644.
 func perfViewTrace(t *testing.T) []byte {
 	t.Helper()
-	zr, err := zip.OpenReader("../../format/etl/testdata/perfview-net.4.5.2.x86.etl.zip")
+	zr, err := zip.OpenReader("../../etw/testdata/perfview-net.4.5.2.x86.etl.zip")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func (o *etwOut) handle(ev attach.Event) {
 
 func replay(t *testing.T, data []byte, tr *etwTranslator) {
 	t.Helper()
-	if err := etl.Walk(bytes.NewReader(data), tr.Event); err != nil {
+	if err := etwevent.WalkETL(bytes.NewReader(data), func(e *etwevent.Event, cpu, _ int) { tr.Event(e, cpu) }); err != nil {
 		t.Fatal(err)
 	}
 	tr.Flush()

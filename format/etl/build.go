@@ -63,7 +63,7 @@ type method struct {
 
 type builder struct {
 	haveHeader bool
-	hdr        logHeader
+	hdr        etw.LogHeader
 	recs       []record
 	minTime    int64
 	maxTime    int64
@@ -152,7 +152,7 @@ func (b *builder) event(e *etw.Event, cpu, buf int) {
 	kind := etw.KindOf(e)
 	if kind == etw.KindHeader {
 		if !b.haveHeader {
-			if h, err := parseLogHeader(e); err == nil {
+			if h, err := etw.ParseLogHeader(e); err == nil {
 				b.hdr, b.haveHeader = h, true
 			}
 		}
@@ -302,34 +302,34 @@ type procState struct {
 
 func (b *builder) profile() *profile.Profile {
 	h := &b.hdr
-	freq := h.ticksPerSecond()
+	freq := h.TicksPerSecond()
 	zero := b.minTime
-	if !b.haveTime || h.headerTime > 0 && h.headerTime < zero {
-		zero = h.headerTime
+	if !b.haveTime || h.HeaderTime > 0 && h.HeaderTime < zero {
+		zero = h.HeaderTime
 	}
 	ns := func(t int64) int64 { return int64(float64(t-zero) * 1e9 / float64(freq)) }
-	start := time.Unix(0, (h.startFileTime-116444736000000000)*100)
-	if h.startFileTime > 0 && h.headerTime > 0 {
-		start = start.Add(time.Duration(ns(zero) - ns(h.headerTime)))
+	start := time.Unix(0, (h.StartFileTime-116444736000000000)*100)
+	if h.StartFileTime > 0 && h.HeaderTime > 0 {
+		start = start.Add(time.Duration(ns(zero) - ns(h.HeaderTime)))
 	}
 	interval := time.Millisecond
 	if b.interval > 0 {
 		interval = time.Duration(b.interval * 100)
 	}
 	arch := "x86_64"
-	if h.pointerSize == 4 {
+	if h.PointerSize == 4 {
 		arch = "x86"
 	}
 	prof := &profile.Profile{Meta: profile.Meta{
 		Product:     "gprof",
 		StartTime:   start,
 		Interval:    interval,
-		OSCPU:       "Windows " + strconv.Itoa(h.major) + "." + strconv.Itoa(h.minor) + "." + strconv.Itoa(h.build),
+		OSCPU:       "Windows " + strconv.Itoa(h.Major) + "." + strconv.Itoa(h.Minor) + "." + strconv.Itoa(h.Build),
 		Platform:    "Windows",
 		Arch:        arch,
-		LogicalCPUs: h.cpus,
+		LogicalCPUs: h.CPUs,
 		Duration:    ns(b.maxTime),
-		LostEvents:  h.eventsLost + h.buffersLost + b.lost,
+		LostEvents:  h.EventsLost + h.BuffersLost + b.lost,
 		Extra:       map[string]string{"source": "ETL file"},
 	}}
 
@@ -483,7 +483,7 @@ func (b *builder) profile() *profile.Profile {
 	}
 	resolve := b.resolve
 	kernelMin := uint64(0xFFFF800000000000)
-	if h.pointerSize == 4 {
+	if h.PointerSize == 4 {
 		kernelMin = 0x80000000
 	}
 	isKernel := func(a uint64) bool { return a >= kernelMin }

@@ -14,7 +14,7 @@ import (
 // perfView reads the PerfView trace from testdata.
 func perfView(t testing.TB) []byte {
 	t.Helper()
-	zr, err := zip.OpenReader("testdata/perfview-net.4.5.2.x86.etl.zip")
+	zr, err := zip.OpenReader("../../etw/testdata/perfview-net.4.5.2.x86.etl.zip")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestPerfViewTrace(t *testing.T) {
 }
 
 func TestSniff(t *testing.T) {
-	cut, err := os.ReadFile("testdata/cut.etl")
+	cut, err := os.ReadFile("../../etw/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +182,13 @@ func TestSniff(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	cut, err := os.ReadFile("testdata/cut.etl")
+	cut, err := os.ReadFile("../../etw/testdata/cut.etl")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(cut)
 	f.Add(cut[:4096])
-	if um, err := os.ReadFile("testdata/usermode.etl"); err == nil {
+	if um, err := os.ReadFile("../../etw/testdata/usermode.etl"); err == nil {
 		f.Add(um)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

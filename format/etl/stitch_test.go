@@ -17,7 +17,7 @@ import (
 // last one, say) breaks this for a third of the samples.
 func TestStackLeafIsSampleIP(t *testing.T) {
 	b := newBuilder()
-	if err := walk(bytes.NewReader(perfView(t)), b.event); err != nil {
+	if err := etw.WalkETL(bytes.NewReader(perfView(t)), b.event); err != nil {
 		t.Fatal(err)
 	}
 	for _, ds := range b.defs {
@@ -69,7 +69,7 @@ func TestStackLeafIsSampleIP(t *testing.T) {
 
 // A trace of user-mode providers only is an ETL file, but not a profile.
 func TestUserModeOnlyTrace(t *testing.T) {
-	data, err := os.ReadFile("testdata/usermode.etl")
+	data, err := os.ReadFile("../../etw/testdata/usermode.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestIdentityFromDisk(t *testing.T) {
 func TestCircularTraceKeepsSamples(t *testing.T) {
 	count := func(drop bool) map[string]int {
 		b := newBuilder()
-		if err := walk(bytes.NewReader(perfView(t)), b.event); err != nil {
+		if err := etw.WalkETL(bytes.NewReader(perfView(t)), b.event); err != nil {
 			t.Fatal(err)
 		}
 		if drop {
@@ -150,7 +150,7 @@ func TestCircularTraceKeepsSamples(t *testing.T) {
 func TestLooseIdentityJoin(t *testing.T) {
 	libsOf := func(loose bool) map[string]string {
 		b := newBuilder()
-		walk(bytes.NewReader(perfView(t)), func(e *etw.Event, cpu, buf int) {
+		etw.WalkETL(bytes.NewReader(perfView(t)), func(e *etw.Event, cpu, buf int) {
 			if loose && (etw.KindOf(e) == etw.KindImageID || etw.KindOf(e) == etw.KindDbgIDRSDS) {
 				e.Time += 1e7 // a second later: no longer adjacent
 			}

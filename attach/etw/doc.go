@@ -2,7 +2,9 @@
 // session with process, thread, image and profile events and stack walks
 // on samples (live_windows.go), whose events are decoded by package
 // github.com/gprof-dev/gprof/etw and translated into attach's neutral
-// events (translate.go, tested on every OS by replaying a real trace).
+// events by package github.com/gprof-dev/gprof/etw/translate (tested on
+// every OS by replaying a real trace), the one translation ETL files go
+// through too.
 // It registers itself with attach as "etw" on Windows, before suspend,
 // which Auto falls back to where ETW is denied or silent; package
 // attach/backends links it in.

@@ -22,13 +22,14 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/winproc"
 	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etw/translate"
 )
 
 // The ETW backend: a private real-time kernel session (system logger mode)
 // with process, thread, image and profile events and stack walks on
 // samples. This file only talks to advapi32; what the events mean is
-// decided by etwTranslator (translate.go), which is tested on Linux
-// with a real trace's events. This layer has been cross-compiled and
+// decided by package etw/translate, which is tested on Linux with a real
+// trace's events (and turns ETL files into profiles too). This layer has been cross-compiled and
 // reviewed, not run: see the README's Windows section.
 
 var (
@@ -67,7 +68,7 @@ type etwSession struct {
 	props       []byte
 	handle      uint64 // the controller's TRACEHANDLE
 	trace       uint64 // the consumer's handle from OpenTraceW
-	tr          *etwTranslator
+	tr          *translate.Translator
 	events      atomic.Int64
 	done        chan struct{} // closed when every target has exited
 	doneSet     sync.Once
@@ -400,10 +401,12 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 		d := t - counter0
 		return mono0 + d/freq*1e9 + d%freq*1e9/freq
 	}
-	s.tr = newETWTranslator(h, targets, toNS, int64(units)*100, opts.Kernel)
-	s.tr.path = dosDevices()
-	s.tr.identify = peIdentity
-	s.tr.maxWait = freq // a second: a stack's user part comes long before
+	s.tr = translate.New(h, translate.Options{
+		Targets: targets, ToNS: toNS, Interval: int64(units) * 100, Kernel: opts.Kernel,
+		Path:     dosDevices(),
+		Identify: peIdentity,
+		MaxWait:  freq, // a second: a stack's user part comes long before
+	})
 
 	s.props = etwProperties(s.name, s.guid, runtime.NumCPU())
 	name, _ := windows.UTF16PtrFromString(s.name)
@@ -510,7 +513,7 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 	if v := s.panicV.Load(); v != nil {
 		panic(v)
 	}
-	res.Lost = s.tr.lost
+	res.Lost = s.tr.Lost()
 	if child != nil {
 		if child.Exited() {
 			res.ExitCode = child.Wait()
@@ -518,7 +521,7 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 			child.Kill()
 		}
 	}
-	if s.tr.samples == 0 && perr == nil {
+	if s.tr.Samples() == 0 && perr == nil {
 		notice("the ETW session delivered events but no samples of the targets")
 	}
 	return res, perr

@@ -1,4 +1,10 @@
-package etw
+// Package translate turns decoded ETW kernel events into attach's neutral
+// events: the translation of the live Windows backend (attach/etw), whose
+// real-time session delivers them, kept apart from it so that a file of
+// the same events can go through it too. It keeps the target processes
+// and those they start, joins samples to their stacks (kernel and user
+// parts, cached stack keys) and reports images, processes and threads.
+package translate
 
 import (
 	"cmp"
@@ -9,34 +15,39 @@ import (
 	etwevent "github.com/gprof-dev/gprof/etw"
 )
 
-// This file is the platform-neutral half of the ETW backend: it turns the
-// kernel events a real-time session delivers (decoded by package
-// github.com/gprof-dev/gprof/etw, as the ETL reader decodes them from a
-// file) into attach's neutral events, keeping only the target processes
-// and the processes they start. The Windows half (live_windows.go) only
-// moves EVENT_RECORDs into etwevent.Events. It is tested on Linux by
-// replaying a real trace through it.
-
-// etwTranslator translates one session's events. Not safe for concurrent
-// use: the session's callback calls it from one thread.
-type etwTranslator struct {
-	h attach.Handler
-	// toNS converts an event's raw timestamp (QPC ticks) to MonotonicNow's
-	// clock.
-	toNS func(int64) int64
-	// interval is the sampling interval in ns: each SampledProfile is that
-	// much CPU time of its thread (times its Count).
-	interval int64
-	kernel   bool // keep kernel frames
-	ptr64    bool // the kernel's pointer size, for what a kernel address is
-	// path turns a kernel path into one the user's tools open; identify
+// Options configure a Translator.
+type Options struct {
+	// Targets are the processes recorded, launched or attached; the
+	// processes they start are recorded too.
+	Targets []int
+	// ToNS converts an event's raw timestamp (QPC ticks) to the events'
+	// clock (MonotonicNow's for a live session).
+	ToNS func(int64) int64
+	// Interval is the sampling interval in ns: each SampledProfile is
+	// that much CPU time of its thread (times its Count).
+	Interval int64
+	Kernel   bool // keep kernel frames
+	// Path turns a kernel path into one the user's tools open; Identify
 	// reads an image's identity (from the PE on disk). Either may be nil.
+	Path     func(string) string
+	Identify func(path string, size uint64, timeDateStamp uint32) *attach.Image
+	// MaxWait is how many ticks a sample waits for the rest of its stack
+	// before it is sent with what it has; 0 waits until the thread ends
+	// or Flush.
+	MaxWait int64
+}
+
+// Translator translates one session's or file's events. Not safe for
+// concurrent use: a session's callback calls it from one thread.
+type Translator struct {
+	h        attach.Handler
+	toNS     func(int64) int64
+	interval int64
+	kernel   bool
+	ptr64    bool // the kernel's pointer size, for what a kernel address is
 	path     func(string) string
 	identify func(path string, size uint64, timeDateStamp uint32) *attach.Image
-	// maxWait is how many ticks a sample waits for the rest of its stack
-	// before it is sent with what it has; 0 waits until the thread's next
-	// sample or Flush.
-	maxWait int64
+	maxWait  int64
 
 	targets  map[uint32]bool // pids recorded, launched or attached, and their children
 	exited   map[uint32]bool
@@ -53,20 +64,20 @@ type etwTranslator struct {
 	mainStart map[uint32]int64
 	mainUsed  map[uint32]bool
 	kimages   []attach.Map // kernel images (pid 0), given to every target with kernel on
-	queue     []*etwPending
-	byThread  map[uint32][]*etwPending // each thread's samples not sent yet, oldest first
-	defs      map[uint64][]etwKeyDef
+	queue     []*pending
+	byThread  map[uint32][]*pending // each thread's samples not sent yet, oldest first
+	defs      map[uint64][]keyDef
 	events    int // every event seen, whoever's
 	samples   int // samples sent
 	lost      uint64
 	now       int64 // the newest event time seen
 }
 
-type etwPending struct {
+type pending struct {
 	ev     attach.Sample
 	raw    int64
 	tid    uint32 // the thread's own id (ev.Tid is the pid for a main thread)
-	frags  []*etwFragment
+	frags  []*fragment
 	closed bool // the thread ended
 	// unowned says no thread event had named the sample's thread yet:
 	// buffers of different CPUs arrive out of time order, so a new
@@ -74,39 +85,47 @@ type etwPending struct {
 	unowned bool
 }
 
-type etwFragment struct {
+type fragment struct {
 	frames  []uint64
 	key     uint64
 	keyed   bool
 	refTime int64
 }
 
-type etwKeyDef struct {
+type keyDef struct {
 	time   int64
 	frames []uint64
 }
 
-func newETWTranslator(h attach.Handler, targets []int, toNS func(int64) int64, interval int64, kernel bool) *etwTranslator {
-	t := &etwTranslator{
-		h: h, toNS: toNS, interval: interval, kernel: kernel, ptr64: true,
+// New returns a translator that sends what the events say to h.
+func New(h attach.Handler, opts Options) *Translator {
+	t := &Translator{
+		h: h, toNS: opts.ToNS, interval: opts.Interval, kernel: opts.Kernel, ptr64: true,
+		path: opts.Path, identify: opts.Identify, maxWait: opts.MaxWait,
 		targets:   map[uint32]bool{},
 		exited:    map[uint32]bool{},
 		tidPid:    map[uint32]uint32{},
 		mainTid:   map[uint32]uint32{},
 		mainStart: map[uint32]int64{},
 		mainUsed:  map[uint32]bool{},
-		byThread:  map[uint32][]*etwPending{},
-		defs:      map[uint64][]etwKeyDef{},
+		byThread:  map[uint32][]*pending{},
+		defs:      map[uint64][]keyDef{},
 	}
-	for _, p := range targets {
+	for _, p := range opts.Targets {
 		t.targets[uint32(p)] = true
 	}
 	t.launched = len(t.targets)
 	return t
 }
 
+// Samples is how many samples the translator has sent.
+func (t *Translator) Samples() int { return t.samples }
+
+// Lost is how many lost-event reports the translator has seen.
+func (t *Translator) Lost() uint64 { return t.lost }
+
 // Done reports whether every target has exited.
-func (t *etwTranslator) Done() bool {
+func (t *Translator) Done() bool {
 	if len(t.targets) == 0 {
 		return false
 	}
@@ -118,7 +137,7 @@ func (t *etwTranslator) Done() bool {
 	return true
 }
 
-func (t *etwTranslator) isKernel(a uint64) bool {
+func (t *Translator) isKernel(a uint64) bool {
 	if t.ptr64 {
 		return a >= 0xFFFF800000000000
 	}
@@ -126,7 +145,7 @@ func (t *etwTranslator) isKernel(a uint64) bool {
 }
 
 // Event translates one event. cpu is the processor that logged it.
-func (t *etwTranslator) Event(e *etwevent.Event, cpu int) {
+func (t *Translator) Event(e *etwevent.Event, cpu int) {
 	t.events++
 	if e.Time > t.now {
 		t.now = e.Time
@@ -142,7 +161,7 @@ func (t *etwTranslator) Event(e *etwevent.Event, cpu int) {
 			return
 		}
 		count := int64(max(s.Count, 1))
-		p := &etwPending{raw: e.Time, tid: s.TID, unowned: !known, ev: attach.Sample{
+		p := &pending{raw: e.Time, tid: s.TID, unowned: !known, ev: attach.Sample{
 			Time: t.toNS(e.Time), Pid: int(pid), Tid: int(s.TID), CPU: cpu,
 			CPUDelta: count * t.interval, Stack: []uint64{s.IP},
 			InKernel: t.isKernel(s.IP),
@@ -152,19 +171,19 @@ func (t *etwTranslator) Event(e *etwevent.Event, cpu int) {
 	case etwevent.KindStack:
 		s, ok := etwevent.DecodeStack(e.Payload, e.Ptr64)
 		if ok && len(s.Frames) > 0 {
-			t.addFragment(s, &etwFragment{frames: s.Frames})
+			t.addFragment(s, &fragment{frames: s.Frames})
 		}
 	case etwevent.KindStackKeyKernel, etwevent.KindStackKeyUser:
 		s, ok := etwevent.DecodeStackKeyRef(e.Payload, e.Ptr64)
 		if ok {
-			t.addFragment(s, &etwFragment{key: s.Key, keyed: true, refTime: e.Time})
+			t.addFragment(s, &fragment{key: s.Key, keyed: true, refTime: e.Time})
 		}
 	case etwevent.KindStackKeyDef:
 		key, fr, ok := etwevent.DecodeStackKeyDef(e.Payload, e.Ptr64)
 		if !ok {
 			return
 		}
-		t.defs[key] = append(t.defs[key], etwKeyDef{e.Time, fr})
+		t.defs[key] = append(t.defs[key], keyDef{e.Time, fr})
 	case etwevent.KindProcessStart, etwevent.KindProcessRundown:
 		p, ok := etwevent.DecodeProcess(e.Payload, e.Ptr64, e.Version)
 		if !ok {
@@ -266,7 +285,7 @@ func (t *etwTranslator) Event(e *etwevent.Event, cpu int) {
 // kernel meanwhile, that one user part is the user stack of all of them,
 // so a user part also completes the thread's earlier samples still waiting
 // for theirs (samply's samples_with_pending_stacks).
-func (t *etwTranslator) addFragment(s etwevent.Stack, f *etwFragment) bool {
+func (t *Translator) addFragment(s etwevent.Stack, f *fragment) bool {
 	q := t.byThread[s.TID]
 	user := !f.keyed && len(f.frames) > 0 && !t.isKernel(f.frames[0])
 	found := false
@@ -285,13 +304,13 @@ func (t *etwTranslator) addFragment(s etwevent.Stack, f *etwFragment) bool {
 }
 
 // waitsForUser reports whether p has a kernel part and no user part yet.
-func (t *etwTranslator) waitsForUser(p *etwPending) bool {
+func (t *Translator) waitsForUser(p *pending) bool {
 	kern, user, keys := t.parts(p)
 	return !keys && user == nil && kern != nil && t.isKernel(kern[len(kern)-1])
 }
 
 // complete reports whether p's stack can get no more parts.
-func (t *etwTranslator) complete(p *etwPending, final bool) bool {
+func (t *Translator) complete(p *pending, final bool) bool {
 	if final {
 		return true
 	}
@@ -323,7 +342,7 @@ func (t *etwTranslator) complete(p *etwPending, final bool) bool {
 // parts picks the kernel and user parts of p's stack as the ETL reader does:
 // the first fragment that starts in the kernel, and the first that starts
 // in user space.
-func (t *etwTranslator) parts(p *etwPending) (kern, user []uint64, pendingKeys bool) {
+func (t *Translator) parts(p *pending) (kern, user []uint64, pendingKeys bool) {
 	for _, f := range p.frags {
 		if f.keyed {
 			pendingKeys = true
@@ -345,7 +364,7 @@ func (t *etwTranslator) parts(p *etwPending) (kern, user []uint64, pendingKeys b
 
 // emit sends the samples at the head of the queue whose stacks are
 // complete, keeping samples in the order they were logged.
-func (t *etwTranslator) emit(final bool) {
+func (t *Translator) emit(final bool) {
 	n := 0
 	for n < len(t.queue) && t.complete(t.queue[n], final) {
 		p := t.queue[n]
@@ -377,7 +396,7 @@ func (t *etwTranslator) emit(final bool) {
 // bindKeys binds p's cached stack references to their definitions, as
 // the ETL reader does: to the first definition of the key at or after the
 // reference (keys are reused), else the last one.
-func (t *etwTranslator) bindKeys(p *etwPending) {
+func (t *Translator) bindKeys(p *pending) {
 	for _, f := range p.frags {
 		if !f.keyed {
 			continue
@@ -389,7 +408,7 @@ func (t *etwTranslator) bindKeys(p *etwPending) {
 		if !slices.IsSortedFunc(ds, cmpKeyDef) {
 			slices.SortStableFunc(ds, cmpKeyDef)
 		}
-		i, _ := slices.BinarySearchFunc(ds, f.refTime, func(d etwKeyDef, t int64) int { return cmp.Compare(d.time, t) })
+		i, _ := slices.BinarySearchFunc(ds, f.refTime, func(d keyDef, t int64) int { return cmp.Compare(d.time, t) })
 		if i == len(ds) {
 			i--
 		}
@@ -397,10 +416,10 @@ func (t *etwTranslator) bindKeys(p *etwPending) {
 	}
 }
 
-func cmpKeyDef(x, y etwKeyDef) int { return cmp.Compare(x.time, y.time) }
+func cmpKeyDef(x, y keyDef) int { return cmp.Compare(x.time, y.time) }
 
 // outTid is the tid events report for thread tid of process pid.
-func (t *etwTranslator) outTid(pid, tid uint32) int {
+func (t *Translator) outTid(pid, tid uint32) int {
 	t.mainUsed[pid] = true
 	if m, ok := t.mainTid[pid]; ok && m == tid {
 		return int(pid)
@@ -408,7 +427,7 @@ func (t *etwTranslator) outTid(pid, tid uint32) int {
 	return int(tid)
 }
 
-func (t *etwTranslator) send(p *etwPending) {
+func (t *Translator) send(p *pending) {
 	p.ev.Tid = t.outTid(uint32(p.ev.Pid), p.tid)
 	kern, user, _ := t.parts(p)
 	if n := len(kern); n > 0 && !t.isKernel(kern[n-1]) {
@@ -447,9 +466,9 @@ func (t *etwTranslator) send(p *etwPending) {
 }
 
 // Flush sends every sample still waiting for its stack.
-func (t *etwTranslator) Flush() { t.emit(true) }
+func (t *Translator) Flush() { t.emit(true) }
 
-func (t *etwTranslator) imageMap(im *etwevent.Image, raw int64) attach.Map {
+func (t *Translator) imageMap(im *etwevent.Image, raw int64) attach.Map {
 	path := etwevent.NormalizePath(im.FileName)
 	if t.path != nil {
 		path = t.path(im.FileName)

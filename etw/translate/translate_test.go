@@ -1,4 +1,4 @@
-package etw
+package translate
 
 import (
 	"archive/zip"
@@ -69,7 +69,7 @@ func (o *etwOut) handle(ev attach.Event) {
 	}
 }
 
-func replay(t *testing.T, data []byte, tr *etwTranslator) {
+func replay(t *testing.T, data []byte, tr *Translator) {
 	t.Helper()
 	if err := etwevent.WalkETL(bytes.NewReader(data), func(e *etwevent.Event, cpu, _ int) { tr.Event(e, cpu) }); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestETWTranslatorMatchesETLReader(t *testing.T) {
 	}
 
 	var out etwOut
-	tr := newETWTranslator(out.handle, []int{3644}, func(raw int64) int64 { return raw }, 1e6, true)
+	tr := New(out.handle, Options{Targets: []int{3644}, ToNS: func(raw int64) int64 { return raw }, Interval: 1e6, Kernel: true})
 	replay(t, data, tr)
 
 	byTid := map[int][]attach.Sample{}

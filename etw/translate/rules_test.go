@@ -1,4 +1,4 @@
-package etw
+package translate
 
 import (
 	"encoding/binary"
@@ -61,8 +61,8 @@ const (
 	uAddr = 0x00007FF600001000
 )
 
-func newRuleTranslator(out *etwOut, kernel bool, targets ...int) *etwTranslator {
-	return newETWTranslator(out.handle, targets, func(t int64) int64 { return t * 100 }, 1e6, kernel)
+func newRuleTranslator(out *etwOut, kernel bool, targets ...int) *Translator {
+	return New(out.handle, Options{Targets: targets, ToNS: func(t int64) int64 { return t * 100 }, Interval: 1e6, Kernel: kernel})
 }
 
 // TestETWRulesChildrenAndFiltering: samples of other processes are

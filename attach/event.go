@@ -33,6 +33,12 @@ type Sample struct {
 	// kernel addresses.
 	Stack        []uint64
 	KernelFrames int
+	// KernelFrom, when not 0, is where the kernel's half of the address
+	// space starts: addresses of Stack at or above it past the first
+	// KernelFrames are kernel frames too (on Windows the kernel calls
+	// back into user mode, so a stack can have kernel frames in its
+	// middle).
+	KernelFrom uint64
 	// InKernel says the thread was running in the kernel (a system call,
 	// a fault, an interrupt) when sampled. Stack then starts with kernel
 	// frames only if they were asked for and permitted; the user part is
@@ -94,10 +100,13 @@ type Map struct {
 
 // Image is a loaded image's identity, as symbol servers know it.
 type Image struct {
-	DebugName  string // the name symbols are looked up under
+	DebugName string // the name symbols are looked up under
+	// DebugPath is where the debug file was when the image was built
+	// (a PE's PDB path); empty means the image's own path.
+	DebugPath  string
 	BreakpadID string // GUID plus age in hex
 	CodeID     string
-	Arch       string
+	Arch       string // empty when not known
 	// Base is the address in the process where the image's relative
 	// address 0 lies (its __TEXT segment's slid address on macOS).
 	Base uint64
@@ -138,6 +147,10 @@ func (e *Fork) NewThread() bool { return e.Pid == e.Ppid }
 type Exit struct {
 	Time     int64
 	Pid, Tid int
+	// ExitCode is the process's exit status when ExitKnown (Windows
+	// reports every process's).
+	ExitCode  int
+	ExitKnown bool
 }
 
 // Lost reports records the kernel or backend dropped.

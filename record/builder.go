@@ -17,6 +17,8 @@ type mapping struct {
 	// unmap marks an attach.Unmap of [Start, End): the unwinder forgets
 	// the range, but libraries keep it for samples taken before.
 	unmap bool
+	// samples is how many samples the process had when it was mapped.
+	samples int
 }
 
 // proc is a process as the builder tracks it. Its lifetime and its
@@ -31,6 +33,7 @@ type proc struct {
 	mapGen   int       // bumped when mappings are reset (exec)
 	named    bool      // name came from argv or an exec, not a guess
 	sampled  bool
+	samples  int // how many samples it has had
 }
 
 // builder consumes attach events in nearly time order. It is used from one
@@ -59,6 +62,11 @@ type builder struct {
 	// unwindUser, when set, replaces the user part of a sample's stack
 	// (for backends that deliver registers and a stack copy).
 	unwindUser func(pr *proc, s *attach.Sample, out []uint64) []uint64
+
+	// label, when set, names user frames that no image holds (methods a
+	// JIT compiled, as a trace's runtime events name them): such a frame
+	// is a label rather than an address.
+	label func(pid int, addr uint64) (string, bool)
 
 	bound bound
 
@@ -134,7 +142,7 @@ func (b *builder) handle(ev attach.Event) {
 		b.sample(e)
 	case *attach.Map:
 		pr := b.process(e.Pid, e.Time)
-		m := mapping{Map: *e}
+		m := mapping{Map: *e, samples: pr.samples}
 		m.BuildID = append([]byte(nil), e.BuildID...)
 		pr.mappings = append(pr.mappings, m)
 		if b.onMap != nil {
@@ -142,6 +150,17 @@ func (b *builder) handle(ev attach.Event) {
 		}
 	case *attach.Unmap:
 		pr := b.process(e.Pid, e.Time)
+		// An image unloaded before any sample of its process landed
+		// (Windows maps DLLs as data, to read their resources) was no
+		// sample's: its lib would only hide the one loaded there later.
+		for i := len(pr.mappings) - 1; i >= 0; i-- {
+			if m := &pr.mappings[i]; !m.unmap && m.Start == e.Start && m.End == e.End {
+				if m.samples == pr.samples {
+					pr.mappings = append(pr.mappings[:i], pr.mappings[i+1:]...)
+				}
+				break
+			}
+		}
 		pr.mappings = append(pr.mappings, mapping{Map: attach.Map{Time: e.Time, Pid: e.Pid, Start: e.Start, End: e.End}, unmap: true})
 	case *attach.Comm:
 		b.comm(e)
@@ -227,6 +246,9 @@ func (b *builder) exit(e *attach.Exit) {
 		th.End = b.rel(e.Time)
 	}
 	if e.Tid == e.Pid {
+		if e.ExitKnown {
+			pr.p.ExitCode = e.ExitCode
+		}
 		if b.onProcessExit != nil {
 			b.onProcessExit(e.Pid)
 		}
@@ -254,6 +276,7 @@ func (b *builder) sample(s *attach.Sample) {
 	pr.sampled = true
 	if !s.Switch {
 		b.samples++
+		pr.samples++
 	}
 
 	addrs := b.addrs[:0]
@@ -274,8 +297,13 @@ func (b *builder) sample(s *attach.Sample) {
 	}
 	for i, a := range addrs {
 		c := profile.CategoryUser
-		if i < s.KernelFrames {
+		if i < s.KernelFrames || s.KernelFrom != 0 && a >= s.KernelFrom {
 			c = profile.CategoryKernel
+		} else if b.label != nil {
+			if name, ok := b.label(s.Pid, a); ok {
+				frames = append(frames, profile.Frame{Label: name, Category: c})
+				continue
+			}
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}

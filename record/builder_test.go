@@ -1,6 +1,8 @@
 package record
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
@@ -161,5 +163,42 @@ func TestBuilderKeepWindow(t *testing.T) {
 	}
 	if b.bound.discarded == 0 || b.bound.discardedBefore == 0 {
 		t.Errorf("nothing discarded: %+v", b.bound)
+	}
+}
+
+// Kernel frames are the first KernelFrames, and with KernelFrom every
+// address in the kernel's half, as in a Windows stack that calls back
+// into user mode; a label names a user frame in JIT code, never a kernel
+// one.
+func TestBuilderKernelFromAndLabels(t *testing.T) {
+	b := newTestBuilder()
+	b.label = func(pid int, a uint64) (string, bool) {
+		return "Jitted", pid == 10 && (a == 0x5000 || a == 0xFFFF800000001000)
+	}
+	s := sample(1001*ms, 10, 10, 0xFFFF800000001000, 0x1000, 0xFFFF800000002000, 0x5000, 0x2000)
+	s.KernelFrames, s.KernelFrom, s.InKernel = 1, 0xFFFF800000000000, true
+	b.handle(s)
+	th := b.procs[10].p.Threads[0]
+	var got []string
+	for i := th.Samples.Stack[0]; i >= 0; i = th.Stacks.Prefix[i] {
+		f := th.Frames.Frames[th.Stacks.Frame[i]]
+		got = append(got, fmt.Sprintf("%s%#x:%d", f.Label, f.Address, f.Category))
+	}
+	want := []string{"0xffff800000001000:2", "0x1000:1", "0xffff800000002000:2", "Jitted0x0:1", "0x2000:1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("frames %v, want %v", got, want)
+	}
+}
+
+// A process's exit status is the one its Exit says, when known.
+func TestBuilderExitCode(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(sample(1001*ms, 10, 11, 0x1000))
+	b.handle(sample(1001*ms, 12, 13, 0x1000))
+	b.handle(&attach.Exit{Time: 1002 * ms, Pid: 10, Tid: 10, ExitCode: 3, ExitKnown: true})
+	b.handle(&attach.Exit{Time: 1002 * ms, Pid: 12, Tid: 12})
+	procs := b.finish(1003 * ms)
+	if procs[0].p.ExitCode != 3 || procs[1].p.ExitCode != -1 || procs[0].p.End != 2*ms {
+		t.Errorf("exit codes %d and %d, want 3 and -1 (unknown)", procs[0].p.ExitCode, procs[1].p.ExitCode)
 	}
 }

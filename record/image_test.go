@@ -75,3 +75,44 @@ func TestForkNewThread(t *testing.T) {
 
 // syncSpace brings sp up to date with pr as userUnwinder.sync does.
 func syncSpace(sp *space, pr *proc) { sp.gen = pr.mapGen; sp.catchUp(pr) }
+
+// An image unloaded before any sample of its process landed (Windows maps
+// a DLL as data to read its resources, then unloads it) is no library:
+// it would only hide the image loaded at its range later.
+func TestBuilderUnmapBeforeSamples(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(mapEv(1001*ms, 10, 0x1000, 0x3000, "/lib/data.so"))
+	b.handle(&attach.Unmap{Time: 1002 * ms, Pid: 10, Start: 0x1000, End: 0x3000})
+	b.handle(mapEv(1003*ms, 10, 0x1000, 0x2000, "/lib/code.so"))
+	b.handle(sample(1004*ms, 10, 10, 0x1010))
+	libs := newLibResolver(nil).libsFor(b.procs[10])
+	if len(libs) != 1 || libs[0].Path != "/lib/code.so" {
+		t.Errorf("libs %+v; want /lib/code.so alone", libs)
+	}
+}
+
+// A Windows image a trace identified, replayed on another OS: named by
+// its file name, its PDB as debug file, and no architecture rather than
+// this host's; one the trace did not identify has its own path as debug
+// file and the identity that stands for none.
+func TestBuilderWindowsImage(t *testing.T) {
+	b := newTestBuilder()
+	m := mapEv(1001*ms, 10, 0x7ff800000000, 0x7ff8001be000, `C:\Windows\System32\ntdll.dll`)
+	m.Image = &attach.Image{DebugName: "ntdll.pdb", DebugPath: `ntdll.pdb`, BreakpadID: "6048FDB62DCD41C18835594844CE71432",
+		CodeID: "5010ACD21be000", Base: 0x7ff800000000}
+	b.handle(m)
+	m2 := mapEv(1001*ms, 10, 0x10000000, 0x10010000, `C:\app\plugin.dll`)
+	m2.Image = &attach.Image{CodeID: "5010ACD210000", Base: 0x10000000}
+	b.handle(m2)
+	r := newLibResolver(nil)
+	libs := r.libsFor(b.procs[10])
+	if len(libs) != 2 {
+		t.Fatalf("libs %+v", libs)
+	}
+	if l := libs[1]; l.Name != "ntdll.dll" || l.DebugName != "ntdll.pdb" || l.DebugPath != "ntdll.pdb" || l.Arch != "" || l.Offset != 0 {
+		t.Errorf("ntdll %+v", l)
+	}
+	if l := libs[0]; l.Name != "plugin.dll" || l.DebugName != "plugin.dll" || l.DebugPath != `C:\app\plugin.dll` || l.BreakpadID != zeroBreakpadID || l.CodeID != "5010ACD210000" {
+		t.Errorf("plugin.dll %+v", l)
+	}
+}

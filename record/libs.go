@@ -361,20 +361,22 @@ func (r *libResolver) lib(m *attach.Map) (profile.Lib, bool) {
 	switch {
 	case m.Image != nil:
 		// No file to read: the backend's identity, placed by the
-		// image's base.
-		name := m.Image.DebugName
-		if name == "" {
-			name = filepath.Base(m.Path)
+		// image's base. The path may be another system's (a Windows
+		// trace replayed here), and so may the architecture: an
+		// identity without one leaves it unknown, not this host's.
+		l.Name, l.Path = imageBase(m.Path), m.Path
+		l.DebugName, l.DebugPath = m.Image.DebugName, m.Image.DebugPath
+		if l.DebugName == "" {
+			l.DebugName = l.Name
 		}
-		l.Name, l.Path = filepath.Base(m.Path), m.Path
-		l.DebugName, l.DebugPath = name, m.Path
+		if l.DebugPath == "" {
+			l.DebugPath = m.Path
+		}
 		l.BreakpadID, l.CodeID = m.Image.BreakpadID, m.Image.CodeID
 		if l.BreakpadID == "" {
 			l.BreakpadID = zeroBreakpadID
 		}
-		if m.Image.Arch != "" {
-			l.Arch = m.Image.Arch
-		}
+		l.Arch = m.Image.Arch
 		l.Offset = m.Start - m.Image.Base
 		return l, true
 	case m.Path == "[vdso]":
@@ -439,3 +441,12 @@ func (r *libResolver) lib(m *attach.Map) (profile.Lib, bool) {
 // zeroBreakpadID stands for "no identity": the Firefox Profiler requires a
 // string, and symbol servers will simply not know it.
 const zeroBreakpadID = "000000000000000000000000000000000"
+
+// imageBase is the file name of an image's path, a Windows one (C:\...)
+// too whatever the host.
+func imageBase(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

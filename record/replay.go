@@ -25,9 +25,14 @@ type ReplayOptions struct {
 	SymbolDirs []string
 	// Notice receives one-line notices; nil discards them.
 	Notice func(string)
+	// Label, when set, names user frames of process pid that JIT-compiled
+	// code holds, as the recording's runtime events told (an ETL trace's
+	// CLR method events): they become labels, not addresses.
+	Label func(pid int, addr uint64) (string, bool)
 }
 
-// Replay builds a profile from events recorded earlier (a perf.data file)
+// Replay builds a profile from events recorded earlier (a perf.data file,
+// an ETL trace)
 // the way Run builds one from a live recording: the same builder, user
 // unwinding, library identification and symbolication. Events must be in
 // time order; their mappings' BuildIDs, when set, must match the binaries
@@ -41,6 +46,7 @@ func Replay(events []attach.Event, opts ReplayOptions) *profile.Profile {
 	libs := newLibResolver(opts.SymbolDirs)
 	defer libs.close()
 	b.onMap = libs.observe
+	b.label = opts.Label
 	if opts.Unwind {
 		u := newUserUnwinder()
 		defer u.close()

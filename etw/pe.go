@@ -17,6 +17,7 @@ type PEIdentity struct {
 	HasRSDS       bool
 	TimeDateStamp uint32
 	SizeOfImage   uint32
+	Arch          string // the machine it was built for: x86_64, x86, arm64...
 }
 
 // BreakpadID is the PDB's identity, or "" without an RSDS record.
@@ -56,6 +57,7 @@ func PEIdentityOf(r io.ReaderAt) (PEIdentity, error) {
 		return id, errors.New("not a PE file with an optional header")
 	}
 	id.TimeDateStamp, id.SizeOfImage = tds, size
+	id.Arch = f.Identity().Arch
 	if info, ok := f.PDB(); ok {
 		id.GUID, id.Age, id.PDBPath, id.HasRSDS = info.GUID, info.Age, info.Path, true
 	}

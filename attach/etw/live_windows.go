@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -403,9 +402,11 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 	}
 	s.tr = translate.New(h, translate.Options{
 		Targets: targets, ToNS: toNS, Interval: int64(units) * 100, Kernel: opts.Kernel,
-		Path:     dosDevices(),
-		Identify: peIdentity,
-		MaxWait:  freq, // a second: a stack's user part comes long before
+		Path: dosDevices(),
+		Identify: func(im *etwevent.Image, path string) *attach.Image {
+			return translate.DiskIdentity(path, im.Size, im.TimeDateStamp)
+		},
+		MaxWait: freq, // a second: a stack's user part comes long before
 	})
 
 	s.props = etwProperties(s.name, s.guid, runtime.NumCPU())
@@ -526,20 +527,3 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 	}
 	return res, perr
 }
-
-// peIdentity reads an image's identity from its PE file, when the file is
-// the one that was loaded (same size, and same TimeDateStamp when known).
-func peIdentity(path string, size uint64, tds uint32) *attach.Image {
-	id, err := etwevent.ReadPEIdentity(path)
-	if err != nil || !id.HasRSDS || uint64(id.SizeOfImage) != size || tds != 0 && tds != id.TimeDateStamp {
-		return nil
-	}
-	// Symbol servers know a PE by its PDB's file name.
-	name := filepath.Base(strings.ReplaceAll(id.PDBPath, `\`, "/"))
-	if id.PDBPath == "" {
-		name = filepath.Base(path)
-	}
-	return &attach.Image{DebugName: name, BreakpadID: id.BreakpadID(), CodeID: id.CodeID(), Arch: peArch}
-}
-
-var peArch = map[string]string{"amd64": "x86_64", "arm64": "arm64", "386": "x86"}[runtime.GOARCH]

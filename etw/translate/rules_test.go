@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"testing"
 	"unicode/utf16"
@@ -111,10 +112,11 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	if len(out.maps) != 1 || out.maps[0].Pid != 100 || out.maps[0].Start != 0x140000000 || out.maps[0].End != 0x140010000 {
 		t.Errorf("maps %+v, want app.exe's only", out.maps)
 	}
-	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{`C:\app.exe`, "-x", "a b"}) {
+	// The image's name stands for argv[0], which the parent chose.
+	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{"app.exe", "-x", "a b"}) {
 		t.Errorf("comms %+v", out.comms)
 	}
-	want := []attach.Exit{{Time: 4000, Pid: 300, Tid: 300}, {Time: 5000, Pid: 100, Tid: 100}}
+	want := []attach.Exit{{Time: 4000, Pid: 300, Tid: 300, ExitKnown: true}, {Time: 5000, Pid: 100, Tid: 100, ExitKnown: true}}
 	if !reflect.DeepEqual(out.exits, want) {
 		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.exits)
 	}
@@ -268,5 +270,212 @@ func TestETWRulesMainThreadOutOfOrder(t *testing.T) {
 	tr.Event(threadEvent(3, 100, 300, 303), 0) // time passes
 	if len(out.samples) != 2 || out.samples[0].Tid != 302 || out.samples[1].Tid != 300 {
 		t.Fatalf("samples %+v, want thread 302 as itself and 301 (started first) as the main thread", out.samples)
+	}
+}
+
+func endEvent(time int64, pid uint32, status uint32) *etwevent.Event {
+	p := payload{}.u64(0).u32(pid).u32(4).u32(1).u32(status).u64(0).u32(0).u32(0)
+	p = append(append(p, "x.exe"...), 0)
+	return rtEvent(etwevent.ProcessGUID, 2, 4, time, p.wstr(""))
+}
+
+func newFileTranslator(out *etwOut) *Translator {
+	return New(out.handle, Options{AllProcesses: true, KeepTids: true, Start: 1,
+		ToNS: func(t int64) int64 { return t * 100 }, Interval: 1e6, Kernel: true})
+}
+
+// TestETWRulesWholeTrace: a file's translation keeps every process,
+// reports threads by their own tids and rundowns as there since the
+// trace's start, names processes by their image, gives every process the
+// kernel's images, and ends a process no earlier than its last sample.
+func TestETWRulesWholeTrace(t *testing.T) {
+	var out etwOut
+	tr := newFileTranslator(&out)
+	for _, e := range []*etwevent.Event{
+		imageEvent(3, 2, 0, 0xFFFFF80000000000, 0x100000, `\SystemRoot\system32\ntoskrnl.exe`),
+		procEvent(3, 3, 100, 4, "app.exe", `"C:\app.exe" -x`),
+		threadEvent(3, 3, 100, 101),
+		threadEvent(3, 3, 100, 102),
+		procEvent(3, 4, 200, 4, "other.exe", ""),
+		threadEvent(3, 4, 200, 201),
+		sampleEvent(10, 101, uAddr),
+		sampleEvent(11, 201, uAddr),
+		procEvent(1, 20, 300, 100, "child.exe", "child.exe"),
+		threadEvent(1, 21, 300, 301),
+		sampleEvent(30, 301, uAddr+8),
+		threadEvent(2, 39, 300, 301),
+		endEvent(40, 300, 7),
+		sampleEvent(41, 301, kAddr), // the exit path, after Process End
+	} {
+		tr.Event(e, 0)
+	}
+	tr.Flush()
+	var got []string
+	for _, s := range out.samples {
+		got = append(got, fmt.Sprintf("%d/%d", s.Pid, s.Tid))
+	}
+	if want := []string{"100/101", "200/201", "300/301", "300/301"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("samples of %v, want %v", got, want)
+	}
+	got = nil
+	for _, c := range out.comms {
+		got = append(got, fmt.Sprintf("%d/%d@%d %v", c.Pid, c.Tid, c.Time, c.Argv))
+	}
+	// The rundown's threads at the trace's start (raw 1, 100 ns); the
+	// child's at its start event.
+	if want := []string{"100/101@100 [app.exe -x]", "100/102@100 [app.exe -x]", "200/201@100 [other.exe]", "300/301@2100 [child.exe]"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("comms %v, want %v", got, want)
+	}
+	if len(out.forks) != 0 {
+		t.Errorf("forks %+v: every process is recorded from its own events", out.forks)
+	}
+	got = nil
+	for _, m := range out.maps {
+		got = append(got, fmt.Sprintf("%d@%d", m.Pid, m.Time))
+	}
+	if want := []string{"100@100", "200@100", "300@2000"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kernel maps %v, want one per process", got)
+	}
+	want := []attach.Exit{{Time: 3900, Pid: 300, Tid: 301}, {Time: 4100, Pid: 300, Tid: 300, ExitCode: 7, ExitKnown: true}}
+	if !reflect.DeepEqual(out.exits, want) {
+		t.Errorf("exits %+v, want %+v", out.exits, want)
+	}
+}
+
+// TestETWRulesEndRundownOnly: in a circular trace the start rundown is
+// overwritten, and the rundown at the end names the threads (before their
+// process) after their samples: the samples are kept, the threads are
+// there since the start, and the process is named.
+func TestETWRulesEndRundownOnly(t *testing.T) {
+	var out etwOut
+	tr := newFileTranslator(&out)
+	for _, e := range []*etwevent.Event{
+		sampleEvent(10, 101, uAddr),
+		sampleEvent(11, 102, uAddr),
+		threadEvent(4, 50, 100, 101),
+		threadEvent(4, 50, 100, 102),
+		procEvent(4, 50, 100, 4, "app.exe", ""),
+	} {
+		tr.Event(e, 0)
+	}
+	tr.Flush()
+	if len(out.samples) != 2 || out.samples[0].Pid != 100 || out.samples[1].Tid != 102 {
+		t.Errorf("samples %+v", out.samples)
+	}
+	var got []string
+	for _, c := range out.comms {
+		got = append(got, fmt.Sprintf("%d/%d@%d %v", c.Pid, c.Tid, c.Time, c.Argv))
+	}
+	if want := []string{"100/101@100 []", "100/102@100 []", "100/101@100 [app.exe]"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("comms %v, want %v", got, want)
+	}
+}
+
+// TestETWRulesKernelFrames: a sample in the kernel without a kernel part
+// has its instruction as one; a stack that calls back from the kernel
+// into user mode has kernel frames in its middle, marked by KernelFrom,
+// or dropped without --kernel.
+func TestETWRulesKernelFrames(t *testing.T) {
+	for _, kernel := range []bool{true, false} {
+		var out etwOut
+		tr := newRuleTranslator(&out, kernel, 100)
+		for _, e := range []*etwevent.Event{
+			procEvent(3, 1, 100, 4, "app.exe", ""),
+			threadEvent(3, 1, 100, 101),
+			threadEvent(3, 1, 100, 102),
+			sampleEvent(10, 101, kAddr),
+			sampleEvent(11, 102, uAddr),
+			stackEvent(11, 11, 100, 102, uAddr, kAddr+8, uAddr+0x10),
+		} {
+			tr.Event(e, 0)
+		}
+		tr.Flush()
+		if len(out.samples) != 2 {
+			t.Fatalf("%d samples", len(out.samples))
+		}
+		a, b := out.samples[0], out.samples[1]
+		if kernel {
+			if !reflect.DeepEqual(a.Stack, []uint64{kAddr}) || a.KernelFrames != 1 || !a.InKernel {
+				t.Errorf("kernel: sample in the kernel %+v", a)
+			}
+			if !reflect.DeepEqual(b.Stack, []uint64{uAddr, kAddr + 8, uAddr + 0x10}) || b.KernelFrames != 0 || b.KernelFrom != 0xFFFF800000000000 {
+				t.Errorf("kernel: callback stack %+v", b)
+			}
+		} else {
+			if a.Stack != nil || !a.InKernel {
+				t.Errorf("no kernel: sample in the kernel %+v, want no frames, in the kernel", a)
+			}
+			if !reflect.DeepEqual(b.Stack, []uint64{uAddr, uAddr + 0x10}) || b.KernelFrom != 0 {
+				t.Errorf("no kernel: callback stack %+v", b)
+			}
+		}
+	}
+}
+
+// TestETWRulesImages: an unload is an Unmap; the rundown at the end adds
+// only the images not seen (a circular trace's); a new process with a
+// reused pid ends the old one first and gets the kernel's images again.
+func TestETWRulesImages(t *testing.T) {
+	var out etwOut
+	tr := newFileTranslator(&out)
+	var unmaps []attach.Unmap
+	h := tr.h
+	tr.h = func(ev attach.Event) {
+		if u, ok := ev.(*attach.Unmap); ok {
+			unmaps = append(unmaps, *u)
+		}
+		h(ev)
+	}
+	for _, e := range []*etwevent.Event{
+		imageEvent(3, 2, 0, 0xFFFFF80000000000, 0x100000, `\SystemRoot\system32\ntoskrnl.exe`),
+		procEvent(3, 3, 100, 4, "app.exe", ""),
+		threadEvent(3, 3, 100, 101),
+		imageEvent(10, 5, 100, 0x10000000, 0x10000, `C:\a.dll`),
+		imageEvent(2, 6, 100, 0x10000000, 0x10000, `C:\a.dll`),
+		imageEvent(10, 7, 100, 0x20000000, 0x10000, `C:\b.dll`),
+		endEvent(8, 100, 0),
+		procEvent(1, 9, 100, 4, "again.exe", ""),
+		threadEvent(1, 9, 100, 103),
+		imageEvent(4, 50, 100, 0x20000000, 0x10000, `C:\b.dll`),
+		imageEvent(4, 50, 100, 0x30000000, 0x10000, `C:\c.dll`),
+	} {
+		tr.Event(e, 0)
+	}
+	tr.Flush()
+	var got []string
+	for _, m := range out.maps {
+		got = append(got, fmt.Sprintf("%s@%d", m.Path, m.Time))
+	}
+	// b.dll's load was the first process's: the second's is the rundown's.
+	want := []string{`C:\Windows\system32\ntoskrnl.exe@100`, `C:\a.dll@500`, `C:\b.dll@700`,
+		`C:\Windows\system32\ntoskrnl.exe@900`, `C:\b.dll@100`, `C:\c.dll@100`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("maps %v, want %v", got, want)
+	}
+	if len(unmaps) != 1 || unmaps[0] != (attach.Unmap{Time: 600, Pid: 100, Start: 0x10000000, End: 0x10010000}) {
+		t.Errorf("unmaps %+v", unmaps)
+	}
+	if len(out.exits) != 1 || out.exits[0].Time != 800 {
+		t.Errorf("exits %+v, want the first process's, at its end", out.exits)
+	}
+}
+
+// An image's identity from the PE on disk, when the file is the one that
+// was loaded: its PDB's, and the machine it was built for.
+func TestDiskIdentity(t *testing.T) {
+	path := "../testdata/hello-mingw.exe"
+	pe, err := etwevent.ReadPEIdentity(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := DiskIdentity(path, uint64(pe.SizeOfImage), pe.TimeDateStamp)
+	if id == nil || id.BreakpadID != pe.BreakpadID() || id.CodeID != pe.CodeID() || id.Arch != "x86_64" || id.DebugPath != pe.PDBPath {
+		t.Fatalf("identity %+v of %+v", id, pe)
+	}
+	if id := DiskIdentity(path, uint64(pe.SizeOfImage)+0x1000, 0); id != nil {
+		t.Errorf("identity %+v taken from a file of another size", id)
+	}
+	if id := DiskIdentity(path, uint64(pe.SizeOfImage), pe.TimeDateStamp+1); id != nil {
+		t.Errorf("identity %+v taken from a file of another TimeDateStamp", id)
 	}
 }

@@ -111,3 +111,59 @@ func TestAttachBackendsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestETWTranslatedOnce: ETW events become attach's neutral events in one
+// place, etw/translate, which only the live backend (attach/etw) and the
+// ETL file replayer (record/etl) import; and only the replayer, which
+// registers with package format, builds profiles from them: no other
+// package that imports an ETW package imports the recorder or the model.
+// format itself imports none (it reads ETL files through the
+// registration), as for perf.data.
+func TestETWTranslatedOnce(t *testing.T) {
+	const mod = "github.com/gprof-dev/gprof/"
+	imports := map[string]map[string]bool{} // non-test imports by package dir
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if imports[dir] == nil {
+			imports[dir] = map[string]bool{}
+		}
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(p, mod) {
+				imports[dir][strings.TrimPrefix(p, mod)] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"attach/etw", "record/etl"} {
+		if !imports[want]["etw/translate"] {
+			t.Errorf("%s does not import etw/translate", want)
+		}
+	}
+	for dir, imp := range imports {
+		etw := imp["etw"] || imp["etw/translate"]
+		switch {
+		case imp["etw/translate"] && dir != "attach/etw" && dir != "record/etl":
+			t.Errorf("%s imports etw/translate: only the live ETW backend and the ETL replayer translate ETW events", dir)
+		case etw && (imp["record"] || imp["profile"]) && dir != "record/etl":
+			t.Errorf("%s builds profiles from ETW events: only record/etl does, through record.Replay", dir)
+		case (dir == "format" || strings.HasPrefix(dir, "format/")) && (etw || imp["record/etl"]):
+			t.Errorf("%s imports an ETW package: format reads ETL files through record/etl's registration", dir)
+		}
+	}
+}

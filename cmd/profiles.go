@@ -14,7 +14,8 @@ import (
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 
-	// Linked in to read perf.data files (format.Register).
+	// Linked in to read perf.data and ETL files (format.Register).
+	_ "github.com/gprof-dev/gprof/record/etl"
 	_ "github.com/gprof-dev/gprof/record/perfdata"
 )
 

@@ -2,8 +2,8 @@
 // writes into its buffers and the payloads of the kernel and
 // KernelTraceControl events a CPU profiler needs (sampled profile, stack
 // walks and cached stack keys, process, thread and image loads with their
-// rundowns, and image identities). It is platform-neutral: the ETL file
-// reader (format/etl) feeds it buffers from a file on any OS, and a live
+// rundowns, and image identities). It is platform-neutral: it walks the
+// buffers of an ETL file on any OS (WalkETL, for record/etl), and a live
 // Windows backend can feed it the payloads its real-time session delivers:
 // it fills an Event from the EVENT_RECORD (Provider from ProviderId; ID,
 // Version and Opcode from the descriptor; Ptr64 from

@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/gprof-dev/gprof/format/etl"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/pprof"
 	"github.com/gprof-dev/gprof/format/processed"
@@ -25,7 +24,6 @@ const (
 	Gecko     Kind = "gecko"
 	Processed Kind = "processed"
 	PProf     Kind = "pprof"
-	ETL       Kind = "etl"
 )
 
 // sniffSize is how much of the (decompressed) file is searched for the
@@ -49,10 +47,11 @@ func File(path string) (*profile.Profile, Kind, error) {
 }
 
 // An Importer reads a format that needs more than the model to become a
-// profile: a perf.data file is replayed through the recorder, which
-// unwinds and identifies its binaries. Such a package registers itself
-// (as image formats do with package image), so that this package, which
-// the recorder's own output goes through, imports no recorder.
+// profile: a perf.data file or an ETL trace is replayed through the
+// recorder, which unwinds and identifies its binaries. Such a package
+// registers itself (as image formats do with package image), so that this
+// package, which the recorder's own output goes through, imports no
+// recorder.
 type Importer struct {
 	Kind  Kind
 	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
@@ -117,10 +116,6 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 			p, err := im.Read(src, info)
 			return p, im.Kind, err
 		}
-	}
-	if etl.Sniff(head) {
-		p, err := etl.Read(src)
-		return p, ETL, err
 	}
 	if pprof.Sniff(head) {
 		p, err := pprof.Read(src)

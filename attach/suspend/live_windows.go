@@ -7,6 +7,7 @@ package suspend
 // has to their own processes.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -204,29 +205,42 @@ func alignedContext(b []byte) []byte {
 	return b[off : off+contextSize]
 }
 
-// peImage reads a module's .pdata for the unwinder.
-func peImage(path string) (*unwind.PEImage, error) {
-	f, err := objfile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if f.Format() != objfile.PE {
-		return nil, fmt.Errorf("%s is not a PE file", path)
-	}
-	return unwind.NewPEImage(f)
-}
+// suspendModuleInMemory bounds the module files read whole (see
+// openModule).
+const suspendModuleInMemory = 256 << 20
 
-// moduleIdentity identifies a module from its file; the recorder keys the
-// library by it, and PE symbols are looked up by it later.
-func moduleIdentity(path string) *attach.Image {
-	f, err := objfile.Open(path)
+// loadModule reads a module's .pdata for the unwinder and its identity,
+// by which the recorder keys the library and PE symbols are looked up
+// later.
+func loadModule(path string) (*unwind.PEImage, *attach.Image) {
+	f, err := openModule(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
 	id := f.Identity()
-	return &attach.Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
+	img := &attach.Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
+	if f.Format() != objfile.PE {
+		return nil, img
+	}
+	pi, err := unwind.NewPEImage(f)
+	if err != nil {
+		return nil, img
+	}
+	return pi, img
+}
+
+// openModule opens a module's file, read whole into memory first:
+// debug/pe reads a COFF symbol table one 18-byte record at a time, each
+// a seek and a read, and under Wine each of those is a round trip to
+// wineserver: reading Wine's own DLLs that way took seconds of CPU.
+func openModule(path string) (*objfile.File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() <= suspendModuleInMemory {
+		if data, err := os.ReadFile(path); err == nil {
+			return objfile.NewFile(bytes.NewReader(data), path)
+		}
+	}
+	return objfile.Open(path)
 }
 
 // suspendTarget is one process being recorded.
@@ -283,7 +297,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 			return err
 		}
 		s := newSuspendSampler(p, pid, stackSize, func(e attach.Event) { h(e) }, attach.MonotonicNow)
-		s.loadImage, s.identity = peImage, moduleIdentity
+		s.loadModule = loadModule
 		s.async = make(chan loadedModule)
 		s.argv, s.execd = argv, child != nil
 		if child != nil {

@@ -82,12 +82,10 @@ type suspendSampler struct {
 	emit      func(attach.Event)
 	now       func() int64
 	maxFrames int
-	// loadImage reads a module's unwind tables; nil or an error leaves
-	// the module's frames to be unwound as leaves.
-	loadImage func(path string) (*unwind.PEImage, error)
-	// identity returns a module's identity for its Map event (nil if
-	// unknown).
-	identity func(path string) *attach.Image
+	// loadModule reads a module's unwind tables (nil leaves its frames
+	// to be unwound as leaves) and its identity for its Map event (nil
+	// if unknown).
+	loadModule func(path string) (*unwind.PEImage, *attach.Image)
 	// fpOnly walks frame pointers instead of .pdata (arm64).
 	fpOnly bool
 	arch   suspendwalk.Arch
@@ -194,11 +192,8 @@ type loadedModule struct {
 // load reads m's tables and identity.
 func (s *suspendSampler) load(m winModule) loadedModule {
 	l := loadedModule{mod: m}
-	if s.loadImage != nil {
-		l.image, _ = s.loadImage(m.Path)
-	}
-	if s.identity != nil {
-		l.id = s.identity(m.Path)
+	if s.loadModule != nil {
+		l.image, l.id = s.loadModule(m.Path)
 	}
 	return l
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/unwind"
 )
 
 type fakeWinThread struct {
@@ -264,9 +265,9 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 		}
 	}, func() int64 { return 0 })
 	release := make(chan struct{})
-	s.identity = func(path string) *attach.Image {
+	s.loadModule = func(path string) (*unwind.PEImage, *attach.Image) {
 		<-release
-		return &attach.Image{CodeID: "x"}
+		return nil, &attach.Image{CodeID: "x"}
 	}
 	s.async = make(chan loadedModule)
 	s.tick(true, true)
@@ -297,9 +298,9 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		clock := int64(0)
 		s := newSuspendSampler(p, 7, 4096, collectEvents(&events), func() int64 { clock++; return clock })
 		release := make(chan struct{})
-		s.identity = func(path string) *attach.Image {
+		s.loadModule = func(path string) (*unwind.PEImage, *attach.Image) {
 			<-release
-			return &attach.Image{CodeID: "x"}
+			return nil, &attach.Image{CodeID: "x"}
 		}
 		s.async = make(chan loadedModule)
 		for i := 0; i < 3; i++ {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -28,15 +29,28 @@ import (
 const (
 	suspendDefaultStack = 64 << 10
 	suspendMaxStack     = 1 << 20
-	// A Toolhelp thread list takes 6 ms under Wine (it lists every
-	// thread of the system), a module list 2.5 ms: they run at these
-	// intervals, not every tick.
-	suspendSlowEvery = 200 * time.Millisecond // modules
-	suspendListEvery = 50 * time.Millisecond  // threads
-	suspendStopGrace = 3 * time.Second
+	// A Toolhelp thread list takes 6 to 12 ms under Wine (it lists every
+	// thread of the system, and keeps wineserver from answering anyone
+	// else meanwhile), a module list 2.5 ms: they are taken at these
+	// intervals, on another goroutine. Between lists, newThreads finds
+	// new threads (where NtGetNextThread cannot, the thread list comes
+	// every suspendListNoProbe), a thread's CPU time read tells its exit,
+	// and a stack that found no module has the modules listed sooner
+	// (suspendStaleEvery).
+	suspendSlowEvery   = time.Second     // modules
+	suspendListEvery   = 5 * time.Second // threads
+	suspendListNoProbe = 100 * time.Millisecond
+	suspendStopGrace   = 3 * time.Second
+	// suspendProbeMax bounds the new threads one newThreads call returns
+	// (the next call goes on).
+	suspendProbeMax = 64
 
-	threadAccess  = windows.THREAD_SUSPEND_RESUME | windows.THREAD_GET_CONTEXT | windows.THREAD_QUERY_INFORMATION
+	threadAccess  = windows.THREAD_SUSPEND_RESUME | windows.THREAD_GET_CONTEXT | windows.THREAD_QUERY_INFORMATION | windows.SYNCHRONIZE
 	processAccess = windows.PROCESS_QUERY_LIMITED_INFORMATION | windows.PROCESS_VM_READ | windows.SYNCHRONIZE
+	// NtGetNextThread wants PROCESS_QUERY_INFORMATION.
+	probeAccess = windows.PROCESS_QUERY_INFORMATION
+
+	statusNoMoreEntries = 0x8000001A
 )
 
 var le = binary.LittleEndian
@@ -48,34 +62,108 @@ var (
 	procGetThreadContext = kernel32.NewProc("GetThreadContext")
 	procGetThreadTimes   = kernel32.NewProc("GetThreadTimes")
 	procNtQueryInfoThrd  = ntdll.NewProc("NtQueryInformationThread")
+	procNtGetNextThread  = ntdll.NewProc("NtGetNextThread")
+	procGetThreadId      = kernel32.NewProc("GetThreadId")
 )
 
 // liveWinProc is a target process.
 type liveWinProc struct {
 	pid uint32
 	h   windows.Handle
+	// gone is set by a goroutine that waits for the process's exit
+	// (stop ends that wait); waited is closed when it returns. Without
+	// it (stop is 0), exited waits on the process with a zero timeout.
+	gone   atomic.Bool
+	stop   windows.Handle
+	waited chan struct{}
+	// last is the newest thread newThreads has seen; probe says the
+	// handle allows NtGetNextThread; ids is newThreads' answer.
+	last  windows.Handle
+	probe bool
+	ids   []uint32
 }
 
 func openWinProc(pid int) (*liveWinProc, error) {
-	h, err := windows.OpenProcess(processAccess, false, uint32(pid))
+	p := &liveWinProc{pid: uint32(pid), probe: true, ids: make([]uint32, 0, suspendProbeMax)}
+	h, err := windows.OpenProcess(processAccess|probeAccess, false, uint32(pid))
+	if err != nil {
+		p.probe = false
+		h, err = windows.OpenProcess(processAccess, false, uint32(pid))
+	}
 	if err != nil {
 		if errors.Is(err, windows.ERROR_ACCESS_DENIED) {
 			return nil, fmt.Errorf("pid %d: %w (run gprof as the process's user, or elevated for another user's process)", pid, attach.ErrPermission)
 		}
 		return nil, fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 	}
-	return &liveWinProc{pid: uint32(pid), h: h}, nil
+	p.h = h
+	if stop, err := windows.CreateEvent(nil, 1, 0, nil); err == nil {
+		p.stop, p.waited = stop, make(chan struct{})
+		go func() {
+			defer close(p.waited)
+			ev, err := windows.WaitForMultipleObjects([]windows.Handle{p.h, p.stop}, false, windows.INFINITE)
+			if err == nil && ev == windows.WAIT_OBJECT_0 {
+				p.gone.Store(true)
+			}
+		}()
+	}
+	return p, nil
 }
 
-func (p *liveWinProc) close() { windows.CloseHandle(p.h) }
+func (p *liveWinProc) close() {
+	if p.stop != 0 {
+		windows.SetEvent(p.stop)
+		<-p.waited
+		windows.CloseHandle(p.stop)
+	}
+	if p.last != 0 {
+		windows.CloseHandle(p.last)
+	}
+	windows.CloseHandle(p.h)
+}
 
-// exited waits on the process handle with a zero timeout. (Under Wine
-// GetExitCodeProcess, which would be cheaper, sometimes answers 0 for a
-// live process; the wait costs 1.6 ms there, so the sampler calls this at
-// thread-list ticks only.)
+// exited reads what the waiting goroutine saw: a wait on the process
+// costs a wineserver round trip under Wine (1.6 ms on a loaded machine),
+// too much for every tick. (GetExitCodeProcess sometimes answers 0 for a
+// live process under Wine.)
 func (p *liveWinProc) exited() bool {
+	if p.stop != 0 {
+		return p.gone.Load()
+	}
 	ev, err := windows.WaitForSingleObject(p.h, 0)
 	return err == nil && ev == windows.WAIT_OBJECT_0
+}
+
+// newThreads walks the process's threads from the newest one it has
+// seen with NtGetNextThread, which goes in creation order: a single call
+// (a round trip under Wine, where a Toolhelp list takes 6 ms and more)
+// when no thread is new. The handle of the newest is kept open, which
+// keeps its place in the list after it exits. It allocates nothing.
+func (p *liveWinProc) newThreads() []uint32 {
+	if !p.probe {
+		return nil
+	}
+	ids := p.ids[:0]
+	for range cap(ids) {
+		var h windows.Handle
+		st, _, _ := procNtGetNextThread.Call(uintptr(p.h), uintptr(p.last), windows.THREAD_QUERY_LIMITED_INFORMATION, 0, 0, uintptr(unsafe.Pointer(&h)))
+		if st != 0 {
+			if uint32(st) != statusNoMoreEntries && p.last == 0 {
+				p.probe = false // not implemented, or not allowed
+			}
+			break
+		}
+		id, _, _ := procGetThreadId.Call(uintptr(h))
+		if p.last != 0 {
+			windows.CloseHandle(p.last)
+		}
+		p.last = h
+		if id != 0 {
+			ids = append(ids, uint32(id))
+		}
+	}
+	p.ids = ids
+	return ids
 }
 
 func (p *liveWinProc) threads() ([]uint32, error) {
@@ -173,11 +261,19 @@ func fingerprint(b []byte) uint64 {
 	return h
 }
 
+// cpu reads the thread's times. Their exit time tells a thread that
+// exited (Windows documents it as undefined until then, so a wait on the
+// thread confirms it).
 func (t *liveWinThread) cpu() (int64, error) {
 	var c, e, k, u windows.Filetime
 	r, _, err := procGetThreadTimes.Call(uintptr(t.h), uintptr(unsafe.Pointer(&c)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&k)), uintptr(unsafe.Pointer(&u)))
 	if r == 0 {
 		return 0, err
+	}
+	if e != (windows.Filetime{}) {
+		if ev, err := windows.WaitForSingleObject(t.h, 0); err == nil && ev == windows.WAIT_OBJECT_0 {
+			return 0, errThreadExited
+		}
 	}
 	ft := func(f windows.Filetime) int64 { return int64(f.HighDateTime)<<32 | int64(f.LowDateTime) }
 	return (ft(k) + ft(u)) * 100, nil
@@ -243,11 +339,13 @@ func openModule(path string) (*objfile.File, error) {
 	return objfile.Open(path)
 }
 
-// suspendTarget is one process being recorded.
+// suspendTarget is one process being recorded; listedAt is when its
+// thread list was last asked for.
 type suspendTarget struct {
 	proc     *liveWinProc
 	sampler  *suspendSampler
 	launched *winproc.Child
+	listedAt int64
 }
 
 func (t *suspendTarget) close() {
@@ -278,8 +376,6 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 	if interval <= 0 {
 		interval = time.Millisecond
 	}
-	slowEvery := max(int(suspendSlowEvery/interval), 1)
-	listEvery := max(int(suspendListEvery/interval), 1)
 	stackSize := min(max(opts.StackSize, suspendDefaultStack), suspendMaxStack)
 
 	var targets []*suspendTarget
@@ -299,6 +395,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		s := newSuspendSampler(p, pid, stackSize, func(e attach.Event) { h(e) }, attach.MonotonicNow)
 		s.loadModule = loadModule
 		s.async = make(chan loadedModule)
+		s.asyncLists, s.lists = true, make(chan listResult)
 		s.argv, s.execd = argv, child != nil
 		if child != nil {
 			// Its loader has not run yet: no module list names it.
@@ -307,7 +404,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		if fpOnlyArch {
 			s.fpOnly, s.arch = true, suspendwalk.ARM64
 		}
-		targets = append(targets, &suspendTarget{proc: p, sampler: s, launched: child})
+		targets = append(targets, &suspendTarget{proc: p, sampler: s, launched: child, listedAt: attach.MonotonicNow()})
 		return nil
 	}
 	if len(opts.Command) > 0 {
@@ -321,7 +418,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		}
 		// The first tick (modules, main thread) runs before the command
 		// is let go.
-		tickSuspend(&targets, true, true, &res)
+		tickSuspend(&targets, attach.MonotonicNow(), true, &res)
 		if err := child.Resume(); err != nil {
 			child.Kill()
 			return res, err
@@ -337,7 +434,8 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 	// so that they cannot fall in step with a periodic program.
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
-	for n := 1; len(targets) > 0; n++ {
+	lastSlow := attach.MonotonicNow()
+	for len(targets) > 0 {
 		select {
 		case <-timer.C:
 			timer.Reset(interval/2 + rand.N(interval))
@@ -349,16 +447,47 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 			}
 			return res, nil
 		}
-		tickSuspend(&targets, n%listEvery == 0, n%slowEvery == 0, &res)
+		now := attach.MonotonicNow()
+		slow := now-lastSlow >= int64(suspendSlowEvery)
+		if slow {
+			lastSlow = now
+		}
+		tickSuspend(&targets, now, slow, &res)
 	}
 	return res, nil
 }
 
-// tickSuspend samples every target once and drops the ones that are gone.
-func tickSuspend(targets *[]*suspendTarget, list, slow bool, res *attach.Result) {
+// tickCounts is what a tick did: the threads it captured, the CPU time
+// its samples stand for, its captures that failed and those of threads
+// that had not run since their last, and the time it spent capturing
+// threads not through their start.
+type tickCounts struct {
+	captured, failed, unchanged int
+	cpu, startWork              time.Duration
+}
+
+// tickSuspend samples every target once (at now; slow rereads the
+// module lists), drops the ones that are gone, and returns what it did.
+func tickSuspend(targets *[]*suspendTarget, now int64, slow bool, res *attach.Result) (n tickCounts) {
 	kept := (*targets)[:0]
 	for _, t := range *targets {
-		if t.sampler.tick(list, slow) == nil {
+		every := suspendListEvery
+		if !t.proc.probe {
+			every = suspendListNoProbe
+		}
+		list := now-t.listedAt >= int64(every)
+		if list {
+			t.listedAt = now
+		}
+		s := t.sampler
+		suspends, sampled, failed, unchanged, start := s.suspends, s.sampledCPU, s.failed, s.unchanged, s.startWork
+		err := s.tick(list, slow)
+		n.captured += s.suspends - suspends
+		n.cpu += time.Duration(s.sampledCPU - sampled)
+		n.startWork += time.Duration(s.startWork - start)
+		n.failed += s.failed - failed
+		n.unchanged += s.unchanged - unchanged
+		if err == nil {
 			kept = append(kept, t)
 			continue
 		}
@@ -370,4 +499,5 @@ func tickSuspend(targets *[]*suspendTarget, list, slow bool, res *attach.Result)
 	}
 	clear((*targets)[len(kept):])
 	*targets = kept
+	return n
 }

@@ -12,8 +12,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -41,6 +41,9 @@ const (
 	suspendListEvery   = 5 * time.Second // threads
 	suspendListNoProbe = 100 * time.Millisecond
 	suspendStopGrace   = 3 * time.Second
+	// suspendMaxSleep bounds one sleep, so that a cancelled recording
+	// ends soon at low rates.
+	suspendMaxSleep = 20 * time.Millisecond
 	// suspendProbeMax bounds the new threads one newThreads call returns
 	// (the next call goes on).
 	suspendProbeMax = 64
@@ -50,7 +53,13 @@ const (
 	// NtGetNextThread wants PROCESS_QUERY_INFORMATION.
 	probeAccess = windows.PROCESS_QUERY_INFORMATION
 
-	statusNoMoreEntries = 0x8000001A
+	threadPriorityTimeCritical = 15
+	statusNoMoreEntries        = 0x8000001A
+	// createWaitableTimerHighResolution asks CreateWaitableTimerExW for a
+	// timer that does not round to the system's clock tick (Windows 10
+	// 1803 and later).
+	createWaitableTimerHighResolution = 0x2
+	timerAllAccess                    = 0x1F0003
 )
 
 var le = binary.LittleEndian
@@ -64,6 +73,12 @@ var (
 	procNtQueryInfoThrd  = ntdll.NewProc("NtQueryInformationThread")
 	procNtGetNextThread  = ntdll.NewProc("NtGetNextThread")
 	procGetThreadId      = kernel32.NewProc("GetThreadId")
+	procSetThreadPrio    = kernel32.NewProc("SetThreadPriority")
+	procGetThreadPrio    = kernel32.NewProc("GetThreadPriority")
+	procCreateTimerEx    = kernel32.NewProc("CreateWaitableTimerExW")
+	procSetTimer         = kernel32.NewProc("SetWaitableTimer")
+	procNtDelayExecution = ntdll.NewProc("NtDelayExecution")
+	procWineVersion      = ntdll.NewProc("wine_get_version")
 )
 
 // liveWinProc is a target process.
@@ -430,31 +445,183 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 			}
 		}
 	}
-	// Ticks are jittered (uniform over half to one and a half intervals)
-	// so that they cannot fall in step with a periodic program.
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
+	return sampleSuspend(ctx, &targets, interval, notice, res)
+}
+
+// sampleSuspend ticks until the targets are gone or ctx is done. The
+// ticks run on a thread of their own at THREAD_PRIORITY_TIME_CRITICAL
+// (the top of the normal range; Wine 8 keeps it to itself), and sleep on
+// a high-resolution timer: Go's timers on Windows use a waitable timer,
+// which under Wine goes through wineserver and, with the targets busy on
+// every CPU, wakes up late (2 ms ticks stretched to 12 ms); under Wine
+// NtDelayExecution sleeps in the kernel instead. Each tick comes at a
+// deadline from the previous one, so that its work does not stretch the
+// interval, at the pace the pacer sets.
+func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time.Duration, notice func(string), res attach.Result) (out attach.Result, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer raisePriority()()
+	wine := wineVersion()
+	sl := newSleeper(wine != "")
+	defer sl.close()
+	pc := newPacer(interval)
+	var failed, unchanged int
+	cpu0, wall0 := processCPU(), attach.MonotonicNow()
+	defer func() {
+		out.Interval = pc.interval()
+		out.Stats = suspendStats(pc, wine)
+		out.Stats["suspend_captures"] = fmt.Sprintf("%d failed, %d of threads that had not run since", failed, unchanged)
+		if cpu0 >= 0 {
+			own, wall := processCPU()-cpu0, time.Duration(attach.MonotonicNow()-wall0)
+			out.Stats["suspend_gprof_cpu"] = fmt.Sprintf("%v (%.0f%% of %v)", own.Round(time.Millisecond), 100*own.Seconds()/wall.Seconds(), wall.Round(time.Millisecond))
+		}
+		if wine != "" {
+			out.RateAdvice = "under Wine each call that samples a thread is a round trip to wineserver, which waits for a CPU as the targets do: lower the rate (-r), or leave a CPU free"
+		} else {
+			out.RateAdvice = "lower the rate (-r), or run gprof elevated for the ETW backend"
+		}
+		if got := pc.interval(); got > interval+interval/20 {
+			why := ""
+			if wine != "" {
+				why = "under Wine "
+			}
+			notice(fmt.Sprintf("%seach sample costs %dµs (%s): the suspend backend sampled every %v instead of %v, to keep its sampling under %.0f%% of the time",
+				why, pc.perThread().Microseconds(), costWhy(wine), got.Round(100*time.Microsecond), interval, 100*suspendWorkShare))
+		}
+	}()
 	lastSlow := attach.MonotonicNow()
-	for len(targets) > 0 {
-		select {
-		case <-timer.C:
-			timer.Reset(interval/2 + rand.N(interval))
-		case <-ctx.Done():
-			for _, t := range targets {
+	deadline := attach.MonotonicNow() + int64(pc.next())
+	for len(*targets) > 0 {
+		if ctx.Err() != nil {
+			for _, t := range *targets {
 				if t.launched != nil {
 					res.ExitCode = t.launched.Stop(suspendStopGrace)
 				}
 			}
 			return res, nil
 		}
-		now := attach.MonotonicNow()
-		slow := now-lastSlow >= int64(suspendSlowEvery)
-		if slow {
-			lastSlow = now
+		start := attach.MonotonicNow()
+		if d := time.Duration(deadline - start); d > 0 {
+			sl.sleep(min(d, suspendMaxSleep))
+			continue
 		}
-		tickSuspend(&targets, now, slow, &res)
+		slow := start-lastSlow >= int64(suspendSlowEvery)
+		if slow {
+			lastSlow = start
+		}
+		n := tickSuspend(targets, start, slow, &res)
+		failed, unchanged = failed+n.failed, unchanged+n.unchanged
+		end := attach.MonotonicNow()
+		pc.tick(start, time.Duration(end-start)-n.startWork, n.captured, n.cpu)
+		deadline += int64(pc.next())
+		if deadline < end {
+			pc.late++
+			deadline = end
+		}
 	}
 	return res, nil
+}
+
+func costWhy(wine string) string {
+	if wine != "" {
+		return "round trips to wineserver"
+	}
+	return "system calls"
+}
+
+// suspendStats is what the profile records of the pace.
+func suspendStats(pc *pacer, wine string) map[string]string {
+	host := "windows"
+	if wine != "" {
+		host = "wine " + wine
+	}
+	return map[string]string{
+		"suspend_interval": fmt.Sprintf("%v (asked %v, longest %v; ticks held to %.0f%% of the time, on %s)", pc.interval().Round(10*time.Microsecond), pc.asked, pc.longest, 100*suspendWorkShare, host),
+		"suspend_tick_us":  pc.hist.String(),
+		"suspend_ticks":    fmt.Sprintf("%d (%d late), %d threads captured, %dµs each", pc.n, pc.late, pc.threads, pc.perThread().Microseconds()),
+	}
+}
+
+// processCPU returns gprof's CPU time, -1 if unknown.
+func processCPU() time.Duration {
+	var c, e, k, u windows.Filetime
+	if windows.GetProcessTimes(windows.CurrentProcess(), &c, &e, &k, &u) != nil {
+		return -1
+	}
+	ft := func(f windows.Filetime) int64 { return int64(f.HighDateTime)<<32 | int64(f.LowDateTime) }
+	return time.Duration((ft(k) + ft(u)) * 100)
+}
+
+// wineVersion returns Wine's version when gprof runs under Wine (its
+// ntdll exports wine_get_version), "" on Windows.
+func wineVersion() string {
+	if procWineVersion.Find() != nil {
+		return ""
+	}
+	r, _, _ := procWineVersion.Call()
+	if r == 0 {
+		return "?"
+	}
+	return windows.BytePtrToString(*(**byte)(unsafe.Pointer(&r)))
+}
+
+// raisePriority sets the calling thread's priority to time critical and
+// returns what restores it.
+func raisePriority() (restore func()) {
+	self := windows.CurrentThread()
+	old, _, _ := procGetThreadPrio.Call(uintptr(self))
+	if int32(old) == 0x7fffffff { // THREAD_PRIORITY_ERROR_RETURN
+		return func() {}
+	}
+	if r, _, _ := procSetThreadPrio.Call(uintptr(self), threadPriorityTimeCritical); r == 0 {
+		return func() {}
+	}
+	return func() { procSetThreadPrio.Call(uintptr(self), old) }
+}
+
+// sleeper sleeps the calling thread.
+type sleeper struct {
+	wine  bool
+	timer windows.Handle // high-resolution waitable timer; 0 if none
+}
+
+func newSleeper(wine bool) *sleeper {
+	sl := &sleeper{wine: wine && procNtDelayExecution.Find() == nil}
+	if !sl.wine && procCreateTimerEx.Find() == nil {
+		h, _, _ := procCreateTimerEx.Call(0, 0, createWaitableTimerHighResolution, timerAllAccess)
+		sl.timer = windows.Handle(h)
+	}
+	return sl
+}
+
+// sleep sleeps d: under Wine with NtDelayExecution (not alertable, it
+// sleeps on the Unix side, with no wineserver round trip; on Windows its
+// resolution is the system's clock tick, 15.6 ms by default); on Windows
+// on a high-resolution waitable timer, which Go's own timers use too;
+// without either (Windows before 10 1803), with time.Sleep.
+func (sl *sleeper) sleep(d time.Duration) {
+	due := -int64(d / 100) // relative, in 100 ns units
+	if due == 0 {
+		due = -1
+	}
+	switch {
+	case sl.wine:
+		procNtDelayExecution.Call(0, uintptr(unsafe.Pointer(&due)))
+	case sl.timer != 0:
+		if r, _, _ := procSetTimer.Call(uintptr(sl.timer), uintptr(unsafe.Pointer(&due)), 0, 0, 0, 0); r != 0 {
+			windows.WaitForSingleObject(sl.timer, windows.INFINITE)
+			return
+		}
+		time.Sleep(d)
+	default:
+		time.Sleep(d)
+	}
+}
+
+func (sl *sleeper) close() {
+	if sl.timer != 0 {
+		windows.CloseHandle(sl.timer)
+	}
 }
 
 // tickCounts is what a tick did: the threads it captured, the CPU time

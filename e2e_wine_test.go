@@ -3,6 +3,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The Windows suspend backend runs for real under Wine: gprof cross-built
@@ -127,8 +130,9 @@ func runWine(t *testing.T, args ...string) result {
 }
 
 // TestWineSuspendSplit: the suspend backend's shares of a 50/30/20 split
-// are within 3 points, with stacks unwound by .pdata from the leaf
-// through the program's thread function into Wine's kernel32 and ntdll.
+// are within 3 points (3.5 standard errors where that is more), with
+// stacks unwound by .pdata from the leaf through the program's thread
+// function into Wine's kernel32 and ntdll.
 func TestWineSuspendSplit(t *testing.T) {
 	for _, backend := range []string{"suspend", ""} {
 		name := backend
@@ -140,10 +144,12 @@ func TestWineSuspendSplit(t *testing.T) {
 			if backend != "" {
 				args = append(args, "--backend", backend)
 			}
-			// 6 s of CPU: about 3400 samples, so that a share's sampling
-			// error (sqrt(p(1-p)/N), 0.86 points at 50%) keeps 3 points
-			// beyond 3.5 standard errors; 3 s left it at 2.5.
-			r := runWine(t, append(args, "--", "./split.exe", "1", "6")...)
+			// 12 s of CPU: under Wine the backend samples a busy thread
+			// every 4 to 6 ms (see TestWineSuspendRate), 2000 to 3000
+			// samples, so that a share's sampling error (sqrt(p(1-p)/N),
+			// 0.9 to 1.1 points at 50%) keeps 3 points near 3.5 standard
+			// errors; the bound is the larger of the two.
+			r := runWine(t, append(args, "--", "./split.exe", "1", "12")...)
 			if r.code != 0 {
 				t.Fatalf("record under Wine: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
@@ -158,9 +164,10 @@ func TestWineSuspendSplit(t *testing.T) {
 					t.Errorf("%s missing from the report", fn)
 					continue
 				}
-				t.Logf("%s %.2f%%", fn, f.TotalPct)
-				if math.Abs(f.TotalPct-pct) > 3 {
-					t.Errorf("%s total time %.2f%%, want %.0f%% ± 3", fn, f.TotalPct, pct)
+				tol := max(3, 3.5*100*math.Sqrt(pct/100*(1-pct/100)/float64(rep.Samples)))
+				margin(t, fmt.Sprintf("%s total %% off %.0f%%", fn, pct), math.Abs(f.TotalPct-pct), tol)
+				if math.Abs(f.TotalPct-pct) > tol {
+					t.Errorf("%s total time %.2f%%, want %.0f%% ± %.1f", fn, f.TotalPct, pct, tol)
 				}
 			}
 			// Unwound through run (split.exe's .pdata) to the thread's
@@ -197,4 +204,148 @@ func TestWineSuspendAttach(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestSuspendLiveAttach") {
 		t.Fatalf("suspend.test.exe under Wine: %v", err)
 	}
+}
+
+// TestWineSuspendRate: the suspend backend takes the samples the rate
+// asks for, up to the cap it reports, under Wine: each of split.exe's
+// two busy threads gets at least 0.9 of its CPU time (as split.exe reads
+// it) over the interval the backend aimed for, quiet and beside a busy
+// loop, at 100 Hz to 1 kHz. Under Wine a sample costs round trips to
+// wineserver, so the backend aims for a longer interval than -r asks
+// when a tick's work would take more than a quarter of it; it says so in
+// a notice, and the interval is in the profile's metadata
+// (suspend_interval).
+//
+// The bound: a busy thread is sampled at each tick of its life, and the
+// ticks come at jittered intervals (uniform over half to one and a half
+// intervals), so the count of N expected ones varies by sqrt(N/12), and
+// by one at either end of the thread's life. split.exe's CPU time comes
+// in 10 ms steps under Wine and is read low, which only lowers N; beside
+// a busy loop a thread runs part of the time, and is sampled at every
+// tick at which it ran. So 0.9 N, less three of those standard
+// deviations and one sample, holds unless the backend really falls
+// short.
+func TestWineSuspendRate(t *testing.T) {
+	dir, _, _ := wineSetup(t)
+	for _, load := range []int{0, 1} {
+		for _, hz := range []int{1000, 500, 100} {
+			name := fmt.Sprintf("%dHz-loops%d", hz, load)
+			t.Run(name, func(t *testing.T) {
+				for range load {
+					loop := exec.Command("sh", "-c", "while :; do :; done")
+					if err := loop.Start(); err != nil {
+						t.Fatal(err)
+					}
+					defer loop.Wait()
+					defer loop.Process.Kill()
+				}
+				prof, sum := "rate-"+name+".json", "rate-"+name+"-summary.json"
+				r := runWine(t, "record", "--backend", "suspend", "-r", fmt.Sprint(hz), "-o", prof, "--json-output", sum, "--", "./split.exe", "2", "0.34")
+				if r.code != 0 {
+					t.Fatalf("record under Wine: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				}
+				t.Logf("%s", r.stderr)
+				cpu := map[int]float64{} // split.exe's own figures, ns
+				for _, line := range strings.Split(r.stdout, "\n") {
+					var tid int
+					var ns float64
+					if n, _ := fmt.Sscanf(line, "thread %d cpu_ns %g", &tid, &ns); n == 2 {
+						cpu[tid] = ns
+					}
+				}
+				if len(cpu) != 2 {
+					t.Fatalf("split.exe's output: %q", r.stdout)
+				}
+				interval := wineAimedInterval(t, filepath.Join(dir, prof))
+				asked := time.Second / time.Duration(hz)
+				margin(t, "interval aimed for (ms) / asked", interval.Seconds()*1e3, asked.Seconds()*1e3)
+				if interval < asked {
+					t.Errorf("interval aimed for %v, shorter than the %v asked for", interval, asked)
+				}
+				if interval > asked+asked/20 && !strings.Contains(r.stderr, "sampled every") {
+					t.Errorf("the backend aimed for %v, not the %v asked for, and said nothing of it:\n%s", interval, asked, r.stderr)
+				}
+				samples := map[int]int{}
+				for _, th := range wineReportThreads(t, filepath.Join(dir, prof)) {
+					samples[th.Tid] = th.Samples
+				}
+				for tid, ns := range cpu {
+					want := ns / float64(interval)
+					bound := 0.9*want - 3*math.Sqrt(want/12) - 1
+					margin(t, fmt.Sprintf("thread %d samples (%.0f ms of CPU, %.0f expected)", tid, ns/1e6, want), float64(samples[tid]), bound)
+					if float64(samples[tid]) < bound {
+						t.Errorf("thread %d: %d samples for %.0f ms of CPU at %v, want ≥ %.1f (0.9 of %.1f, less 3 sd and 1)", tid, samples[tid], ns/1e6, interval, bound, want)
+					}
+				}
+				// Whenever a busy thread gets less than 0.8, record says so.
+				b, err := os.ReadFile(filepath.Join(dir, sum))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s struct {
+					Ratio    *float64 `json:"sample_ratio"`
+					RatioMin *float64 `json:"sample_ratio_min"`
+				}
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+				if s.RatioMin != nil {
+					margin(t, "summary's sample_ratio_min", *s.RatioMin, 0.8)
+					if *s.RatioMin < 0.8 && !strings.Contains(r.stderr, "of the samples") {
+						t.Errorf("sample_ratio_min %.2f and no notice:\n%s", *s.RatioMin, r.stderr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// wineAimedInterval reads the interval the suspend backend aimed for
+// from a profile's metadata (suspend_interval).
+func wineAimedInterval(t *testing.T, path string) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Meta struct {
+			Gprof struct {
+				Extra map[string]string `json:"extra"`
+			} `json:"gprof"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	f := strings.Fields(p.Meta.Gprof.Extra["suspend_interval"])
+	if len(f) == 0 {
+		t.Fatalf("%s has no suspend_interval: %v", path, p.Meta.Gprof.Extra)
+	}
+	d, err := time.ParseDuration(f[0])
+	if err != nil {
+		t.Fatalf("suspend_interval %q: %v", f[0], err)
+	}
+	return d
+}
+
+type wineThread struct {
+	Tid     int `json:"tid"`
+	Samples int `json:"samples"`
+}
+
+// wineReportThreads returns report's threads of a profile.
+func wineReportThreads(t *testing.T, path string) []wineThread {
+	t.Helper()
+	r := gprof(t, "report", "--json", "--top", "1", path)
+	if r.code != 0 {
+		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
+	}
+	var rep struct {
+		Threads []wineThread `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report --json: %v", err)
+	}
+	return rep.Threads
 }

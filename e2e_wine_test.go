@@ -145,9 +145,9 @@ func TestWineSuspendSplit(t *testing.T) {
 				args = append(args, "--backend", backend)
 			}
 			// 12 s of CPU: under Wine the backend samples a busy thread
-			// every 4 to 6 ms (see TestWineSuspendRate), 2000 to 3000
+			// every 3 to 5 ms (see TestWineSuspendRate), 2400 to 4000
 			// samples, so that a share's sampling error (sqrt(p(1-p)/N),
-			// 0.9 to 1.1 points at 50%) keeps 3 points near 3.5 standard
+			// 0.8 to 1 point at 50%) keeps 3 points near 3.5 standard
 			// errors; the bound is the larger of the two.
 			r := runWine(t, append(args, "--", "./split.exe", "1", "12")...)
 			if r.code != 0 {

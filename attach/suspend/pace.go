@@ -5,12 +5,13 @@ package suspend
 // GetThreadContext, ReadProcessMemory and ResumeThread is a round trip to
 // wineserver, 30 µs to a ms each (wineserver waits for a CPU like any
 // process), and the threads sampled stay suspended meanwhile. So the
-// pacer measures each tick's work as it goes and aims for an interval at
-// least 1/suspendWorkShare times the usual work of a tick, or the one
-// asked for when that is longer: the backend then keeps up with the rate
-// it aims for, and slows its targets by about that share at most. The
-// interval aimed for is what the backend reports (attach.Result.Interval)
-// and what record judges the samples against.
+// pacer measures each tick's work per thread captured as it goes and aims
+// for an interval of at least 1/suspendWorkShare times the usual work of
+// a tick that captures the threads captured lately, or the one asked for
+// when that is longer: the backend then keeps up with the rate it aims
+// for, and slows its targets by about that share at most. The interval
+// aimed for is what the backend reports (attach.Result.Interval) and
+// what record judges the samples against.
 
 import (
 	"fmt"
@@ -22,33 +23,51 @@ import (
 
 const (
 	// suspendWorkShare is the share of the time a tick's work may take.
-	suspendWorkShare = 0.25
-	// The usual work of a tick is the median of the last pacerWindow
-	// ticks' (so that a few very slow ticks, a GC, a list, a target's
-	// threads starting, which under Wine can hold a tick for 50 ms, do
-	// not move it), times the tail: how much the mean exceeds the median,
-	// averaged over about pacerTailTicks ticks, each counted up to
+	suspendWorkShare = 0.2
+	// A tick's work is mostly so much per thread captured. The usual work
+	// per thread is the median of the last pacerWindow ticks', or of
+	// those of the last pacerWindowFor when fewer (but pacerWindowMin at
+	// least): so that a few very slow ticks, a GC, a list, the target
+	// starting (under Wine a process whose loader runs, or a thread that
+	// starts, stops only when done, which can hold a tick for 40 ms) do
+	// not move it, and it comes back soon after a run of them, whatever
+	// the interval then. It is counted times the tail: how much the mean
+	// exceeds the median, averaged over about pacerTailTicks ticks or
+	// pacerTailFor, whichever is shorter, each tick counted up to
 	// pacerTailCap times the median. Under Wine a tick's work has a long
-	// tail (the mean about twice the median, the 90th percentile five
-	// times), which makes ticks late as much as the median does.
+	// tail (the mean about 1.5 times the median, the 90th percentile
+	// three to five times), which makes ticks late as much as the median
+	// does.
 	pacerWindow    = 9
-	pacerTailTicks = 32
-	pacerTailCap   = 10
+	pacerWindowFor = 100 * time.Millisecond
+	pacerWindowMin = 3
+	pacerTailTicks = 16
+	pacerTailFor   = 250 * time.Millisecond
+	pacerTailCap   = 5
 	pacerTailStart = 1.5
-	// pacerHold is how long the work must stay well under the share
-	// before the interval comes down: record judges each thread's samples
-	// against one interval for the whole recording, which should then be
-	// the one each thread was sampled at, not an average of very
-	// different ones (the last thread left alone at a short interval).
+	// pacerHold is how long the interval counts threads that are no
+	// longer captured: record judges each thread's samples against one
+	// interval for the whole recording, which should then be the one each
+	// thread was sampled at, not one halved for the last thread left
+	// running.
 	pacerHold = 250 * time.Millisecond
 )
 
 // pacer sets the interval between ticks.
 type pacer struct {
 	asked, cur time.Duration
-	// work holds the last ticks' work (a ring); n counts the ticks.
-	work [pacerWindow]time.Duration
-	n    int
+	// per holds the last ticks' work per thread captured and when they
+	// started (a ring), of ticks that captured any; nPer counts those, n
+	// all ticks.
+	per     [pacerWindow]time.Duration
+	perAt   [pacerWindow]int64
+	nPer, n int
+	// peak is the most threads a tick captured lately, fewer since
+	// fewer (0: not fewer) for pacerHold.
+	peak  int
+	fewer int64
+	// tail is how much the mean work exceeds the median, lately.
+	tail float64
 	// cpu is the CPU time the samples taken stand for (their CPU
 	// deltas), aimed the samples the interval aimed for asked for of it
 	// then: their ratio is the interval record should judge the samples
@@ -66,10 +85,6 @@ type pacer struct {
 	hist    workHist
 	// perHist counts each tick's work per thread captured.
 	perHist workHist
-	// lowSince is when the work fell well under the share (0: it is not).
-	lowSince int64
-	// tail is how much the mean work exceeds the median, lately.
-	tail float64
 }
 
 func newPacer(asked time.Duration) *pacer {
@@ -85,44 +100,50 @@ func (p *pacer) next() time.Duration {
 
 // tick records a tick that started at start (ns), took work, captured
 // threads threads and took samples for cpu of their CPU time, and
-// adjusts the interval.
+// adjusts the interval: up as soon as the usual work outgrows the share,
+// down when it has fallen well below it.
 func (p *pacer) tick(start int64, work time.Duration, threads int, cpu time.Duration) {
-	p.cpu += float64(cpu)
-	p.aimed += float64(cpu) / float64(p.cur)
-	p.work[p.n%pacerWindow] = work
+	p.count(cpu)
 	p.n++
 	p.total += work
 	p.threads += threads
 	p.hist.add(work)
-	if threads > 0 {
-		p.perHist.add(work / time.Duration(threads))
+	switch {
+	case threads >= p.peak:
+		p.peak, p.fewer = threads, 0
+	case p.fewer == 0:
+		p.fewer = start
+	case start-p.fewer >= int64(pacerHold):
+		p.peak, p.fewer = threads, start
 	}
-	if p.n < pacerWindow {
+	if threads == 0 {
 		return
 	}
-	// Up as soon as the usual work outgrows the share, down once it has
-	// stayed well below it for pacerHold.
-	sorted := p.work
-	slices.Sort(sorted[:])
-	med := sorted[pacerWindow/2]
-	if med > 0 {
-		r := min(float64(work)/float64(med), pacerTailCap)
-		p.tail += (r - p.tail) / pacerTailTicks
+	per := work / time.Duration(threads)
+	p.perHist.add(per)
+	since := start - p.perAt[(p.nPer+pacerWindow-1)%pacerWindow]
+	p.per[p.nPer%pacerWindow], p.perAt[p.nPer%pacerWindow] = per, start
+	p.nPer++
+	if p.nPer < pacerWindow {
+		return
 	}
-	want := p.need(time.Duration(float64(med) * max(p.tail, 1)))
-	switch {
-	case want > p.cur+p.cur/10:
-		p.lowSince = 0
-	case want < p.cur*3/4:
-		if p.lowSince == 0 {
-			p.lowSince = start
+	var window [pacerWindow]time.Duration
+	recent := window[:0]
+	for i := range pacerWindow {
+		j := (p.nPer - 1 - i) % pacerWindow
+		if i >= pacerWindowMin && start-p.perAt[j] > int64(pacerWindowFor) {
+			break
 		}
-		if start-p.lowSince < int64(pacerHold) {
-			return
-		}
-		p.lowSince = 0
-	default:
-		p.lowSince = 0
+		recent = append(recent, p.per[j])
+	}
+	slices.Sort(recent)
+	med := recent[len(recent)/2]
+	if med > 0 {
+		r := min(float64(per)/float64(med), pacerTailCap)
+		p.tail += (r - p.tail) * max(1.0/pacerTailTicks, min(float64(since)/float64(pacerTailFor), 1))
+	}
+	want := p.need(time.Duration(float64(med) * max(p.tail, 1) * float64(p.peak)))
+	if want <= p.cur+p.cur/10 && want >= p.cur*3/4 {
 		return
 	}
 	p.cur = want
@@ -130,6 +151,13 @@ func (p *pacer) tick(start int64, work time.Duration, threads int, cpu time.Dura
 		p.capped = true
 		p.longest = max(p.longest, p.cur)
 	}
+}
+
+// count counts the CPU time a tick's samples stand for, at the interval
+// they were aimed at.
+func (p *pacer) count(cpu time.Duration) {
+	p.cpu += float64(cpu)
+	p.aimed += float64(cpu) / float64(p.cur)
 }
 
 // need returns the interval that work fits in: the one asked for, or

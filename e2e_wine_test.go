@@ -145,10 +145,10 @@ func TestWineSuspendSplit(t *testing.T) {
 				args = append(args, "--backend", backend)
 			}
 			// 12 s of CPU: under Wine the backend samples a busy thread
-			// every 3 to 5 ms (see TestWineSuspendRate), 2400 to 4000
+			// every 2 to 3 ms (see TestWineSuspendRate), 4000 to 6000
 			// samples, so that a share's sampling error (sqrt(p(1-p)/N),
-			// 0.8 to 1 point at 50%) keeps 3 points near 3.5 standard
-			// errors; the bound is the larger of the two.
+			// 0.6 to 0.8 points at 50%) keeps 3 points beyond 3.5
+			// standard errors; the bound is the larger of the two.
 			r := runWine(t, append(args, "--", "./split.exe", "1", "12")...)
 			if r.code != 0 {
 				t.Fatalf("record under Wine: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -212,8 +212,8 @@ func TestWineSuspendAttach(t *testing.T) {
 // it) over the interval the backend aimed for, quiet and beside a busy
 // loop, at 100 Hz to 1 kHz. Under Wine a sample costs round trips to
 // wineserver, so the backend aims for a longer interval than -r asks
-// when a tick's work would take more than a quarter of it; it says so in
-// a notice, and the interval is in the profile's metadata
+// when a tick's work would take more than a fifth of it; it says so in a
+// notice, and the interval is in the profile's metadata
 // (suspend_interval).
 //
 // The bound: a busy thread is sampled at each tick of its life, and the

@@ -35,6 +35,9 @@ type Driver struct {
 	// dispatcher. An error made with Unavailable lets Auto go on to the
 	// next backend.
 	Start func(ctx context.Context, opts Options, h Handler) (Result, error)
+	// SystemWide: the backend can record every process on the machine
+	// (Options.SystemWide).
+	SystemWide bool
 	// Settle, when set, waits until the backend holds no target thread
 	// suspended and keeps it so (see Settle).
 	Settle func()
@@ -140,12 +143,34 @@ func Unavailable(err error, what, why string, notices ...string) error {
 // then runs the backend asked for or, for Auto, the first of Backends that
 // is available.
 func record(ctx context.Context, opts Options, h Handler) (Result, error) {
-	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
+	switch {
+	case opts.SystemWide:
+		if len(opts.Pids)+len(opts.Tids) > 0 {
+			return Result{ExitCode: -1}, fmt.Errorf("record: a system-wide recording takes no Pids or Tids")
+		}
+	case (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0):
 		return Result{ExitCode: -1}, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
 	}
 	platform := registered()
 	if len(platform) == 0 {
 		return Result{ExitCode: -1}, ErrUnsupported
+	}
+	if opts.SystemWide {
+		// Only the backends that can; Auto does not fall back to one
+		// that would record less than the whole machine.
+		var can []Driver
+		for _, d := range platform {
+			if d.SystemWide {
+				can = append(can, d)
+			}
+		}
+		switch {
+		case len(can) == 0:
+			return Result{ExitCode: -1}, fmt.Errorf("system-wide recording (-a) is not supported on this platform yet: %w", ErrUnsupported)
+		case opts.Backend != Auto && !slices.ContainsFunc(can, func(d Driver) bool { return d.Name == opts.Backend }):
+			return Result{ExitCode: -1}, fmt.Errorf("the %s backend cannot record system-wide (-a): it samples only processes it attaches to; use --backend %s", opts.Backend, can[0].Name)
+		}
+		platform = can
 	}
 	if err := resolveTargets(&opts); err != nil {
 		return Result{ExitCode: -1}, err

@@ -173,15 +173,20 @@ func (e *Switch) eventTime() int64 { return e.Time }
 
 // Options configure a recording.
 type Options struct {
-	// Either Command is set, or Pids and Tids. Pids are processes, sampled
-	// whole with the threads and processes they create later; Tids are
-	// single threads, sampled alone (not their siblings, nor the threads
-	// they create).
+	// Either Command is set, or Pids and Tids, or SystemWide. Pids are
+	// processes, sampled whole with the threads and processes they create
+	// later; Tids are single threads, sampled alone (not their siblings,
+	// nor the threads they create).
 	Pids    []int
 	Tids    []int
 	Command []string // argv; Command[0] is looked up in PATH
-	Env     []string // environment for Command; nil means inherit
-	Dir     string   // working directory for Command; "" means inherit
+	// SystemWide samples every process on the machine, those that start
+	// during the recording too, and kernel threads when Kernel is set.
+	// With a Command, the recording ends when the command exits. Only
+	// backends registered with Driver.SystemWide can.
+	SystemWide bool
+	Env        []string // environment for Command; nil means inherit
+	Dir        string   // working directory for Command; "" means inherit
 
 	Interval time.Duration // time between samples of a running thread
 	Kernel   bool          // also record kernel frames, when permitted
@@ -228,6 +233,12 @@ type Result struct {
 	// samples than the interval asks for (see record's rate check); ""
 	// for the generic advice.
 	RateAdvice string
+	// Layout says how the backend arranged its sampling when it had a
+	// choice, for the summary (the perf backend: "per-thread" events, as
+	// perf record -p opens them, or "per-cpu" events filtered to the
+	// targets); Files is how many files that took.
+	Layout string
+	Files  int
 	// Stats are the backend's own figures on how sampling went (stop
 	// latencies, say), by name, for the profile's metadata: diagnostics,
 	// not an interface.

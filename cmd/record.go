@@ -67,6 +67,9 @@ Examples:
    # attach to two running processes for 10 seconds at 4 kHz
    ./bin/gprof record -p 1234 -p 5678 -d 10 -r 4000 -o server.json.gz
 
+   # every process on the machine while a build runs
+   ./bin/gprof record -a -o build.json.gz -- make -j8
+
    # one thread (TID 1240) of a process, alone, for 10 seconds
    ./bin/gprof record -t 1240 -d 10
 
@@ -76,6 +79,7 @@ Examples:
 
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
+			&cli.BoolFlag{Name: "system-wide", Aliases: []string{"a"}, Usage: "record every process on the machine, and those that start, each with its threads (kernel threads too with -k), until Ctrl-C, -d, or the command given after '--' exits (perf backend; needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0)"},
 			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
 			&cli.Float64Flag{Name: "rate", Aliases: []string{"r", "F"}, Value: 1000, Usage: "sample each running thread `HZ` times per second of CPU time"},
 			&cli.StringFlag{Name: "interval", Aliases: []string{"i"}, Usage: "sample every `DURATION` of CPU time (e.g. 250us), instead of --rate"},
@@ -133,6 +137,13 @@ type recordSummary struct {
 	// of CPU.
 	SampleRatio    *float64 `json:"sample_ratio,omitempty"`
 	SampleRatioMin *float64 `json:"sample_ratio_min,omitempty"`
+	// EventLayout is how the perf backend opened its events: per-thread
+	// (one per target thread and CPU, as perf record -p) or per-cpu (one
+	// per CPU, filtered to the targets: when the former would not fit the
+	// file limit, and always with -a); EventFiles how many files they
+	// took. Absent for the other backends.
+	EventLayout string `json:"event_layout,omitempty"`
+	EventFiles  int    `json:"event_files,omitempty"`
 }
 
 // ratio rounds a sample ratio for the summary; 0 (no figure) is nil.
@@ -230,6 +241,7 @@ func runRecord(c *cli.Context) error {
 		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
 		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
 		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
+		EventLayout: res.Layout, EventFiles: res.Files,
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -292,10 +304,14 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, err
 	}
 	o.Attach.Command = c.Args().Slice()
+	o.Attach.SystemWide = c.Bool("system-wide")
 	attaching := len(o.Attach.Pids)+len(o.Attach.Tids) > 0
 	switch {
+	case o.Attach.SystemWide && attaching:
+		return o, usagef("-a records every process already: give it without -p / -t")
+	case o.Attach.SystemWide:
 	case !attaching && len(o.Attach.Command) == 0:
-		return o, usagef("nothing to profile: give a command after '--' or a process with -p PID")
+		return o, usagef("nothing to profile: give a command after '--', a process with -p PID, or -a for every process")
 	case attaching && len(o.Attach.Command) > 0:
 		return o, usagef("give either a command or -p PID / -t TID, not both")
 	}

@@ -44,6 +44,7 @@ complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s iden
 complete -c gprof -n 'not __gprof_command' -a help -d 'show the help of gprof or of one command'
 
 complete -c gprof -n '__gprof_using record' -s p -l pid -x -a '(__fish_complete_pids)' -d 'attach to process PID'
+complete -c gprof -n '__gprof_using record' -s a -l system-wide -d 'record every process on the machine, and those that start, each with its threads'
 complete -c gprof -n '__gprof_using record' -s t -l tid -x -d 'attach to thread TID alone'
 complete -c gprof -n '__gprof_using record' -s r -s F -l rate -x -d 'sample each running thread HZ times per second of CPU time'
 complete -c gprof -n '__gprof_using record' -s i -l interval -x -d 'sample every DURATION of CPU time'

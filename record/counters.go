@@ -30,6 +30,9 @@ type counterSampler struct {
 	threads map[int]*threadSeries
 	loops   int
 	scratch map[int]int64
+	// threadsAt is when each pid's threads are read next, readAt the
+	// process (monotonic ns; see threadCostFactor).
+	threadsAt, readAt map[int]int64
 	// power holds the energy counters' readings, by name.
 	powerTime []int64
 	power     map[string][]float64
@@ -43,8 +46,15 @@ type threadSeries struct {
 }
 
 // threadEvery is how many loops apart threads' CPU times are read: a file
-// per thread, so less often than the process counters.
-const threadEvery = 2
+// per thread, so less often than the process counters; and, for a process
+// of thousands of threads, at most once per threadCostFactor times what
+// reading them took, so that the counters' cost does not grow with
+// threads that only wait (calibrate needs a thread's first and latest
+// readings, not many).
+const (
+	threadEvery      = 2
+	threadCostFactor = 50
+)
 
 // procSeries is one pid's readings, as absolute values.
 type procSeries struct {
@@ -77,7 +87,7 @@ type energyReading struct {
 }
 
 func newCounterSampler(interval time.Duration, probe counterProbe) *counterSampler {
-	return &counterSampler{interval: interval, probe: probe, live: map[int]bool{}, series: map[int]*procSeries{}, done: make(chan struct{})}
+	return &counterSampler{interval: interval, probe: probe, live: map[int]bool{}, series: map[int]*procSeries{}, readAt: map[int]int64{}, done: make(chan struct{})}
 }
 
 // started and exited keep the set of processes to sample; the builder
@@ -129,9 +139,18 @@ func (c *counterSampler) run() {
 		c.mu.Unlock()
 		now := c.probe.now()
 		for _, pid := range pids {
+			// A process's CPU clock sums its threads' as it is read:
+			// 0.8 ms for 10,000 threads. Such a process is read less
+			// often, at most threadCostFactor times what a read took.
+			if now < c.readAt[pid] {
+				continue
+			}
 			rss, cpu, ok := c.probe.read(pid)
 			if !ok {
 				continue
+			}
+			if cost := c.probe.now() - now; cost*threadCostFactor > int64(c.interval) {
+				c.readAt[pid] = now + cost*threadCostFactor
 			}
 			s := c.series[pid]
 			if s == nil {
@@ -153,12 +172,16 @@ func (c *counterSampler) run() {
 		}
 		if c.loops%threadEvery == 0 {
 			if c.threads == nil {
-				c.threads, c.scratch = map[int]*threadSeries{}, map[int]int64{}
+				c.threads, c.scratch, c.threadsAt = map[int]*threadSeries{}, map[int]int64{}, map[int]int64{}
 			}
 			for _, pid := range pids {
+				if now < c.threadsAt[pid] {
+					continue
+				}
 				clear(c.scratch)
 				c.probe.threadsCPU(pid, c.scratch)
 				t := c.probe.now()
+				c.threadsAt[pid] = now + (t-now)*threadCostFactor
 				for tid, cpu := range c.scratch {
 					ts := c.threads[tid]
 					if ts == nil {

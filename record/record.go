@@ -58,9 +58,13 @@ type Result struct {
 	Discarded uint64
 	// NoStackCPU is CPU time the profile counts (in its samples' CPU
 	// deltas) that no sample's stack shows; NoStackReason says why.
-	NoStackCPU            time.Duration
-	NoStackReason         string
-	Backend, Event        string
+	NoStackCPU     time.Duration
+	NoStackReason  string
+	Backend, Event string
+	// Layout and Files: how the backend arranged its sampling and how
+	// many files that took (attach.Result's), where it had a choice.
+	Layout                string
+	Files                 int
 	SymbolicatedAddresses int
 	// OffCPUSwitches counts the times threads went off the CPU (with
 	// --off-cpu); OffCPUUnstacked those with no stack of their own.
@@ -167,6 +171,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
 		NoStackCPU: res.NoStackCPU, NoStackReason: res.NoStackReason,
+		Layout: res.Layout, Files: res.Files,
+	}
+	if res.Layout != "" {
+		prof.Meta.Extra["event_layout"] = res.Layout
 	}
 	if res.NoStackCPU > 0 {
 		prof.Meta.Extra["no_stack_cpu_ms"] = fmt.Sprintf("%.1f", res.NoStackCPU.Seconds()*1000)

@@ -140,6 +140,12 @@ type decoder struct {
 	trailerTime int // offset of time from the trailer start; -1 if none
 	trailerTid  int // offset of pid, tid from the trailer start; -1 if none
 
+	// filter, when set, keeps only the records of its targets (the
+	// per-CPU layout's events see every task; see layout.go).
+	filter *targets
+	// dropped counts the samples filter dropped.
+	dropped uint64
+
 	// switchIDs names the events (by PERF_SAMPLE_IDENTIFIER) that sample
 	// context switches for off-CPU stacks; their samples are Switch ones.
 	switchIDs map[uint64]bool
@@ -237,11 +243,17 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			b.events = append(b.events, s)
 		}
 	case unix.PERF_RECORD_MMAP2:
+		if len(rec) >= 16 && d.filter != nil && !d.filter.keep(int(ne.Uint32(rec[8:])), int(ne.Uint32(rec[12:]))) {
+			return
+		}
 		if m := d.decodeMmap2(rec, misc); m != nil {
 			b.events = append(b.events, m)
 		}
 	case unix.PERF_RECORD_COMM:
 		if len(rec) < 16+d.trailerLen {
+			return
+		}
+		if d.filter != nil && !d.filter.keep(int(ne.Uint32(rec[8:])), int(ne.Uint32(rec[12:]))) {
 			return
 		}
 		c := &attach.Comm{
@@ -262,6 +274,14 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		pid, ppid := int(ne.Uint32(rec[8:])), int(ne.Uint32(rec[12:]))
 		tid, ptid := int(ne.Uint32(rec[16:])), int(ne.Uint32(rec[20:]))
 		t := int64(ne.Uint64(rec[24:]))
+		if d.filter != nil {
+			if typ == unix.PERF_RECORD_FORK {
+				d.filter.fork(pid, ppid)
+			}
+			if !d.filter.keep(pid, tid) {
+				return
+			}
+		}
 		if typ == unix.PERF_RECORD_FORK {
 			b.events = append(b.events, &attach.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
 		} else {
@@ -286,16 +306,22 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		b.events = append(b.events, &attach.Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_THROTTLE:
 		d.throttled = true
-	case unix.PERF_RECORD_SWITCH:
-		// Header and sample_id trailer only; the trailer names the task.
+	case unix.PERF_RECORD_SWITCH, unix.PERF_RECORD_SWITCH_CPU_WIDE:
+		// The sample_id trailer names the task switched out or in (a
+		// per-CPU event's record also names the task on the other side
+		// of the switch, which is not needed).
 		if d.trailerTid < 0 || len(rec) < 8+d.trailerLen {
 			return
 		}
 		off := len(rec) - d.trailerLen + d.trailerTid
+		pid, tid := int(ne.Uint32(rec[off:])), int(ne.Uint32(rec[off+4:]))
+		if d.filter != nil && !d.filter.keep(pid, tid) {
+			return
+		}
 		b.events = append(b.events, &attach.Switch{
 			Time:    d.trailerTimeOf(rec),
-			Pid:     int(ne.Uint32(rec[off:])),
-			Tid:     int(ne.Uint32(rec[off+4:])),
+			Pid:     pid,
+			Tid:     tid,
 			Out:     misc&unix.PERF_RECORD_MISC_SWITCH_OUT != 0,
 			Preempt: misc&unix.PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0,
 		})
@@ -330,6 +356,13 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *attach.Sample
 		s.Pid = int(ne.Uint32(rec[p:]))
 		s.Tid = int(ne.Uint32(rec[p+4:]))
 		p += 8
+		if d.filter != nil && !d.filter.keep(s.Pid, s.Tid) {
+			// Another process's, seen by a per-CPU event: given back
+			// before anything is copied.
+			b.nsamp--
+			d.dropped++
+			return nil
+		}
 	}
 	if st&unix.PERF_SAMPLE_TIME != 0 {
 		if !need(8) {

@@ -85,6 +85,11 @@ type perfSession struct {
 	periodIsNs   bool
 	// switchStacksDenied: off-CPU stacks cannot be sampled (see openSwitches).
 	switchStacksDenied bool
+	// layout is how the events are opened (see layout.go).
+	layout layout
+	// watch, when set, are the processes whose end ends the recording
+	// (a system-wide recording of a command: the command).
+	watch []int
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -94,7 +99,7 @@ func (s *perfSession) notice(format string, args ...any) {
 // The perf backend is Linux's first: Auto falls back to ptrace when perf
 // events are denied.
 func init() {
-	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf})
+	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true})
 }
 
 func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res attach.Result, err error) {
@@ -132,15 +137,26 @@ func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res
 
 	first := &batch{}
 	var l *proc.Launched
-	if len(opts.Command) > 0 {
+	setup := attach.MonotonicNow()
+	switch {
+	case len(opts.Command) > 0:
 		var err error
 		if l, err = proc.Launch(opts.Command, opts.Env, opts.Dir); err != nil {
 			return res, err
 		}
-		s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
-		if err := s.openTask(l.Pid); err != nil {
-			l.Abort()
-			return res, s.openError(err, l.Pid, opts.Command[0])
+		if opts.SystemWide {
+			// Everything, from before the command starts until it exits.
+			if err := s.openSystem(first); err != nil {
+				l.Abort()
+				return res, err
+			}
+			s.watch = []int{l.Pid}
+		} else {
+			s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
+			if err := s.openTask(l.Pid); err != nil {
+				l.Abort()
+				return res, s.openError(err, l.Pid, opts.Command[0])
+			}
 		}
 		if err := l.Release(); err != nil {
 			l.Abort()
@@ -149,14 +165,23 @@ func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res
 		if err := l.Started(); err != nil {
 			return res, err
 		}
-	} else {
+	case opts.SystemWide:
+		if err := s.openSystem(first); err != nil {
+			return res, err
+		}
+	default:
 		s.attr.Bits |= unix.PerfBitInherit
 		if err := s.attach(first); err != nil {
 			return res, err
 		}
 	}
+	res.Layout, res.Files = s.layout.String(), len(s.fds)
+	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(attach.MonotonicNow()-setup)/1e6)}
 
 	reason := s.run(ctx, first, h, &res, notify)
+	if s.dec.dropped > 0 {
+		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.dropped)
+	}
 
 	if l != nil {
 		if reason == stopExited {
@@ -594,6 +619,22 @@ func (s *perfSession) attach(b *batch) error {
 			return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 		}
 	}
+	threads := len(s.opts.Tids)
+	for _, pid := range s.opts.Pids {
+		tids, _ := proc.ListTasks(pid)
+		threads += len(tids)
+	}
+	var err error
+	if s.layout, err = s.chooseLayout(threads); err != nil {
+		return err
+	}
+	if s.layout == perCPU {
+		if err := s.openCPUs(); err != nil {
+			return s.openError(err, 0, "every task")
+		}
+		s.dec.filter = newTargets(s.opts.Pids, s.opts.Tids)
+		return s.synthesize(b, t0)
+	}
 	for _, pid := range s.opts.Pids {
 		tids, err := proc.ListTasks(pid)
 		if err != nil {
@@ -661,10 +702,14 @@ func (s *perfSession) attach(b *batch) error {
 			}
 		}
 	}
-	// Synthesize names and mappings, dated before any sample. A thread
-	// alone gets its process's mappings too, so its frames are named, and
-	// its process's command line, to name the process.
-	var synth []attach.Event
+	return s.synthesize(b, t0)
+}
+
+// synthesize adds to b the names and mappings of the targets that exist
+// already, dated t0, before any sample: the kernel reports only those
+// that change. A thread alone gets its process's mappings too, so its
+// frames are named, and its process's command line, to name the process.
+func (s *perfSession) synthesize(b *batch, t0 int64) error {
 	procTids := map[int][]int{}
 	for _, pid := range s.opts.Pids {
 		procTids[pid], _ = proc.ListTasks(pid)
@@ -674,6 +719,14 @@ func (s *perfSession) attach(b *batch) error {
 			procTids[pid] = append(procTids[pid], tid)
 		}
 	}
+	s.synthesizeTasks(b, t0, procTids)
+	return nil
+}
+
+// synthesizeTasks adds to b the names of the threads procTids lists, by
+// process, and their processes' mappings, dated t0.
+func (s *perfSession) synthesizeTasks(b *batch, t0 int64, procTids map[int][]int) {
+	var synth []attach.Event
 	for pid, tids := range procTids {
 		argv := proc.ReadCmdline(pid)
 		for _, tid := range tids {
@@ -690,7 +743,7 @@ func (s *perfSession) attach(b *batch) error {
 		for _, m := range maps {
 			synth = append(synth, m)
 		}
-		if !slices.Contains(s.opts.Pids, pid) {
+		if !s.opts.SystemWide && !slices.Contains(s.opts.Pids, pid) {
 			if s.threadMaps == nil {
 				s.threadMaps = map[int]map[procmaps.Key]bool{}
 			}
@@ -702,6 +755,50 @@ func (s *perfSession) attach(b *batch) error {
 		}
 	}
 	b.events = append(synth, b.events...)
+}
+
+// openSystem opens the per-CPU events of a system-wide recording and
+// synthesizes the names and mappings of every process running, and of the
+// kernel's threads with -k (the events come first, so that a process
+// starting meanwhile is in one or the other).
+func (s *perfSession) openSystem(b *batch) error {
+	t0 := attach.MonotonicNow()
+	s.layout = perCPU
+	if err := s.tryCPUWide(); err != nil {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			p, _ := proc.ReadSysctlInt("perf_event_paranoid")
+			return fmt.Errorf("recording every process (-a) is not permitted (kernel.perf_event_paranoid=%d): %w; run gprof as root or with CAP_PERFMON, or allow it with `sysctl kernel.perf_event_paranoid=0`", p, attach.ErrPermission)
+		}
+		return s.openError(err, 0, "")
+	}
+	if err := s.openCPUs(); err != nil {
+		return s.openError(err, 0, "")
+	}
+	pids, err := proc.ListProcesses()
+	if err != nil {
+		return err
+	}
+	procTids := map[int][]int{}
+	var kthreads []int
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			continue
+		}
+		if _, _, kthread, ok := proc.TaskInfo(pid); !ok {
+			continue
+		} else if kthread {
+			kthreads = append(kthreads, pid)
+			if !s.opts.Kernel {
+				continue
+			}
+		}
+		if tids, err := proc.ListTasks(pid); err == nil {
+			procTids[pid] = tids
+		}
+	}
+	s.dec.filter = systemTargets(kthreads, s.opts.Kernel)
+	s.dec.filter.self = os.Getpid()
+	s.synthesizeTasks(b, t0, procTids)
 	return nil
 }
 
@@ -842,7 +939,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 				s.rescanMaps(b)
 				flush(b)
 			}
-			if len(s.opts.Pids)+len(s.opts.Tids) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+			if len(s.opts.Pids)+len(s.opts.Tids)+len(s.watch) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
 				lastCheck = time.Now()
 				if !s.anyPidAlive() {
 					flush(getBatch())
@@ -880,8 +977,30 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 }
 
 // anyPidAlive reports whether an attached pid still runs. Children that
-// inherited events are not checked; POLLHUP covers them.
+// inherited events are not checked; POLLHUP covers them. Per-CPU events
+// never hang up: then the processes the targets started count too, and
+// a system-wide recording of a command ends with the command.
 func (s *perfSession) anyPidAlive() bool {
+	gone := func(pid int) bool {
+		st := proc.ProcessState(pid)
+		return st == 0 || st == 'Z' || st == 'X'
+	}
+	if s.watch != nil {
+		return !slices.ContainsFunc(s.watch, gone)
+	}
+	if f := s.dec.filter; f != nil && !f.all {
+		alive := false
+		for _, pid := range f.followed() {
+			if gone(pid) {
+				f.forget(pid)
+			} else {
+				alive = true
+			}
+		}
+		if alive {
+			return true
+		}
+	}
 	for _, pid := range slices.Concat(s.opts.Pids, s.opts.Tids) {
 		if st := proc.ProcessState(pid); st != 0 && st != 'Z' && st != 'X' {
 			return true

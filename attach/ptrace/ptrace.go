@@ -236,6 +236,10 @@ type ptSampler struct {
 	stats    ptStats
 	priority string // how the stoppers got ahead of their targets
 	noticed  map[string]bool
+
+	// sweepGen is raised when a cold thread ran: every stopper then looks
+	// at all its cold threads (see coldAfter, checkCold).
+	sweepGen atomic.Uint64
 }
 
 type ptProc struct {
@@ -252,6 +256,13 @@ type ptProc struct {
 	exe     [2]uint64 // dev, inode of /proc/PID/exe, to notice exec
 	mapsAt  int64
 	denied  bool // seizing failed with EPERM; left alone
+	// nextScan is when its threads are next listed: listing 10,000 of
+	// them takes milliseconds, so a process is listed at most every
+	// scanCostFactor times what its last listing cost.
+	nextScan time.Time
+	// nextCold is when its CPU clock is next read (checkCold); slowAt
+	// when its names and mappings were last reread.
+	nextCold, slowAt time.Time
 }
 
 type ptThread struct {
@@ -373,10 +384,20 @@ func (s *ptSampler) run() (err error) {
 			s.findChildren()
 		}
 		for i := 0; i < len(s.order); i++ {
-			if pr := s.procs[s.order[i]]; pr != nil {
-				s.scanThreads(pr, slow)
+			pr := s.procs[s.order[i]]
+			if pr == nil || now.Before(pr.nextScan) {
+				continue
+			}
+			t0 := time.Now()
+			prSlow := t0.Sub(pr.slowAt) >= ptSlowPeriod
+			if prSlow {
+				pr.slowAt = t0
+			}
+			if s.scanThreads(pr, prSlow) {
+				pr.nextScan = t0.Add(time.Since(t0) * scanCostFactor)
 			}
 		}
+		s.checkCold()
 		s.order = slices.DeleteFunc(s.order, func(pid int) bool { return s.procs[pid] == nil })
 		s.threads = slices.DeleteFunc(s.threads, func(th *shared) bool { return th.closed.Load() })
 		if s.finished() {
@@ -460,6 +481,7 @@ func (s *ptSampler) resultStats() map[string]string {
 		"ptrace_stop_us":  fmt.Sprintf("p50<%d p90<%d p99<%d; %v", us(0.5), us(0.9), us(0.99), st.latency),
 		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
 		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
+		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d put off to leave the CPU to others half the time; %d sweeps of idle threads)", st.ticks, st.behind, st.dutyCapped, st.sweeps),
 	}
 }
 

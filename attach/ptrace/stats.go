@@ -31,6 +31,10 @@ type ptStats struct {
 	// unpinned, stoppers that could not be pinned to their CPU (one
 	// outside gprof's cpuset), whose stops go to another CPU.
 	moved, unpinned int
+	// sweeps counts looks at all of a stopper's cold threads;
+	// dutyCapped, ticks put off so that the stopper leaves its CPU to
+	// others at least half the time.
+	sweeps, dutyCapped int
 	// paused is the time from interrupt to detach, summed over stops:
 	// roughly how long the target's threads were kept from running.
 	paused, maxPause time.Duration
@@ -54,6 +58,8 @@ func (s *ptStats) add(o *ptStats) {
 	s.dropped += o.dropped
 	s.moved += o.moved
 	s.unpinned += o.unpinned
+	s.sweeps += o.sweeps
+	s.dutyCapped += o.dutyCapped
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)
 	for i := range s.entries {

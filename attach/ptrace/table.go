@@ -50,6 +50,12 @@ type sharedProc struct {
 	// the stack's mapping ends.
 	all    atomic.Pointer[[]ptRange]
 	denied atomic.Bool // seizing is refused; left alone
+	// seen sums the CPU time the stoppers saw its threads use, for the
+	// coordinator to compare with the process's CPU time (checkCold);
+	// unseen is that difference when the coordinator last asked for a
+	// sweep (its field alone).
+	seen   atomic.Int64
+	unseen int64
 }
 
 // shared is one target thread. Only its owner touches the fields below
@@ -66,6 +72,15 @@ type shared struct {
 	// lastRun is the thread's CPU time at the owner's last look; credit
 	// the CPU time, in ns, not yet paid for by a sample.
 	lastRun, credit int64
+	// idle counts the owner's looks in a row that found it had not run
+	// (see coldAfter).
+	idle int
+	// ran is set by the owner when it finds the thread ran, and cleared
+	// by the coordinator, which then looks for its new children.
+	ran atomic.Bool
+	// named is set with ran, and cleared by the coordinator when it
+	// rereads the thread's name.
+	named atomic.Bool
 	// switches is the thread's count of times put on a CPU, as read at
 	// its last stop, or -1. While it has not changed, the thread has not
 	// run since that stop, so stopping it again would repeat that sample.
@@ -89,6 +104,10 @@ func newShared(pr *sharedProc, tid int, sched ptSched) *shared {
 		statFD:    -1, schedFD: -1,
 		lastRun:  sched.run,
 		switches: -1,
+		// A thread goes cold after a couple of looks that find it
+		// waiting, not coldAfter: attaching to 10,000 threads would
+		// otherwise look at every one of them coldAfter times.
+		idle: coldAfter - 2,
 	}
 	return th
 }
@@ -122,6 +141,13 @@ func (th *shared) readStat(buf []byte) (state byte, cpu int, ok bool) {
 
 // closeFiles closes the thread's files (its owner, once it is gone).
 func (th *shared) closeFiles() {
+	th.closeFDs()
+	th.closed.Store(true)
+}
+
+// closeFDs closes the files kept open for the thread, so that threads
+// looked at more often may keep theirs (a thread gone cold).
+func (th *shared) closeFDs() {
 	for _, fd := range []*int{&th.statFD, &th.schedFD} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -129,7 +155,6 @@ func (th *shared) closeFiles() {
 			openFiles.Add(-1)
 		}
 	}
-	th.closed.Store(true)
 }
 
 // readProc reads a small /proc file, from an open descriptor kept in *fd

@@ -14,6 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
@@ -34,6 +37,9 @@ func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
 func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	now := attach.MonotonicNow()
 	pr := &ptProc{pid: pid, sh: &sharedProc{pid: pid}, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
+	// The CPU time its threads used before they were found is not theirs
+	// to be sampled for (see checkCold).
+	pr.sh.unseen, _ = processCPU(pid)
 	pr.exe, _ = exeID(pid)
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
@@ -103,6 +109,56 @@ func (s *ptSampler) threadGone(th *ptThread) {
 	th.sh.gone.Store(true)
 }
 
+// scanCostFactor: a process's threads are listed, and its CPU clock read,
+// at most once per this many times what that cost (so at most
+// 1/scanCostFactor of the coordinator's time), and at most every
+// ptCoordPeriod.
+const scanCostFactor = 40
+
+// checkCold compares each process's CPU time with what the stoppers saw
+// its threads use: when it grew by more than its running threads could
+// have used unseen since their last looks (each at most a couple of
+// intervals, and at most one per CPU runs at a time), a cold thread ran,
+// and every stopper looks at all its cold threads at its next tick. One
+// clock read covers all of a process's threads.
+func (s *ptSampler) checkCold() {
+	threshold := max(int64(len(s.workers)+1)*2*int64(s.interval), int64(2*time.Millisecond))
+	for _, pid := range s.order {
+		pr := s.procs[pid]
+		if pr == nil || time.Now().Before(pr.nextCold) {
+			continue
+		}
+		// The clock sums the threads' times as it is read (0.8 ms for
+		// 10,000 threads): read at most once per scanCostFactor times
+		// that.
+		t0 := time.Now()
+		clk, ok := processCPU(pid)
+		if !ok {
+			continue
+		}
+		pr.nextCold = t0.Add(time.Since(t0) * scanCostFactor)
+		unseen := clk - pr.sh.seen.Load()
+		switch {
+		case unseen < pr.sh.unseen:
+			pr.sh.unseen = unseen
+		case unseen-pr.sh.unseen > threshold:
+			pr.sh.unseen = unseen
+			s.sweepGen.Add(1)
+		}
+	}
+}
+
+// processCPU reads a process's CPU time (all its threads', the exited
+// ones' too) from its CPU clock: any process's may be read.
+func processCPU(pid int) (int64, bool) {
+	const cpuclockSched = 2
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32(^pid<<3|cpuclockSched), &ts); err != nil {
+		return 0, false
+	}
+	return ts.Nano(), true
+}
+
 // processGone reports the exit of all of pr's threads, the main one last.
 func (s *ptSampler) processGone(pr *ptProc) {
 	now := attach.MonotonicNow()
@@ -166,6 +222,12 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	s.noticeExec(pr, now)
 	for _, tid := range tids {
 		th := pr.threads[tid]
+		// Only a thread that ran can have renamed itself (others may
+		// rename it through /proc, rarely; the next look after it runs
+		// finds that).
+		if !th.sh.named.Swap(false) {
+			continue
+		}
 		if c := proc.ReadTaskComm(pr.pid, tid); c != "" && c != th.comm {
 			th.comm = c
 			s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
@@ -227,6 +289,10 @@ func (s *ptSampler) findChildren() {
 			continue
 		}
 		for _, tid := range pr.tids {
+			// Only a thread that ran can have started a process.
+			if th := pr.threads[tid]; th != nil && !th.sh.ran.Swap(false) && tid != pr.pid {
+				continue
+			}
 			if n++; n > maxChildFiles {
 				return
 			}

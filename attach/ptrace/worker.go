@@ -47,10 +47,16 @@ type worker struct {
 
 	pending []pendingStop
 	due     []dueThread
-	// mine holds the threads this worker owns; inbox those handed to it
-	// since its last tick.
+	// mine holds the threads this worker owns and looks at every tick;
+	// cold those it owns that have not run for coldAfter looks, looked at
+	// only when their process's CPU time shows that one of its threads
+	// ran unseen (see sweep); inbox those handed to it since its last
+	// tick.
 	mine   []*shared
+	cold   []*shared
 	inbox  inbox
+	swept  uint64    // the sampler's sweep generation last acted on
+	cursor int       // where the next background look at cold threads starts
 	woke   int64     // when the current tick began (MonotonicNow)
 	wokeAt time.Time // the same, for durations
 	regs   attach.Regs
@@ -167,12 +173,21 @@ func (w *worker) loop() {
 			break
 		}
 		next = next.Add(jitter(interval))
+		cpu0 := threadCPU()
 		w.tick(next)
-		if now := time.Now(); now.Sub(next) > interval/2 {
+		now := time.Now()
+		if now.Sub(next) > interval/2 {
 			// Sampling took longer than the interval: skip the ticks
 			// that were missed instead of running them back to back.
 			w.stats.behind++
 			next = now
+		}
+		// Whatever the interval, a stopper (real-time as root) leaves
+		// its CPU to others at least half the time (dutyRest): the
+		// targets it samples are among them.
+		if work := threadCPU() - cpu0; next.Sub(now) < work*dutyRest {
+			w.stats.dutyCapped++
+			next = now.Add(work * dutyRest)
 		}
 	}
 	deadline := time.Now().Add(ptDrainLimit)
@@ -197,6 +212,14 @@ func (w *worker) sleepUntil(t time.Time) bool {
 		}
 		sleep(min(d, 10*time.Millisecond)) // to notice the stop
 	}
+}
+
+// threadCPU is the CPU time of the calling thread (a stopper's own,
+// locked to it): what a tick cost, its sleeps waiting for stops apart.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
 }
 
 func sleep(d time.Duration) {
@@ -226,17 +249,77 @@ func (w *worker) tick(next time.Time) {
 			th.closeFiles()
 			continue
 		}
-		if w.look(th) {
-			kept = append(kept, th)
+		if !w.look(th) {
+			continue
 		}
+		if th.idle >= coldAfter && !th.interrupted {
+			th.closeFDs()
+			w.cold = append(w.cold, th)
+			continue
+		}
+		kept = append(kept, th)
 	}
 	clear(w.mine[len(kept):])
 	w.mine = kept
+	w.sweep()
 	for _, d := range w.due {
 		w.interrupt(d.th, onCPU, d.sched, d.cpu)
 	}
 	w.collect(next)
 	w.handOverMoved()
+}
+
+// Idle threads. A process may have thousands of threads that wait, and
+// looking at one costs a read of its schedstat (1 to 6 µs): at every tick,
+// 10,000 of them took longer than the tick. So a thread that has not run
+// for coldAfter looks in a row goes cold: its files are closed and it is
+// looked at only when its process's CPU time (one clock read for all its
+// threads, by the coordinator) grew more than its looked-at threads'
+// did, that is, when one of its cold threads ran (see
+// ptSampler.checkCold); and coldPerTick of them at each tick anyway, in
+// turn, in case a change went unnoticed. A cold thread found to have run
+// is looked at as usual and is hot again. The cost of a tick then grows
+// with the threads that run, not with those that wait.
+const (
+	coldAfter   = 32
+	coldPerTick = 2
+	// dutyRest: after a tick, a stopper sleeps at least dutyRest times
+	// the CPU time the tick took, so it never takes more than half its
+	// CPU.
+	dutyRest = 1
+)
+
+// sweep looks at cold threads: all of them when the sampler asks (a cold
+// thread ran), else coldPerTick in turn. Those that ran are hot again.
+func (w *worker) sweep() {
+	n := min(coldPerTick, len(w.cold))
+	if g := w.s.sweepGen.Load(); g != w.swept {
+		w.swept = g
+		n = len(w.cold)
+		w.stats.sweeps++
+	}
+	for ; n > 0 && len(w.cold) > 0; n-- {
+		if w.cursor >= len(w.cold) {
+			w.cursor = 0
+		}
+		th := w.cold[w.cursor]
+		keep := !th.gone.Load() && w.look(th)
+		if keep && th.idle >= coldAfter {
+			w.cursor++
+			continue
+		}
+		// Gone, handed on, or hot again: out of the cold list.
+		last := len(w.cold) - 1
+		w.cold[w.cursor] = w.cold[last]
+		w.cold[last] = nil
+		w.cold = w.cold[:last]
+		switch {
+		case th.gone.Load():
+			th.closeFiles()
+		case keep:
+			w.mine = append(w.mine, th)
+		}
+	}
 }
 
 // handOverMoved hands on the threads that went to another CPU as they
@@ -278,6 +361,14 @@ func (w *worker) look(th *shared) (keep bool) {
 	}
 	ran := sched.run - th.lastRun
 	th.lastRun = sched.run
+	if ran == 0 {
+		th.idle++
+	} else {
+		th.idle = 0
+		th.proc.seen.Add(ran)
+		th.ran.Store(true)
+		th.named.Store(true)
+	}
 	offCPU := w.s.opts.OffCPU
 	if ran == 0 && (!offCPU || th.off) {
 		// Not on a CPU since the last look (a thread running on another

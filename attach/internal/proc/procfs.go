@@ -81,9 +81,19 @@ func ProcessState(pid int) byte {
 	return data[i+2]
 }
 
+// ListProcesses returns the ids of every process in /proc, sorted.
+func ListProcesses() ([]int, error) {
+	return listIDs("/proc")
+}
+
 // ListTasks returns the thread ids of pid, sorted.
 func ListTasks(pid int) ([]int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
+	return listIDs(fmt.Sprintf("/proc/%d/task", pid))
+}
+
+// listIDs returns the numeric names in dir, sorted.
+func listIDs(dir string) ([]int, error) {
+	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -438,7 +438,23 @@ func TestManyShortThreads(t *testing.T) {
 	}
 }
 
-func TestAttach(t *testing.T) {
+// forEachLayout runs test with the events laid out per thread, as gprof
+// chooses for these small targets, and per CPU, as for a target with more
+// threads than files (the targets' records kept, the machine's others
+// dropped).
+func forEachLayout(t *testing.T, test func(t *testing.T)) {
+	for _, l := range []layout{perThread, perCPU} {
+		t.Run(l.String(), func(t *testing.T) {
+			forceLayout = &l
+			defer func() { forceLayout = nil }()
+			test(t)
+		})
+	}
+}
+
+func TestAttach(t *testing.T) { forEachLayout(t, testAttach) }
+
+func testAttach(t *testing.T) {
 	skipIfNoPerf(t)
 	busy := testProgram(t, "busy")
 	cmd := exec.Command(busy, "--forever")
@@ -502,6 +518,10 @@ func TestAttach(t *testing.T) {
 	n := map[int]int{}
 	for _, s := range rec.samples {
 		n[s.Tid]++
+		if s.Pid != pid {
+			t.Errorf("a sample of pid %d (tid %d), not the target's", s.Pid, s.Tid)
+			break
+		}
 	}
 	ratio := float64(len(rec.samples)) * float64(time.Millisecond) / float64(cpu)
 	t.Logf("samples: main %d, late thread %d: %d; process CPU %v: ratio %.3f", n[pid], late, n[late], cpu, ratio)
@@ -692,7 +712,9 @@ func procCPU(t *testing.T, pid int) time.Duration {
 // TestAttachThreadChurn attaches while a process creates and ends threads
 // (20 ms of CPU each) all the time: every thread must be sampled once, not
 // missed nor twice.
-func TestAttachThreadChurn(t *testing.T) {
+func TestAttachThreadChurn(t *testing.T) { forEachLayout(t, testAttachThreadChurn) }
+
+func testAttachThreadChurn(t *testing.T) {
 	skipIfNoPerf(t)
 	prog := testProgram(t, "threads")
 	cmd := exec.Command(prog, "100000", "20")

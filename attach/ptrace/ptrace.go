@@ -53,7 +53,7 @@ func init() {
 
 func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
 	res := attach.Result{ExitCode: -1, Backend: "ptrace", Event: "ptrace-timer"}
-	s := &ptSampler{
+	s := &ptSampler{started: time.Now(),
 		ctx:        ctx,
 		opts:       opts,
 		h:          h,
@@ -237,6 +237,11 @@ type ptSampler struct {
 	priority string // how the stoppers got ahead of their targets
 	noticed  map[string]bool
 
+	// started is when recording began; setup how long it took to have
+	// every target thread found and the stoppers running.
+	started time.Time
+	setup   time.Duration
+
 	// sweepGen is raised when a cold thread ran: every stopper then looks
 	// at all its cold threads (see coldAfter, checkCold).
 	sweepGen atomic.Uint64
@@ -367,6 +372,8 @@ func (s *ptSampler) run() (err error) {
 		}
 	}
 
+	s.setup = time.Since(s.started)
+
 	// The coordinator keeps up with the targets (it finds new threads and
 	// exits, and turns what the stoppers saw into events) every
 	// ptCoordPeriod, or at the interval if that is longer: it does not
@@ -481,6 +488,7 @@ func (s *ptSampler) resultStats() map[string]string {
 		"ptrace_stop_us":  fmt.Sprintf("p50<%d p90<%d p99<%d; %v", us(0.5), us(0.9), us(0.99), st.latency),
 		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
 		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
+		"ptrace_setup_ms": fmt.Sprintf("%.1f", float64(s.setup.Microseconds())/1000),
 		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d put off to leave the CPU to others half the time; %d sweeps of idle threads)", st.ticks, st.behind, st.dutyCapped, st.sweeps),
 	}
 }

@@ -72,9 +72,10 @@ type shared struct {
 	// lastRun is the thread's CPU time at the owner's last look; credit
 	// the CPU time, in ns, not yet paid for by a sample.
 	lastRun, credit int64
-	// idle counts the owner's looks in a row that found it had not run
-	// (see coldAfter).
-	idle int
+	// idle counts the owner's looks in a row that found it had not run,
+	// ranAt is when one last found it had (0: never); see cold.
+	idle  int
+	ranAt int64
 	// ran is set by the owner when it finds the thread ran, and cleared
 	// by the coordinator, which then looks for its new children.
 	ran atomic.Bool
@@ -104,12 +105,19 @@ func newShared(pr *sharedProc, tid int, sched ptSched) *shared {
 		statFD:    -1, schedFD: -1,
 		lastRun:  sched.run,
 		switches: -1,
-		// A thread goes cold after a couple of looks that find it
-		// waiting, not coldAfter: attaching to 10,000 threads would
-		// otherwise look at every one of them coldAfter times.
-		idle: coldAfter - 2,
 	}
 	return th
+}
+
+// cold says whether the thread is idle enough to be looked at only when
+// its process shows unseen CPU time (see coldAfter): not run for
+// coldAfter, or never seen running and found waiting twice (attaching to
+// 10,000 threads would otherwise look at each for coldAfter).
+func (th *shared) cold(now int64) bool {
+	if th.idle < 2 {
+		return false
+	}
+	return th.ranAt == 0 || now-th.ranAt >= int64(coldAfter)
 }
 
 // openFiles counts the /proc files the stoppers keep open. Reading an

@@ -252,7 +252,7 @@ func (w *worker) tick(next time.Time) {
 		if !w.look(th) {
 			continue
 		}
-		if th.idle >= coldAfter && !th.interrupted {
+		if th.cold(w.woke) && !th.interrupted {
 			th.closeFDs()
 			w.cold = append(w.cold, th)
 			continue
@@ -272,7 +272,8 @@ func (w *worker) tick(next time.Time) {
 // Idle threads. A process may have thousands of threads that wait, and
 // looking at one costs a read of its schedstat (1 to 6 µs): at every tick,
 // 10,000 of them took longer than the tick. So a thread that has not run
-// for coldAfter looks in a row goes cold: its files are closed and it is
+// for coldAfter (or, one never seen running, at two looks in a row: the
+// threads found when attaching) goes cold: its files are closed and it is
 // looked at only when its process's CPU time (one clock read for all its
 // threads, by the coordinator) grew more than its looked-at threads'
 // did, that is, when one of its cold threads ran (see
@@ -280,8 +281,11 @@ func (w *worker) tick(next time.Time) {
 // turn, in case a change went unnoticed. A cold thread found to have run
 // is looked at as usual and is hot again. The cost of a tick then grows
 // with the threads that run, not with those that wait.
+//
+// coldAfter is long enough that a busy thread waiting for its CPU on a
+// loaded machine (tens of ms) stays hot.
 const (
-	coldAfter   = 32
+	coldAfter   = 500 * time.Millisecond
 	coldPerTick = 2
 	// dutyRest: after a tick, a stopper sleeps at least dutyRest times
 	// the CPU time the tick took, so it never takes more than half its
@@ -304,7 +308,7 @@ func (w *worker) sweep() {
 		}
 		th := w.cold[w.cursor]
 		keep := !th.gone.Load() && w.look(th)
-		if keep && th.idle >= coldAfter {
+		if keep && th.cold(w.woke) {
 			w.cursor++
 			continue
 		}
@@ -365,6 +369,7 @@ func (w *worker) look(th *shared) (keep bool) {
 		th.idle++
 	} else {
 		th.idle = 0
+		th.ranAt = w.woke
 		th.proc.seen.Add(ran)
 		th.ran.Store(true)
 		th.named.Store(true)

@@ -87,6 +87,8 @@ type perfSession struct {
 	switchStacksDenied bool
 	// layout is how the events are opened (see layout.go).
 	layout layout
+	// sampling is when every event was open (MonotonicNow).
+	sampling int64
 	// watch, when set, are the processes whose end ends the recording
 	// (a system-wide recording of a command: the command).
 	watch []int
@@ -176,7 +178,12 @@ func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res
 		}
 	}
 	res.Layout, res.Files = s.layout.String(), len(s.fds)
-	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(attach.MonotonicNow()-setup)/1e6)}
+	// Sampling began when the last event was opened; the names and
+	// mappings read after that wait in the rings.
+	if s.sampling == 0 {
+		s.sampling = attach.MonotonicNow()
+	}
+	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(s.sampling-setup)/1e6)}
 
 	reason := s.run(ctx, first, h, &res, notify)
 	if s.dec.dropped > 0 {
@@ -633,6 +640,7 @@ func (s *perfSession) attach(b *batch) error {
 			return s.openError(err, 0, "every task")
 		}
 		s.dec.filter = newTargets(s.opts.Pids, s.opts.Tids)
+		s.sampling = attach.MonotonicNow()
 		return s.synthesize(b, t0)
 	}
 	for _, pid := range s.opts.Pids {
@@ -702,6 +710,7 @@ func (s *perfSession) attach(b *batch) error {
 			}
 		}
 	}
+	s.sampling = attach.MonotonicNow()
 	return s.synthesize(b, t0)
 }
 
@@ -798,6 +807,7 @@ func (s *perfSession) openSystem(b *batch) error {
 	}
 	s.dec.filter = systemTargets(kthreads, s.opts.Kernel)
 	s.dec.filter.self = os.Getpid()
+	s.sampling = attach.MonotonicNow()
 	s.synthesizeTasks(b, t0, procTids)
 	return nil
 }

@@ -23,12 +23,13 @@ import (
 )
 
 type env struct {
-	root  string // repository root
-	tmp   string
-	gprof string
-	work  string // bench/fixture/work.c, built
-	split string // testdata/split.c, built
-	log   *os.File
+	root    string // repository root
+	tmp     string
+	gprof   string
+	work    string // bench/fixture/work.c, built
+	split   string // testdata/split.c, built
+	threads string // testdata/threads.c, built by the scale suite
+	log     *os.File
 
 	quick bool
 	// suite parameters
@@ -64,7 +65,7 @@ func main() {
 	flag.IntVar(&e.longRate, "long-rate", 1000, "sampling rate of long recordings")
 	flag.StringVar(&e.longLimit, "long-limit", "", "--max-memory of the bounded long recording (default 8M; quick 4M)")
 	flag.IntVar(&e.longDepth, "long-depth", 24, "maximum call depth of the long recordings' target (more depth: more distinct stacks)")
-	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers (default all)")
+	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale (default all)")
 	out := flag.String("o", "bench/RESULTS.md", "results `FILE`")
 	flag.Parse()
 	def := func(v *int, full, quick int) {
@@ -145,6 +146,7 @@ func (e *env) main(only, out string) error {
 		{"post", e.postSuite},
 		{"long", e.longSuite},
 		{"samplers", e.samplersSuite},
+		{"scale", e.scaleSuite},
 	} {
 		if !want(s.name) {
 			continue

@@ -641,7 +641,9 @@ func (s *perfSession) attach(b *batch) error {
 		}
 		s.dec.filter = newTargets(s.opts.Pids, s.opts.Tids)
 		s.sampling = attach.MonotonicNow()
-		return s.synthesize(b, t0)
+		var err error
+		s.whileDraining(b, func() { err = s.synthesize(b, t0) })
+		return err
 	}
 	for _, pid := range s.opts.Pids {
 		tids, err := proc.ListTasks(pid)
@@ -711,7 +713,39 @@ func (s *perfSession) attach(b *batch) error {
 		}
 	}
 	s.sampling = attach.MonotonicNow()
-	return s.synthesize(b, t0)
+	s.whileDraining(b, func() { err = s.synthesize(b, t0) })
+	return err
+}
+
+// whileDraining runs synth (reading the names and mappings of every
+// target, which takes a second for 10,000 threads or a busy machine's
+// processes) while a goroutine drains the rings, already sampling, so
+// that they do not overflow meanwhile; what it drained goes into b after
+// what synth put there.
+func (s *perfSession) whileDraining(b *batch, synth func()) {
+	early := &batch{}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(pollTimeoutMs * time.Millisecond / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.drain(early)
+			}
+		}
+	}()
+	synth()
+	close(done)
+	wg.Wait()
+	b.events = append(b.events, early.events...)
+	b.lost += early.lost
+	b.notices = append(b.notices, early.notices...)
 }
 
 // synthesize adds to b the names and mappings of the targets that exist
@@ -808,7 +842,7 @@ func (s *perfSession) openSystem(b *batch) error {
 	s.dec.filter = systemTargets(kthreads, s.opts.Kernel)
 	s.dec.filter.self = os.Getpid()
 	s.sampling = attach.MonotonicNow()
-	s.synthesizeTasks(b, t0, procTids)
+	s.whileDraining(b, func() { s.synthesizeTasks(b, t0, procTids) })
 	return nil
 }
 

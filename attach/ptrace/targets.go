@@ -86,20 +86,21 @@ func (pr *ptProc) filter(tids []int) []int {
 	return slices.DeleteFunc(tids, func(tid int) bool { return !pr.only[tid] })
 }
 
-// newThread starts tracking tid of pr, and hands it to the stopper of the
-// CPU it last ran on.
+// newThread starts tracking tid of pr, and hands it to a stopper (the
+// threads in turn: one that runs elsewhere is handed on at the first look
+// that finds it ran, and most of 10,000 threads never run, so their CPU is
+// not worth a read each while attaching).
 func (s *ptSampler) newThread(pr *ptProc, tid int) *ptThread {
 	th := &ptThread{comm: proc.ReadTaskComm(pr.pid, tid)}
 	st, _ := s.readSchedstat(pr.pid, tid)
 	th.base = st.run
-	_, _, cpu, _ := s.readStat(pr.pid, tid)
 	th.sh = newShared(pr.sh, tid, st)
 	// A thread's first sample is due after a random part of an interval of
 	// its CPU time, not a whole one, so that threads found together are
 	// not sampled in step.
 	th.sh.credit = rand.Int64N(int64(s.interval)) - int64(s.interval)/2
 	s.threads = append(s.threads, th.sh)
-	s.workers[s.workerFor(cpu)].inbox.push(th.sh)
+	s.workers[len(s.threads)%len(s.workers)].inbox.push(th.sh)
 	return th
 }
 

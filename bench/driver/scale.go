@@ -27,6 +27,27 @@ type scaleRun struct {
 	files              int
 	layout             string
 	ratio              float64 // the busy threads' lowest samples / (CPU × rate)
+	// idleRate and busyRate are gprof's CPU (s per s) while the target's
+	// threads all wait, and while its busy ones run.
+	idleRate, busyRate float64
+}
+
+// tasksCPU sums the CPU time (s) of every thread of pid, from schedstat.
+func tasksCPU(pid int) float64 {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, _ := os.ReadDir(dir)
+	var ns float64
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseFloat(f[0], 64)
+			ns += v
+		}
+	}
+	return ns / 1e9
 }
 
 var busyLine = regexp.MustCompile(`thread (\d+) cpu_ns (\d+)`)
@@ -59,12 +80,20 @@ func (e *env) runScale(backend string, idle, nofile int, secs float64) (scaleRun
 	if err := g.Start(); err != nil {
 		return r, err
 	}
-	time.Sleep(3 * time.Second)
+	// gprof's CPU while only idle threads are there (from 1.5 s, when it
+	// has attached, to 3 s), and while the busy ones run.
+	time.Sleep(1500 * time.Millisecond)
+	c0, t0 := tasksCPU(g.Process.Pid), time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	c1, t1 := tasksCPU(g.Process.Pid), time.Now()
+	r.idleRate = (c1 - c0) / t1.Sub(t0).Seconds()
 	fmt.Fprintln(stdin, "go")
 	var report strings.Builder
 	for lines.Scan() {
 		report.WriteString(lines.Text() + "\n")
 	}
+	c2, t2 := tasksCPU(g.Process.Pid), time.Now()
+	r.busyRate = (c2 - c1) / t2.Sub(t1).Seconds()
 	fix.Wait()
 	if err := g.Wait(); err != nil {
 		return r, fmt.Errorf("gprof record --backend %s of %d idle threads: %v: %s", backend, idle, err, tail(gerr.Bytes()))
@@ -125,21 +154,22 @@ func (e *env) scaleSuite() (string, error) {
 			if err != nil {
 				return "", err
 			}
-			e.logf("scale %s idle %d nofile %d: setup %.0f ms, files %d (%s), cpu %.2fs over %.2fs, ratio %.3f", c.backend, c.idle, c.nofile, run.setupMs, run.files, run.layout, run.cpu, run.secs, run.ratio)
+			e.logf("scale %s idle %d nofile %d: setup %.0f ms, files %d (%s), cpu %.2fs over %.2fs (idle %.3f, busy %.3f per s), ratio %.3f", c.backend, c.idle, c.nofile, run.setupMs, run.files, run.layout, run.cpu, run.secs, run.idleRate, run.busyRate, run.ratio)
 			runs[c] = append(runs[c], run)
 		}
 	}
 	var hard syscall.Rlimit
 	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &hard)
-	fmt.Fprintf(&b, "`gprof record -p` of `testdata/threads.c`: IDLE threads blocked in `read()` and 2 busy threads that wait until gprof has had 3 s to attach, then each burn %g s of their own CPU; 1 kHz, gprof as root, %d interleaved rounds, medians. *Setup*: from the start of recording to every target thread sampled (the profile's `perf_setup_ms` / `ptrace_setup_ms`). *Files*: the perf backend's event files and their layout (the summary's `event_files`, `event_layout`); the file limit here is %d unless the row says `ulimit -n`. *gprof CPU*: its getrusage over the whole recording (about %g s plus the 3 s wait), and *per s*: that over the recording's length. *Samples / expected*: the lower busy thread's samples over its CPU time × rate.\n\n", secs, e.fidRounds, hard.Max, secs)
-	b.WriteString("| backend | idle threads | setup ms | files | gprof CPU s | per s | samples / expected |\n|---|---:|---:|---|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "`gprof record -p` of `testdata/threads.c`: IDLE threads blocked in `read()` and 2 busy threads that wait until gprof has had 3 s to attach, then each burn %g s of their own CPU; 1 kHz, gprof as root, %d interleaved rounds, medians. *Setup*: from the start of recording to every target thread sampled (the profile's `perf_setup_ms` / `ptrace_setup_ms`). *Files*: the perf backend's event files and their layout (the summary's `event_files`, `event_layout`); the file limit here is %d unless the row says `ulimit -n`. *gprof CPU*: its getrusage over the whole recording, setup and writing the profile included (the 3 s wait, then about %g s of the busy threads, longer on a loaded machine); *while idle* and *while busy*: its CPU seconds per second (its threads' schedstat) from 1.5 s to 3 s, when only idle threads are there, and from then until the busy threads are done. *Samples / expected*: the lower busy thread's samples over its CPU time × rate.\n\n", secs, e.fidRounds, hard.Max, secs)
+	b.WriteString("| backend | idle threads | setup ms | files | gprof CPU s | while idle | while busy | samples / expected |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		rs := runs[c]
-		var setup, cpu, per, ratio []float64
+		var setup, cpu, idleRate, busyRate, ratio []float64
 		for _, r := range rs {
 			setup = append(setup, r.setupMs)
 			cpu = append(cpu, r.cpu)
-			per = append(per, r.cpu/max(r.secs, 0.001))
+			idleRate = append(idleRate, r.idleRate)
+			busyRate = append(busyRate, r.busyRate)
 			ratio = append(ratio, r.ratio)
 		}
 		files := "—"
@@ -150,7 +180,7 @@ func (e *env) scaleSuite() (string, error) {
 		if c.nofile > 0 {
 			idle += fmt.Sprintf(", `ulimit -n %d`", c.nofile)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2f | %.3f | %.3f |\n", c.backend, idle, median(setup), files, median(cpu), median(per), median(ratio))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2f | %.3f | %.3f | %.3f |\n", c.backend, idle, median(setup), files, median(cpu), median(idleRate), median(busyRate), median(ratio))
 	}
 
 	// System-wide: -a while split runs, beside a CPU-bound loop.

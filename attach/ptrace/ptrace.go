@@ -268,6 +268,9 @@ type ptProc struct {
 	// nextCold is when its CPU clock is next read (checkCold); slowAt
 	// when its names and mappings were last reread.
 	nextCold, slowAt time.Time
+	// childrenSeen is its threads' CPU time seen when findChildren last
+	// looked for their children.
+	childrenSeen int64
 }
 
 type ptThread struct {
@@ -308,6 +311,10 @@ func (s *ptSampler) notice(msg string) {
 // ends turns what they see into events and keeps the targets' threads,
 // names and mappings up to date.
 func (s *ptSampler) run() (err error) {
+	// The coordinator paces its work by the CPU time it took (paced),
+	// which its own thread's clock tells.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("ptrace sampler: panic: %v", p)
@@ -395,13 +402,13 @@ func (s *ptSampler) run() (err error) {
 			if pr == nil || now.Before(pr.nextScan) {
 				continue
 			}
-			t0 := time.Now()
+			t0, c0 := time.Now(), threadCPU()
 			prSlow := t0.Sub(pr.slowAt) >= ptSlowPeriod
 			if prSlow {
 				pr.slowAt = t0
 			}
 			if s.scanThreads(pr, prSlow) {
-				pr.nextScan = t0.Add(time.Since(t0) * scanCostFactor)
+				pr.nextScan = t0.Add(paced(threadCPU() - c0))
 			}
 		}
 		s.checkCold()

@@ -40,6 +40,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	// The CPU time its threads used before they were found is not theirs
 	// to be sampled for (see checkCold).
 	pr.sh.unseen, _ = processCPU(pid)
+	pr.childrenSeen = -1
 	pr.exe, _ = exeID(pid)
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
@@ -116,6 +117,13 @@ func (s *ptSampler) threadGone(th *ptThread) {
 // ptCoordPeriod.
 const scanCostFactor = 40
 
+// paced is how long to wait before doing again what took cost of the
+// coordinator's CPU: scanCostFactor times as long, but no more than
+// ptSlowPeriod×2, so that an exit or a new thread is seen within that.
+func paced(cost time.Duration) time.Duration {
+	return min(cost*scanCostFactor, 2*ptSlowPeriod)
+}
+
 // checkCold compares each process's CPU time with what the stoppers saw
 // its threads use: when it grew by more than its running threads could
 // have used unseen since their last looks (each at most a couple of
@@ -132,12 +140,12 @@ func (s *ptSampler) checkCold() {
 		// The clock sums the threads' times as it is read (0.8 ms for
 		// 10,000 threads): read at most once per scanCostFactor times
 		// that.
-		t0 := time.Now()
+		t0, c0 := time.Now(), threadCPU()
 		clk, ok := processCPU(pid)
 		if !ok {
 			continue
 		}
-		pr.nextCold = t0.Add(time.Since(t0) * scanCostFactor)
+		pr.nextCold = t0.Add(paced(threadCPU() - c0))
 		unseen := clk - pr.sh.seen.Load()
 		switch {
 		case unseen < pr.sh.unseen:
@@ -289,6 +297,13 @@ func (s *ptSampler) findChildren() {
 		if pr == nil || pr.only != nil {
 			continue
 		}
+		// None of its threads ran since the last look: none started
+		// a process (looking would cost a loop over 10,000 threads).
+		seen := pr.sh.seen.Load()
+		if seen == pr.childrenSeen {
+			continue
+		}
+		pr.childrenSeen = seen
 		for _, tid := range pr.tids {
 			// Only a thread that ran can have started a process.
 			if th := pr.threads[tid]; th != nil && !th.sh.ran.Swap(false) && tid != pr.pid {

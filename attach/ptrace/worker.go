@@ -55,14 +55,16 @@ type worker struct {
 	mine   []*shared
 	cold   []*shared
 	inbox  inbox
-	swept  uint64    // the sampler's sweep generation last acted on
-	cursor int       // where the next background look at cold threads starts
-	woke   int64     // when the current tick began (MonotonicNow)
-	wokeAt time.Time // the same, for durations
-	regs   attach.Regs
-	iov    []unix.RemoteIovec
-	buf    []byte
-	stats  ptStats
+	swept  uint64 // the sampler's sweep generation last acted on
+	cursor int    // where the next background look at cold threads starts
+	// coldCredit counts the cold threads due a look in turn.
+	coldCredit float64
+	woke       int64     // when the current tick began (MonotonicNow)
+	wokeAt     time.Time // the same, for durations
+	regs       attach.Regs
+	iov        []unix.RemoteIovec
+	buf        []byte
+	stats      ptStats
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
@@ -182,10 +184,11 @@ func (w *worker) loop() {
 			w.stats.behind++
 			next = now
 		}
-		// Whatever the interval, a stopper (real-time as root) leaves
-		// its CPU to others at least half the time (dutyRest): the
-		// targets it samples are among them.
-		if work := threadCPU() - cpu0; next.Sub(now) < work*dutyRest {
+		// A tick that took more than half an interval of CPU (a sweep
+		// of thousands of idle threads) is followed by as long a rest
+		// (dutyRest): a stopper, real-time as root, never keeps its
+		// CPU from others, the targets among them, for long.
+		if work := threadCPU() - cpu0; work > interval/2 && next.Sub(now) < work*dutyRest {
 			w.stats.dutyCapped++
 			next = now.Add(work * dutyRest)
 		}
@@ -252,7 +255,7 @@ func (w *worker) tick(next time.Time) {
 		if !w.look(th) {
 			continue
 		}
-		if th.cold(w.woke) && !th.interrupted {
+		if th.cold(w.woke) && !th.interrupted && !w.runnable(th) {
 			th.closeFDs()
 			w.cold = append(w.cold, th)
 			continue
@@ -277,26 +280,37 @@ func (w *worker) tick(next time.Time) {
 // looked at only when its process's CPU time (one clock read for all its
 // threads, by the coordinator) grew more than its looked-at threads'
 // did, that is, when one of its cold threads ran (see
-// ptSampler.checkCold); and coldPerTick of them at each tick anyway, in
-// turn, in case a change went unnoticed. A cold thread found to have run
+// ptSampler.checkCold); and coldPerSecond of them anyway, in turn, in
+// case a change went unnoticed. A cold thread found to have run
 // is looked at as usual and is hot again. The cost of a tick then grows
 // with the threads that run, not with those that wait.
 //
 // coldAfter is long enough that a busy thread waiting for its CPU on a
 // loaded machine (tens of ms) stays hot.
 const (
-	coldAfter   = 500 * time.Millisecond
-	coldPerTick = 2
+	coldAfter     = 500 * time.Millisecond
+	coldPerSecond = 200
 	// dutyRest: after a tick, a stopper sleeps at least dutyRest times
 	// the CPU time the tick took, so it never takes more than half its
 	// CPU.
 	dutyRest = 1
 )
 
+// runnable says whether a thread about to go cold is waiting for a CPU
+// rather than for something else (a busy thread behind another for the
+// looks that found it had not run, or on a machine loaded enough for
+// longer than coldAfter): it stays hot.
+func (w *worker) runnable(th *shared) bool {
+	state, _, ok := th.readStat(w.buf)
+	return ok && state == 'R'
+}
+
 // sweep looks at cold threads: all of them when the sampler asks (a cold
-// thread ran), else coldPerTick in turn. Those that ran are hot again.
+// thread ran), else coldPerSecond in turn. Those that ran are hot again.
 func (w *worker) sweep() {
-	n := min(coldPerTick, len(w.cold))
+	w.coldCredit += coldPerSecond * w.s.interval.Seconds()
+	n := min(int(w.coldCredit), len(w.cold))
+	w.coldCredit -= float64(int(w.coldCredit))
 	if g := w.s.sweepGen.Load(); g != w.swept {
 		w.swept = g
 		n = len(w.cold)

@@ -128,7 +128,11 @@ func freePort(t *testing.T) int {
 
 // startCollector starts a Collector on a free loopback port with a
 // profiles pipeline from the OTLP receiver to the file exporter.
-func startCollector(t *testing.T) *collector {
+func startCollector(t *testing.T) *collector { t.Helper(); return startCollectorLimit(t, 0) }
+
+// startCollectorLimit is startCollector with the receiver taking requests
+// of at most maxBody bytes (0: its default, 20 MiB).
+func startCollectorLimit(t *testing.T, maxBody int) *collector {
 	t.Helper()
 	bin := otelcolBinary(t)
 	dir := t.TempDir()
@@ -141,6 +145,7 @@ func startCollector(t *testing.T) *collector {
     protocols:
       http:
         endpoint: 127.0.0.1:%d
+        max_request_body_size: %d
 exporters:
   file:
     path: %s
@@ -153,7 +158,7 @@ service:
     profiles:
       receivers: [otlp]
       exporters: [file]
-`, port, c.out)), 0o644); err != nil {
+`, port, maxBody, c.out)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		c.cmd = exec.Command(bin, "--config", "file:"+cfg, "--feature-gates=+service.profilesSupport")
@@ -911,5 +916,61 @@ func TestREADMEPushExample(t *testing.T) {
 	v := exec.Command(otelcolBinary(t), "validate", "--config", "file:"+cfg, "--feature-gates=+service.profilesSupport")
 	if out, err := v.CombinedOutput(); err != nil {
 		t.Errorf("the README's Collector configuration does not validate: %v\n%s", err, out)
+	}
+}
+
+// TestPushSplitsLargeProfiles: a profile whose request is larger than the
+// Collector takes is refused whole (exit 5, with its message), and
+// delivered in parts with --max-request-size: the parts together have
+// report's figures.
+func TestPushSplitsLargeProfiles(t *testing.T) {
+	bin := buildC(t, "split")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json.gz")
+	r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "2", "2")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	rep := fullReport(t, out)
+	req := filepath.Join(dir, "req.pb")
+	if r := gprof(t, "convert", "--to", "otlp", out, "-o", req); r.code != 0 {
+		t.Fatalf("convert: %s", r.stderr)
+	}
+	st, err := os.Stat(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 64 << 10
+	if st.Size() < 3*limit {
+		t.Fatalf("the request is %d bytes: too small to need parts of %d", st.Size(), limit)
+	}
+	col := startCollectorLimit(t, limit)
+	r = gprof(t, "push", "--endpoint", col.url, "--max-request-size", "1G", out)
+	if r.code != 5 || !strings.Contains(r.stderr, "not pushed") {
+		t.Errorf("a request over the Collector's limit: exit %d: %s", r.code, r.stderr)
+	}
+	r = gprof(t, "push", "--endpoint", col.url, "--max-request-size", "64K", out)
+	if r.code != 0 || !regexp.MustCompile(`in \d+ requests`).MatchString(r.stderr) {
+		t.Fatalf("push --max-request-size 64K: exit %d: %s", r.code, r.stderr)
+	}
+	n, _ := strconv.Atoi(regexp.MustCompile(`in (\d+) requests`).FindStringSubmatch(r.stderr)[1])
+	all := otlpProcess{self: map[string]int64{}, total: map[string]int64{}}
+	for _, d := range col.requests(t, n) {
+		for _, p := range summarize(t, d) {
+			all.samples += p.samples
+			all.cpu += p.cpu
+			for k, v := range p.self {
+				all.self[k] += v
+			}
+		}
+	}
+	if all.samples != rep.Samples || all.cpu != rep.CPU {
+		t.Errorf("%d requests hold %d samples and %d ns; report says %d and %d", n, all.samples, all.cpu, rep.Samples, rep.CPU)
+	}
+	for _, f := range rep.All.TopSelf {
+		if f.Self > 0 && all.self[f.Name] < f.Self {
+			t.Errorf("%s: %d self samples in the parts, report says %d", f.Name, all.self[f.Name], f.Self)
+		}
 	}
 }

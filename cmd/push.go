@@ -38,7 +38,8 @@ func sendFlags(timeout string) []cli.Flag {
 		&cli.StringSliceFlag{Name: "header", Usage: "send HTTP header `'NAME: VALUE'` (repeatable), e.g. 'Authorization: Bearer TOKEN'; also from $OTEL_EXPORTER_OTLP_HEADERS"},
 		&cli.StringFlag{Name: "ca-file", Usage: "check an https collector's certificate against the certificate authorities in PEM `FILE` (default: the system's)"},
 		&cli.BoolFlag{Name: "no-gzip", Usage: "send the request uncompressed"},
-		&cli.StringFlag{Name: timeout, Value: "60s", Usage: "give up after `DURATION`, retries included (retries follow connection errors, 429 and 5xx answers)"},
+		&cli.StringFlag{Name: timeout, Value: "60s", Usage: "give up on a request after `DURATION`, retries included (retries follow connection errors, 429 and 5xx answers)"},
+		&cli.StringFlag{Name: "max-request-size", Value: "8M", Usage: "split a profile into requests of at most `SIZE` (e.g. 4M; the Collector takes 20 MiB by default)"},
 	}
 }
 
@@ -89,8 +90,9 @@ Examples:
 
 // pushTarget is what the flags say of where and how to push.
 type pushTarget struct {
-	send push.Options
-	otlp otlp.Options
+	send     push.Options
+	otlp     otlp.Options
+	maxBytes int
 }
 
 // otlpOptions reads --service-name and --label.
@@ -140,6 +142,11 @@ func pushTargetFrom(c *cli.Context, endpoint, flag, timeoutFlag string) (*pushTa
 		return nil, usagef("invalid --%s %q: use a duration from 1s to 24h, e.g. 2m", timeoutFlag, c.String(timeoutFlag))
 	}
 	t.send.Timeout = d
+	n, err := parseSize(c.String("max-request-size"))
+	if err != nil || n < 64<<10 || n > 1<<30 {
+		return nil, usagef("invalid --max-request-size %q: use 64K to 1G, e.g. 4M", c.String("max-request-size"))
+	}
+	t.maxBytes = int(n)
 	return t, nil
 }
 
@@ -167,20 +174,37 @@ func unescape(s string) (string, bool) {
 	return v, err == nil
 }
 
-// sendProfile pushes p; say, unless nil, prints its notices (retries).
+// sendProfile pushes p, in as many requests as --max-request-size asks;
+// say, unless nil, prints its notices (retries). It stops at the first
+// request that fails for good.
 func (t *pushTarget) sendProfile(ctx context.Context, p *profile.Profile, say func(string)) (push.Result, error) {
-	body := otlp.Build(p, t.otlp).MarshalProto()
+	parts := otlp.EncodeParts(p, t.otlp, t.maxBytes)
 	o := t.send
-	if say != nil {
-		o.Retrying = func(err error, wait time.Duration) {
-			say(fmt.Sprintf("gprof: %v; trying again in %s", err, wait.Round(100*time.Millisecond)))
+	var total push.Result
+	for i, body := range parts {
+		which := ""
+		if len(parts) > 1 {
+			which = fmt.Sprintf(" (request %d of %d)", i+1, len(parts))
+		}
+		if say != nil {
+			o.Retrying = func(err error, wait time.Duration) {
+				say(fmt.Sprintf("gprof: %v%s; trying again in %s", err, which, wait.Round(100*time.Millisecond)))
+			}
+		}
+		res, err := push.Send(ctx, body, o)
+		total.Attempts += res.Attempts
+		if err != nil {
+			if i > 0 {
+				return total, fmt.Errorf("%w; %d of the %d requests of this profile were delivered", err, i, len(parts))
+			}
+			return total, err
+		}
+		if res.Warning != "" && say != nil {
+			say("gprof: the collector accepted the profile" + which + ", and says: " + res.Warning)
 		}
 	}
-	res, err := push.Send(ctx, body, o)
-	if err == nil && res.Warning != "" && say != nil {
-		say("gprof: the collector accepted the profile, and says: " + res.Warning)
-	}
-	return res, err
+	total.Requests = len(parts)
+	return total, nil
 }
 
 // sayUnlessQuiet is the notice printer of a command: ph's, or none.
@@ -246,8 +270,14 @@ func runPush(c *cli.Context) error {
 		}
 		if !quiet {
 			fmt.Fprintf(os.Stderr, "gprof: pushed %s to %s (%s", inName(files[i]), t.send.URL, plural(processesWithSamples(p), "process"))
-			if res.Attempts > 1 {
-				fmt.Fprintf(os.Stderr, ", at attempt %d", res.Attempts)
+			if res.Requests > 1 {
+				fmt.Fprintf(os.Stderr, ", in %d requests", res.Requests)
+			}
+			switch n := res.Attempts - res.Requests; {
+			case n == 1:
+				fmt.Fprint(os.Stderr, ", after 1 retry")
+			case n > 1:
+				fmt.Fprintf(os.Stderr, ", after %d retries", n)
 			}
 			fmt.Fprintln(os.Stderr, ")")
 		}

@@ -52,7 +52,8 @@ number); SIGQUIT (Ctrl-\\) ends the recording and aborts the same way.
 
 With --push URL, the profile is then sent to an OpenTelemetry Collector as
 'gprof push' sends it (see 'gprof push --help'; --service-name, --label,
---header, --ca-file, --no-gzip and --push-timeout go with it). The file is
+--header, --ca-file, --no-gzip, --push-timeout and --max-request-size go
+with it). The file is
 written whether or not the push works; one that fails for good exits 5.
 
 Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;

@@ -32,7 +32,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -43,7 +43,7 @@ _gprof() {
             --json-output) __gprof_files; return ;;
             --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --help -h --"
+        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     convert)
         case $prev in
@@ -92,11 +92,11 @@ _gprof() {
         ;;
     push)
         case $prev in
-            --endpoint|--service-name|--label|--header|--timeout) return ;;
+            --endpoint|--service-name|--label|--header|--timeout|--max-request-size) return ;;
             --ca-file) __gprof_files; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --symbol-dir --quiet -q --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --quiet -q --help -h"; else __gprof_files; fi
         ;;
     setup)
         __gprof_words "--help -h"

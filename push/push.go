@@ -67,6 +67,9 @@ type Options struct {
 // Result is what a successful push learned.
 type Result struct {
 	Attempts int
+	// Requests is how many requests a profile took (set by callers that
+	// split one).
+	Requests int
 	// Warning is what the collector said while accepting everything
 	// (a partial success with nothing rejected); usually empty.
 	Warning string

@@ -496,3 +496,89 @@ func gnuBuildID(lib *profile.Lib) bool {
 	g[6], g[7] = g[7], g[6]
 	return fmt.Sprintf("%X0", g[:]) == lib.BreakpadID
 }
+
+// EncodeParts encodes p as protobuf requests of at most maxBytes each
+// where it can: a request over the bound is split in two by samples
+// (threads, then a thread's samples in time order) until each part fits or
+// holds a single sample. Collectors bound what they take (the
+// OpenTelemetry Collector's OTLP receiver, 20 MiB decoded by default), and
+// a long recording of many threads passes that. Every part carries its
+// processes' resource attributes, so a backend sees one profile per part.
+func EncodeParts(p *profile.Profile, o Options, maxBytes int) [][]byte {
+	var spans []span
+	for i, pr := range p.Processes {
+		if pr == nil {
+			continue
+		}
+		for j, th := range pr.Threads {
+			if th != nil && th.Samples.Len() > 0 {
+				spans = append(spans, span{i, j, 0, th.Samples.Len()})
+			}
+		}
+	}
+	return encodeSpans(p, o, spans, maxBytes)
+}
+
+// span is samples [lo, hi) of thread th of process proc.
+type span struct{ proc, th, lo, hi int }
+
+func encodeSpans(p *profile.Profile, o Options, spans []span, maxBytes int) [][]byte {
+	b := Build(subProfile(p, spans), o).MarshalProto()
+	n := 0
+	for _, s := range spans {
+		n += s.hi - s.lo
+	}
+	if len(b) <= maxBytes || n <= 1 {
+		return [][]byte{b}
+	}
+	var left, right []span
+	half := n / 2
+	for _, s := range spans {
+		switch k := s.hi - s.lo; {
+		case half <= 0:
+			right = append(right, s)
+		case k <= half:
+			left = append(left, s)
+			half -= k
+		default:
+			left = append(left, span{s.proc, s.th, s.lo, s.lo + half})
+			right = append(right, span{s.proc, s.th, s.lo + half, s.hi})
+			half = 0
+		}
+	}
+	return append(encodeSpans(p, o, left, maxBytes), encodeSpans(p, o, right, maxBytes)...)
+}
+
+// subProfile is p with only the samples of spans (sharing p's tables).
+func subProfile(p *profile.Profile, spans []span) *profile.Profile {
+	out := &profile.Profile{Meta: p.Meta, Symbols: p.Symbols}
+	procs := map[int]*profile.Process{}
+	for _, s := range spans {
+		pr := procs[s.proc]
+		if pr == nil {
+			cp := *p.Processes[s.proc]
+			cp.Threads = nil
+			pr = &cp
+			procs[s.proc] = pr
+			out.Processes = append(out.Processes, pr)
+		}
+		th := *p.Processes[s.proc].Threads[s.th]
+		sm := th.Samples
+		th.Samples = profile.SampleTable{
+			Stack:    sm.Stack[s.lo:s.hi],
+			Time:     part(sm.Time, s.lo, s.hi),
+			CPUDelta: part(sm.CPUDelta, s.lo, s.hi),
+			Weight:   part(sm.Weight, s.lo, s.hi),
+		}
+		pr.Threads = append(pr.Threads, &th)
+	}
+	return out
+}
+
+// part is v[lo:hi] as far as v goes (a column may be shorter, or nil).
+func part[T any](v []T, lo, hi int) []T {
+	if v == nil {
+		return nil
+	}
+	return v[min(lo, len(v)):min(hi, len(v))]
+}

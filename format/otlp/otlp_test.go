@@ -320,3 +320,44 @@ func TestGNUBuildID(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeParts: a request over the bound is split into parts that fit,
+// which hold every sample once, each with its process's resource.
+func TestEncodeParts(t *testing.T) {
+	p := sample()
+	whole := Build(p, Options{}).MarshalProto()
+	if parts := EncodeParts(p, Options{}, len(whole)); len(parts) != 1 || !bytes.Equal(parts[0], whole) {
+		t.Fatalf("a request within the bound was split in %d", len(parts))
+	}
+	limit := len(whole) * 2 / 3
+	parts := EncodeParts(p, Options{}, limit)
+	if len(parts) < 2 {
+		t.Fatalf("%d parts of at most %d bytes for %d", len(parts), limit, len(whole))
+	}
+	var samples, cpu int64
+	var stamps []uint64
+	for i, b := range parts {
+		r := decodeRequest(t, b)
+		before := len(stamps)
+		for _, rp := range r.ResourceProfiles {
+			if *rp.Resource.Attributes[1].Value.IntValue != 10 {
+				t.Errorf("part %d lacks its process.pid", i)
+			}
+			prof := rp.ScopeProfiles[0].Profiles
+			for j, s := range prof[0].Samples {
+				for k, v := range s.Values {
+					samples += v
+					cpu += prof[1].Samples[j].Values[k]
+				}
+				stamps = append(stamps, s.TimestampsUnixNano...)
+			}
+		}
+		// Only a part of a single sample may exceed the bound.
+		if n := len(stamps) - before; len(b) > limit && n != 1 {
+			t.Errorf("part %d: %d bytes for %d samples, bound %d", i, len(b), n, limit)
+		}
+	}
+	if samples != 5 || cpu != 5e6 || len(stamps) != 5 {
+		t.Errorf("parts hold %d samples, %d ns of CPU, %d timestamps; want 5, 5e6, 5", samples, cpu, len(stamps))
+	}
+}

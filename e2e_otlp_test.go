@@ -273,6 +273,7 @@ type (
 			ScopeProfiles []struct {
 				Profiles []struct {
 					SampleType struct{ TypeStrindex, UnitStrindex jint }
+					PeriodType struct{ TypeStrindex, UnitStrindex jint }
 					Samples    []struct {
 						StackIndex         jint
 						AttributeIndices   []jint
@@ -361,6 +362,7 @@ type otlpProcess struct {
 	self, total map[string]int64 // samples by function name
 	threads     map[int64]string // thread.id → thread.name
 	buildIDs    map[string]string
+	period      string // the samples profile's period type/unit
 }
 
 // summarize reads a request as report reads a profile: each sample's leaf
@@ -386,6 +388,9 @@ func summarize(t *testing.T, d *otlpRequest) []otlpProcess {
 		}
 		for _, prof := range rp.ScopeProfiles[0].Profiles {
 			typ := s(prof.SampleType.TypeStrindex) + "/" + s(prof.SampleType.UnitStrindex)
+			if typ == "samples/count" {
+				p.period = s(prof.PeriodType.TypeStrindex) + "/" + s(prof.PeriodType.UnitStrindex)
+			}
 			for _, smp := range prof.Samples {
 				var v int64
 				for _, x := range smp.Values {
@@ -972,5 +977,24 @@ func TestPushSplitsLargeProfiles(t *testing.T) {
 		if f.Self > 0 && all.self[f.Name] < f.Self {
 			t.Errorf("%s: %d self samples in the parts, report says %d", f.Name, all.self[f.Name], f.Self)
 		}
+	}
+}
+
+// TestPushOffCPU: a recording with --off-cpu, of a program that sleeps,
+// arrives with samples of wall-clock time (period type wall), equal to
+// report's, blocked time included.
+func TestPushOffCPU(t *testing.T) {
+	col := startCollector(t)
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	r := gprof(t, "record", "-q", "--off-cpu", "-o", out, "--push", col.url, "--", "sleep", "0.3")
+	skipIfNoPerf(t, r)
+	if r.code != 0 {
+		t.Fatalf("record --off-cpu --push: exit %d: %s", r.code, r.stderr)
+	}
+	rep := fullReport(t, out)
+	got := summarize(t, col.requests(t, 1)[0])[0]
+	checkAgainstReport(t, "--off-cpu", got, rep)
+	if got.period != "wall/nanoseconds" || got.self["[blocked]"] < rep.Samples/2 {
+		t.Errorf("period type %s, %d of %d samples blocked; want wall/nanoseconds, most blocked", got.period, got.self["[blocked]"], got.samples)
 	}
 }

@@ -612,6 +612,18 @@ func TestPushToCollector(t *testing.T) {
 		t.Errorf("push without flags: attributes %v", again[0].attrs)
 	}
 
+	// Any format gprof reads: the pprof conversion of the profile (no time
+	// axis there: one summed value per stack) arrives with the figures
+	// report gives for it.
+	pp := filepath.Join(dir, "p.pb.gz")
+	if r := gprof(t, "convert", "--to", "pprof", out, "-o", pp); r.code != 0 {
+		t.Fatalf("convert --to pprof: %s", r.stderr)
+	}
+	if r := gprof(t, "push", "-q", "--endpoint", col.url, pp); r.code != 0 || r.stderr != "" {
+		t.Fatalf("push of a pprof file: exit %d: %q", r.code, r.stderr)
+	}
+	checkAgainstReport(t, "push of pprof", summarize(t, col.requests(t, 3)[2])[0], fullReport(t, pp))
+
 	// convert --to otlp writes what push sends: protobuf, and OTLP JSON
 	// for .json names.
 	for _, name := range []string{"req.pb", "req.json"} {

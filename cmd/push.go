@@ -26,8 +26,8 @@ var headersEnv = []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_PROF
 // --push and convert --to otlp share them.
 func otlpFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "service-name", Usage: "the service.name of the profiles (default: each process's name)"},
-		&cli.StringSliceFlag{Name: "label", Usage: "add resource attribute `KEY=VALUE` to the profiles, e.g. ci.commit=$SHA (repeatable; replaces gprof's own of the same key)"},
+		&cli.StringFlag{Name: "service-name", Usage: "give every process the service.name `NAME` (default: each process's own name)"},
+		&cli.StringSliceFlag{Name: "label", Usage: "add resource attribute `KEY=VALUE` to every process, e.g. vcs.ref.head.revision=$SHA (repeatable; replaces gprof's own of the same key)"},
 	}
 }
 
@@ -67,7 +67,8 @@ cpu/nanoseconds, whose samples are stacks of one thread (thread.id,
 thread.name) with their timestamps. Functions, files, lines and inline
 frames come from the names stored in the profile (and for addresses it
 has no name for, from the binaries on disk, as 'gprof convert' finds
-them); mappings carry their binaries' build IDs.
+them); mappings carry their binaries' build IDs. A profile whose request
+would pass --max-request-size goes in several requests.
 
 Nothing is lost to a collector that is down for a while: connection errors
 and 429 and 5xx answers are tried again, waiting longer each time (0.5 s,
@@ -82,7 +83,7 @@ Exit codes: 0 every profile was accepted; 1 a PROFILE could not be read
 Examples:
    ./bin/gprof push --endpoint http://localhost:4318 profile.json.gz
    ./bin/gprof push --endpoint https://otel.example.com --header "Authorization: Bearer $TOKEN" \
-       --service-name mybench --label ci.commit=$(git rev-parse HEAD) --label ci.branch=main run*.json.gz`,
+       --service-name mybench --label vcs.ref.head.revision=$(git rev-parse HEAD) --label vcs.ref.head.name=main run*.json.gz`,
 		Flags:  flags,
 		Action: runPush,
 	}

@@ -68,8 +68,8 @@ complete -c gprof -n '__gprof_using record' -l json-output -r -F -d 'write a sum
 complete -c gprof -n '__gprof_using record' -l json -d 'the same as --json-output -'
 complete -c gprof -n '__gprof_using record' -l view -d 'then open the profile in the Firefox Profiler with names, as \'gprof view\' does, until Ctrl-C'
 complete -c gprof -n '__gprof_using record' -l push -x -d 'then send the profile to the OpenTelemetry Collector at URL'
-complete -c gprof -n '__gprof_using record' -l service-name -x -d 'the service.name of the profiles'
-complete -c gprof -n '__gprof_using record' -l label -x -d 'add resource attribute KEY=VALUE to the profiles, e.g. ci.commit=$SHA'
+complete -c gprof -n '__gprof_using record' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using record' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
 complete -c gprof -n '__gprof_using record' -l header -x -d 'send HTTP header \'NAME'
 complete -c gprof -n '__gprof_using record' -l ca-file -r -F -d 'check an https collector\'s certificate against the certificate authorities in PEM FILE'
 complete -c gprof -n '__gprof_using record' -l no-gzip -d 'send the request uncompressed'
@@ -84,8 +84,8 @@ complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof 
 complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__fish_complete_pids)' -d 'keep only process PID'
 complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
-complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'the service.name of the profiles'
-complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to the profiles, e.g. ci.commit=$SHA'
+complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
 complete -c gprof -n '__gprof_using convert' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using convert' -F
 
@@ -135,8 +135,8 @@ complete -c gprof -n '__gprof_using diff' -l symbol-dir -x -a '(__fish_complete_
 complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 
 complete -c gprof -n '__gprof_using push' -l endpoint -x -d 'the collector\'s OTLP/HTTP URL, e.g. http://localhost:4318'
-complete -c gprof -n '__gprof_using push' -l service-name -x -d 'the service.name of the profiles'
-complete -c gprof -n '__gprof_using push' -l label -x -d 'add resource attribute KEY=VALUE to the profiles, e.g. ci.commit=$SHA'
+complete -c gprof -n '__gprof_using push' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using push' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
 complete -c gprof -n '__gprof_using push' -l header -x -d 'send HTTP header \'NAME'
 complete -c gprof -n '__gprof_using push' -l ca-file -r -F -d 'check an https collector\'s certificate against the certificate authorities in PEM FILE'
 complete -c gprof -n '__gprof_using push' -l no-gzip -d 'send the request uncompressed'

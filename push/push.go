@@ -107,7 +107,11 @@ func (e *Error) Error() string {
 		}
 	}
 	if e.Retried {
-		s += fmt.Sprintf(" (gave up after %d attempts over %s)", e.Attempts, e.Elapsed.Round(100*time.Millisecond))
+		attempts := "1 attempt"
+		if e.Attempts != 1 {
+			attempts = fmt.Sprintf("%d attempts", e.Attempts)
+		}
+		s += fmt.Sprintf(" (gave up after %s over %s)", attempts, e.Elapsed.Round(100*time.Millisecond))
 	}
 	return s
 }

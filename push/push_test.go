@@ -228,3 +228,29 @@ func TestParseHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestSendSilentCollector: a collector that never answers costs the time
+// bound, not more.
+func TestSendSilentCollector(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The server notices the client has gone only once the body is
+		// read.
+		io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	o := fast(srv.URL)
+	o.Timeout = 500 * time.Millisecond
+	start := time.Now()
+	_, err := Send(context.Background(), []byte("x"), o)
+	var pe *Error
+	if !errors.As(err, &pe) || !pe.Retried || !strings.Contains(err.Error(), "gave up after 1 attempt over") {
+		t.Fatalf("Send: %v", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %s for a bound of %s", el, o.Timeout)
+	}
+}

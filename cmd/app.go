@@ -26,6 +26,10 @@ const (
 	// ExitCommandFailed: the profile was written, but the launched command
 	// failed on its own; its status is the --json summary's exit_code.
 	ExitCommandFailed = 4
+	// ExitPushFailed: a profile was not delivered to the collector (it
+	// could not be reached in time, or it refused the profile); record
+	// --push has written its file all the same.
+	ExitPushFailed = 5
 	// ExitSignal plus the signal's number (130 for SIGINT, 131 SIGQUIT,
 	// 143 SIGTERM, 129 SIGHUP): gprof was aborted by that signal, cleaning
 	// up first. It is the status shells report for a process the signal
@@ -67,7 +71,8 @@ Note: GNU binutils installs an unrelated program also called gprof
 gprof record [options] -p PID [-p PID...]
 gprof report PROFILE
 gprof view PROFILE
-gprof convert PROFILE -o OUTPUT`,
+gprof convert PROFILE -o OUTPUT
+gprof push --endpoint URL PROFILE...`,
 		Commands: []*cli.Command{
 			recordCommand(),
 			convertCommand(),
@@ -75,6 +80,7 @@ gprof convert PROFILE -o OUTPUT`,
 			reportCommand(),
 			viewCommand(),
 			diffCommand(),
+			pushCommand(),
 			setupCommand(),
 			completionCommand(),
 			inspectCommand(),
@@ -88,6 +94,9 @@ gprof convert PROFILE -o OUTPUT`,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
 		Suggest:              true,
+		// Repeatable flags take each value whole: a --label or --header
+		// value may hold commas (-p and -t split their own).
+		DisableSliceFlagSeparator: true,
 		// Errors are printed once, by Main, in gprof's own style.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,

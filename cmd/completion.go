@@ -29,7 +29,7 @@ var completionShells = map[string]string{
 var flagChoices = map[string][]string{
 	"format":        {"gecko", "processed"},
 	"report.format": {"text", "json", "collapsed"},
-	"convert.to":    {"processed", "gecko", "pprof"},
+	"convert.to":    {"processed", "gecko", "pprof", "otlp"},
 	"event":         {"cpu-clock", "cycles"},
 	"call-graph":    {"fp", "dwarf"},
 	"backend":       {"perf", "ptrace", "mach", "etw", "suspend"},

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/format/otlp"
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
@@ -28,7 +29,7 @@ var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: 
 func convertCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "convert",
-		Usage:     "convert a profile to the Firefox Profiler's processed format, or to pprof",
+		Usage:     "convert a profile to the Firefox Profiler's processed format, or to pprof or OTLP",
 		ArgsUsage: "PROFILE",
 		Description: `Reads a Gecko profile (gprof's own or one Firefox wrote; gzipped or not) or a
 processed profile, and writes the Firefox Profiler's processed format, fully
@@ -45,6 +46,9 @@ standard output (uncompressed).
 With --to pprof it writes a gzipped profile.proto for 'go tool pprof' and
 the tools that read pprof (samples and CPU time as values, thread and
 process as labels, mappings with build IDs, names with inline frames).
+With --to otlp it writes the OTLP profiles request 'gprof push' would send
+(see 'gprof push --help'; --service-name and --label as there): protobuf,
+or OTLP JSON when the output's name ends in .json or .json.gz.
 
 It also reads pprof files (Go's runtime/pprof CPU profiles and anything else
 that writes the format), so they open in the Firefox Profiler; perf.data
@@ -60,13 +64,14 @@ Examples:
    ./bin/gprof convert - -o - < profile.json.gz | gzip > processed.json.gz
    ./bin/gprof convert profile.json.gz --to pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
    ./bin/gprof convert cpu.pprof -o processed.json.gz   # a Go CPU profile
-   ./bin/gprof convert perf.data -o processed.json.gz   # perf record -g`,
-		Flags: []cli.Flag{
+   ./bin/gprof convert perf.data -o processed.json.gz   # perf record -g
+   ./bin/gprof convert profile.json.gz --to otlp -o request.json   # what 'gprof push' sends`,
+		Flags: append([]cli.Flag{
 			outputFlag,
-			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, or pprof (always gzipped)"},
+			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, pprof (always gzipped), or otlp (the request 'gprof push' sends: protobuf, or OTLP JSON when the name ends in .json or .json.gz)"},
 			symbolDirFlag,
 			convertPidFlag, convertNameFlag,
-		},
+		}, otlpFlags()...),
 		Action: func(c *cli.Context) error {
 			out, err := outputFile(c)
 			if err != nil {
@@ -77,8 +82,11 @@ Examples:
 				return err
 			}
 			to := format.Kind(c.String("to"))
-			if to != format.Processed && to != format.Gecko && to != format.PProf {
-				return usagef("unknown --to %q: use processed, gecko or pprof", to)
+			if to != format.Processed && to != format.Gecko && to != format.PProf && to != kindOTLP {
+				return usagef("unknown --to %q: use processed, gecko, pprof or otlp", to)
+			}
+			if to != kindOTLP && (c.IsSet("service-name") || c.IsSet("label")) {
+				return usagef("--service-name and --label go with --to otlp")
 			}
 			return rewriteProfile(c, in, out, false, func(format.Kind) format.Kind { return to }, func(p *profile.Profile) (*profile.Profile, error) { return filterProcesses(c, p) })
 		},
@@ -165,10 +173,37 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(format
 		p.Symbols.AddMissing(old)
 	}
 	ph.set("writing " + outName(out))
-	err = writeProfile(out, p, kind(inKind))
+	if k := kind(inKind); k == kindOTLP {
+		err = writeOTLP(c, out, p)
+	} else {
+		err = writeProfile(out, p, k)
+	}
 	ph.done()
 	printNotices(notes)
 	return err
+}
+
+// kindOTLP is convert's --to otlp: the request 'gprof push' sends, which
+// is not a profile format gprof reads.
+const kindOTLP format.Kind = "otlp"
+
+// writeOTLP writes p as an OTLP profiles request: OTLP JSON to a name
+// ending in .json (or .json.gz), protobuf otherwise (and to standard
+// output).
+func writeOTLP(c *cli.Context, path string, p *profile.Profile) error {
+	o, err := otlpOptions(c)
+	if err != nil {
+		return err
+	}
+	req := otlp.Build(p, o)
+	if path == "-" {
+		_, err := os.Stdout.Write(req.MarshalProto())
+		return err
+	}
+	if err := otlp.WriteFile(path, req); err != nil {
+		return fmt.Errorf("cannot write %s: %s", path, strings.TrimPrefix(err.Error(), path+": "))
+	}
+	return nil
 }
 
 func oneInput(c *cli.Context) (string, error) {

@@ -50,9 +50,15 @@ A second Ctrl-C (or SIGTERM, SIGHUP) while the profile is being finished
 aborts at once, writing nothing (exit 130 for SIGINT: 128 + the signal's
 number); SIGQUIT (Ctrl-\\) ends the recording and aborts the same way.
 
+With --push URL, the profile is then sent to an OpenTelemetry Collector as
+'gprof push' sends it (see 'gprof push --help'; --service-name, --label,
+--header, --ca-file, --no-gzip, --push-timeout and --max-request-size go
+with it). The file is
+written whether or not the push works; one that fails for good exits 5.
+
 Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;
-4 the profile was written but the launched command failed; 128+N aborted by
-signal N.
+4 the profile was written but the launched command failed; 5 the profile
+was written but --push could not deliver it; 128+N aborted by signal N.
 
 Function names are resolved when recording ends and stored inside the
 profile, so it stays readable after the binaries change or the file moves
@@ -75,9 +81,13 @@ Examples:
 
    # CI: no terminal output, a JSON summary in summary.json
    ./bin/gprof record -q --json-output summary.json -o perf.json.gz -- make test
-   jq '.samples' summary.json`,
+   jq '.samples' summary.json
 
-		Flags: []cli.Flag{
+   # CI: send the run to the team's OpenTelemetry Collector, labelled
+   ./bin/gprof record -q -o run.json.gz --push http://localhost:4318 \
+       --label vcs.ref.head.revision=$(git rev-parse HEAD) -- ./bench`,
+
+		Flags: recordFlags([]cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.BoolFlag{Name: "system-wide", Aliases: []string{"a"}, Usage: "record every process on the machine, and those that start, each with its threads (kernel threads too with -k), until Ctrl-C, -d, or the command given after '--' exits (perf backend; needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0)"},
 			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
@@ -102,9 +112,15 @@ Examples:
 			jsonOutputFlag("a summary of the recording", ", apart from the command's output"),
 			jsonFlag,
 			&cli.BoolFlag{Name: "view", Usage: "then open the profile in the Firefox Profiler with names, as 'gprof view' does, until Ctrl-C"},
-		},
+			&cli.StringFlag{Name: "push", Usage: "then send the profile to the OpenTelemetry Collector at `URL` (OTLP/HTTP, as 'gprof push' does); the file is written all the same, and a push that fails exits 5"},
+		}),
 		Action: recordAndView,
 	}
+}
+
+// recordFlags are record's flags: its own, then those of --push.
+func recordFlags(own []cli.Flag) []cli.Flag {
+	return append(append(own, otlpFlags()...), sendFlags("push-timeout")...)
 }
 
 // recordSummary is what --json-output writes; field names are a stable
@@ -144,6 +160,9 @@ type recordSummary struct {
 	// took. Absent for the other backends.
 	EventLayout string `json:"event_layout,omitempty"`
 	EventFiles  int    `json:"event_files,omitempty"`
+	// Pushed says whether --push delivered the profile; absent without
+	// --push.
+	Pushed *bool `json:"pushed,omitempty"`
 }
 
 // ratio rounds a sample ratio for the summary; 0 (no figure) is nil.
@@ -166,6 +185,10 @@ func runRecord(c *cli.Context) error {
 	}
 	if kind == format.Processed && c.Bool("no-symbols") {
 		return usagef("--format processed stores names, so it cannot be combined with --no-symbols")
+	}
+	target, err := recordPushTarget(c)
+	if err != nil {
+		return err
 	}
 	out := c.String("output")
 	if out == "-" && c.Bool("json") {
@@ -249,6 +272,26 @@ func runRecord(c *cli.Context) error {
 	if !quiet {
 		printRecordSummary(os.Stderr, sum)
 	}
+	var pushErr error
+	if target != nil {
+		// Not ctx: it has ended with the recording (--duration, Ctrl-C).
+		pph := newPhases(os.Stderr, quiet)
+		sigs.onAbort(pph.done)
+		pph.set("pushing to " + target.send.URL)
+		_, pushErr = target.sendProfile(c.Context, res.Profile, sayUnlessQuiet(pph, quiet))
+		pph.done()
+		ok := pushErr == nil
+		sum.Pushed = &ok
+		if pushErr != nil {
+			kept := "it is in " + outName(out)
+			if out != "-" {
+				kept += fmt.Sprintf("; push it later with 'gprof push --endpoint %s %s'", c.String("push"), out)
+			}
+			fmt.Fprintf(os.Stderr, "%s the profile was not pushed: %v; %s\n", errorPrefix(os.Stderr), pushErr, kept)
+		} else if !quiet {
+			fmt.Fprintf(os.Stderr, "gprof: pushed the profile to %s\n", target.send.URL)
+		}
+	}
 	if jsonOut != "" {
 		if err := writeJSONOutput(jsonOut, encodeJSON(sum)); err != nil {
 			return fmt.Errorf("write %s: %v", jsonOut, err)
@@ -258,10 +301,28 @@ func runRecord(c *cli.Context) error {
 	// script can tell it from gprof's failure (the command's status could
 	// be any number, 1 and 2 included); one that gprof stopped (duration,
 	// Ctrl-C, SIGTERM) did not fail.
+	if pushErr != nil {
+		// Before the command's failure: the command's status is in the
+		// summary, and a script that sees 5 knows to push the file again.
+		return exitCodeError{ExitPushFailed}
+	}
 	if res.ExitCode > 0 && ctx.Err() == nil {
 		return exitCodeError{ExitCommandFailed}
 	}
 	return nil
+}
+
+// recordPushTarget checks --push and the flags that go with it.
+func recordPushTarget(c *cli.Context) (*pushTarget, error) {
+	if u := c.String("push"); u != "" {
+		return pushTargetFrom(c, u, "--push", "push-timeout")
+	}
+	for _, f := range append(otlpFlags(), sendFlags("push-timeout")...) {
+		if c.IsSet(f.Names()[0]) {
+			return nil, usagef("--%s goes with --push URL", f.Names()[0])
+		}
+	}
+	return nil, nil
 }
 
 func printRecordSummary(w io.Writer, s recordSummary) {

@@ -18,7 +18,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report view diff setup completion inspect help --help -h --version -v"
+        __gprof_words "record convert symbolicate report view diff push setup completion inspect help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -32,7 +32,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -41,18 +41,19 @@ _gprof() {
             --backend) __gprof_words "perf ptrace mach etw suspend"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
+            --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
+        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     convert)
         case $prev in
-            --name) return ;;
+            --name|--service-name|--label) return ;;
             --output|-o) __gprof_files; return ;;
-            --to) __gprof_words "processed gecko pprof"; return ;;
+            --to) __gprof_words "processed gecko pprof otlp"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --pid) __gprof_pids; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --pid --name --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --pid --name --service-name --label --help -h"; else __gprof_files; fi
         ;;
     symbolicate)
         case $prev in
@@ -89,6 +90,14 @@ _gprof() {
         esac
         __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --help -h"
         ;;
+    push)
+        case $prev in
+            --endpoint|--service-name|--label|--header|--timeout|--max-request-size) return ;;
+            --ca-file) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --quiet -q --help -h"; else __gprof_files; fi
+        ;;
     setup)
         __gprof_words "--help -h"
         ;;
@@ -103,7 +112,7 @@ _gprof() {
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff setup completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff push setup completion inspect help"; fi
         ;;
     esac
 }

@@ -33,11 +33,12 @@ complete -c gprof -f
 complete -c gprof -n 'not __gprof_command' -s h -l help -d 'show help'
 complete -c gprof -n 'not __gprof_command' -s v -l version -d 'print the version'
 complete -c gprof -n 'not __gprof_command' -a record -d 'sample a command or running processes and write a profile'
-complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof'
+complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof or OTLP'
 complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
 complete -c gprof -n 'not __gprof_command' -a view -d 'open a profile in the Firefox Profiler, with names, from a local server'
 complete -c gprof -n 'not __gprof_command' -a diff -d 'compare two profiles, or two sets of repeated runs, and gate on regressions'
+complete -c gprof -n 'not __gprof_command' -a push -d 'send profiles to an OpenTelemetry Collector'
 complete -c gprof -n 'not __gprof_command' -a setup -d 'on macOS, sign gprof so it may attach to your own processes'
 complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell completion script'
 complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
@@ -67,15 +68,25 @@ complete -c gprof -n '__gprof_using record' -s q -l quiet -d 'print nothing but 
 complete -c gprof -n '__gprof_using record' -l json-output -r -F -d 'write a summary of the recording as JSON to FILE'
 complete -c gprof -n '__gprof_using record' -l json -d 'the same as --json-output -'
 complete -c gprof -n '__gprof_using record' -l view -d 'then open the profile in the Firefox Profiler with names, as \'gprof view\' does, until Ctrl-C'
+complete -c gprof -n '__gprof_using record' -l push -x -d 'then send the profile to the OpenTelemetry Collector at URL'
+complete -c gprof -n '__gprof_using record' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using record' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
+complete -c gprof -n '__gprof_using record' -l header -x -d 'send HTTP header \'NAME'
+complete -c gprof -n '__gprof_using record' -l ca-file -r -F -d 'check an https collector\'s certificate against the certificate authorities in PEM FILE'
+complete -c gprof -n '__gprof_using record' -l no-gzip -d 'send the request uncompressed'
+complete -c gprof -n '__gprof_using record' -l push-timeout -x -d 'give up on a request after DURATION, retries included'
+complete -c gprof -n '__gprof_using record' -l max-request-size -x -d 'split a profile into requests of at most SIZE'
 complete -c gprof -n '__gprof_using record' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using record' -a --
 complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
 
 complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
-complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof' -d 'output FORMAT'
+complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof otlp' -d 'output FORMAT'
 complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__fish_complete_pids)' -d 'keep only process PID'
 complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
+complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
 complete -c gprof -n '__gprof_using convert' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using convert' -F
 
@@ -124,6 +135,19 @@ complete -c gprof -n '__gprof_using diff' -l by -x -d 'compare functions by MEAS
 complete -c gprof -n '__gprof_using diff' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 
+complete -c gprof -n '__gprof_using push' -l endpoint -x -d 'the collector\'s OTLP/HTTP URL, e.g. http://localhost:4318'
+complete -c gprof -n '__gprof_using push' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using push' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
+complete -c gprof -n '__gprof_using push' -l header -x -d 'send HTTP header \'NAME'
+complete -c gprof -n '__gprof_using push' -l ca-file -r -F -d 'check an https collector\'s certificate against the certificate authorities in PEM FILE'
+complete -c gprof -n '__gprof_using push' -l no-gzip -d 'send the request uncompressed'
+complete -c gprof -n '__gprof_using push' -l timeout -x -d 'give up on a request after DURATION, retries included'
+complete -c gprof -n '__gprof_using push' -l max-request-size -x -d 'split a profile into requests of at most SIZE'
+complete -c gprof -n '__gprof_using push' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using push' -s q -l quiet -d 'print nothing but errors'
+complete -c gprof -n '__gprof_using push' -s h -l help -d 'show help'
+complete -c gprof -n '__gprof_using push' -F
+
 complete -c gprof -n '__gprof_using setup' -s h -l help -d 'show help'
 
 complete -c gprof -n '__gprof_using completion' -s h -l help -d 'show help'
@@ -134,4 +158,4 @@ complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat M
 complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report view diff setup completion inspect help'
+complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report view diff push setup completion inspect help'

@@ -118,6 +118,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// Samples that carry registers and a stack copy (dwarf mode, or the
 	// ptrace backend whatever the mode) are unwound here.
 	u := newUserUnwinder()
+	u.jit = libs.jitDumpOf
 	defer u.close()
 	b.unwindUser = u.unwind
 

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
+	"github.com/gprof-dev/gprof/symbolize/jitdump"
 )
 
 // Options configure Profile.
@@ -29,6 +31,9 @@ type Options struct {
 	// PerfMap returns the JIT perf map of process pid; nil reads
 	// /tmp/perf-PID.map.
 	PerfMap func(pid int) (*PerfMap, error)
+	// JITDump returns the jitdump of process pid and its path; nil reads
+	// /tmp/jit-PID.dump. Its names come before the perf map's.
+	JITDump func(pid int) (*jitdump.File, string, error)
 }
 
 // Stats reports what Profile resolved. Counts are of distinct addresses.
@@ -397,20 +402,45 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 }
 
 func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
-	load := opts.PerfMap
-	if load == nil {
-		load = LoadPerfMap
+	loadMap := opts.PerfMap
+	if loadMap == nil {
+		loadMap = LoadPerfMap
 	}
-	m, err := load(g.pid)
-	if err != nil {
-		g.stats.Err = err
+	loadDump := opts.JITDump
+	if loadDump == nil {
+		loadDump = LoadJITDump
+	}
+	dump, dumpPath, dumpErr := loadDump(g.pid)
+	m, mapErr := loadMap(g.pid)
+	if dump == nil && m == nil {
+		g.stats.Err = mapErr
+		if !errors.Is(dumpErr, fs.ErrNotExist) {
+			g.stats.Err = dumpErr
+		}
 		g.stats.Unresolved = len(g.addrs)
 		return
 	}
-	g.stats.Path = PerfMapPath(g.pid)
+	var paths []string
+	if dump != nil {
+		paths = append(paths, dumpPath)
+	}
+	if m != nil {
+		paths = append(paths, PerfMapPath(g.pid))
+	}
+	g.stats.Path = strings.Join(paths, ", ")
 	base := g.base()
 	for rel, exact := range g.addrs {
-		s, ok := m.Lookup(lookupAddr(rel, exact) + base)
+		at := lookupAddr(rel, exact) + base
+		if c, ok := dump.Lookup(at); ok {
+			f := profile.SymbolFrame{Function: c.Name, FuncAddr: c.Addr - base, FuncSize: c.Size}
+			if l, ok := c.LineAt(at); ok {
+				f.File, f.Line = l.File, l.Line
+			}
+			g.stats.Resolved++
+			add(g, rel, []profile.SymbolFrame{f})
+			continue
+		}
+		s, ok := m.Lookup(at)
 		if !ok {
 			g.stats.Unresolved++
 			continue
@@ -418,4 +448,12 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile
 		g.stats.Resolved++
 		add(g, rel, []profile.SymbolFrame{{Function: s.Name, FuncAddr: s.Start - base, FuncSize: s.Size}})
 	}
+}
+
+// LoadJITDump reads the jitdump of process pid where CPython writes it,
+// /tmp/jit-PID.dump.
+func LoadJITDump(pid int) (*jitdump.File, string, error) {
+	p := jitdump.DefaultPath(pid)
+	f, err := jitdump.Read(p)
+	return f, p, err
 }

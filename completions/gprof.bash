@@ -32,7 +32,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -42,52 +42,53 @@ _gprof() {
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
+        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --help -h --"
         ;;
     convert)
         case $prev in
-            --name) return ;;
+            --debuginfod|--symbol-server|--name) return ;;
             --output|-o) __gprof_files; return ;;
             --to) __gprof_words "processed gecko pprof"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --pid) __gprof_pids; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --pid --name --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --debuginfod --symbol-server --pid --name --help -h"; else __gprof_files; fi
         ;;
     symbolicate)
         case $prev in
+            --debuginfod|--symbol-server) return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     report)
         case $prev in
-            --top|-n|--by|--depth|--min-pct|--tid|--thread|--process) return ;;
+            --top|-n|--by|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
             --format) __gprof_words "text json collapsed"; return ;;
             --output|-o) __gprof_files; return ;;
             --json-output) __gprof_files; return ;;
             --pid) __gprof_pids; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     view)
         case $prev in
-            --address|--port|--profiler-url) return ;;
+            --address|--port|--profiler-url|--debuginfod|--symbol-server) return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     diff)
         case $prev in
-            --fail-if|--top|-n|--profiler-url|--by) return ;;
+            --fail-if|--top|-n|--profiler-url|--by|--debuginfod|--symbol-server) return ;;
             --base) __gprof_files; return ;;
             --new) __gprof_files; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --help -h"
+        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
     setup)
         __gprof_words "--help -h"

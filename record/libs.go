@@ -13,6 +13,7 @@ import (
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 	"github.com/gprof-dev/gprof/symbolize/jitdump"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // fileKey identifies a mapped file independent of its (possibly reused or
@@ -77,6 +78,8 @@ type libResolver struct {
 	copies   map[anonKey]textCopy
 	// jitDumps are the jitdump files processes mapped (see jit.go).
 	jitDumps map[int]*jitDump
+	// remote fetches the debug files this machine lacks, at the end.
+	remote *remote.Client
 }
 
 // perfMapStat tells whether a JIT map changed since it was read.
@@ -238,6 +241,7 @@ func (r *libResolver) refreshPerfMap(pid int) {
 func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
+		Remote:     r.remote,
 		OpenPath: func(_ *profile.Process, lib *profile.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
 				return []string{heldPath(lf.fd)}

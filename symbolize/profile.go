@@ -13,6 +13,7 @@ import (
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize/jitdump"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // Options configure Profile.
@@ -34,6 +35,9 @@ type Options struct {
 	// JITDump returns the jitdump of process pid and its path; nil reads
 	// /tmp/jit-PID.dump. Its names come before the perf map's.
 	JITDump func(pid int) (*jitdump.File, string, error)
+	// Remote fetches what is not on this machine: debug files and
+	// executables by build-id (debuginfod), PDBs (symbol servers).
+	Remote *remote.Client
 }
 
 // Stats reports what Profile resolved. Counts are of distinct addresses.
@@ -198,7 +202,9 @@ func collect(p *profile.Profile) map[profile.LibKey]*group {
 					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*profile.Lib]bool)}
 					g.stats.Key = key
 					switch {
-					case f.Category == profile.CategoryKernel:
+					case f.Category == profile.CategoryKernel && !isPDBName(key.DebugName):
+						// Linux's kernel, named from kallsyms; a
+						// Windows trace's kernel modules have PDBs.
 						g.kind = kindKernel
 					case key.DebugName == profile.PerfMapKey(proc.Pid).DebugName:
 						// Outside every lib, or in the pseudo-lib a
@@ -263,6 +269,15 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []profile.
 			lookupAll(g, o, add)
 			return
 		}
+		// Known by its identity alone (a Windows trace read here): its
+		// PDB, from a symbol directory or server.
+		if s, perr := openPDBForLib(g, opts); perr == nil {
+			defer s.Close()
+			g.stats.Err = nil
+			g.stats.DebugFile = s.DebugFile()
+			lookupAll(g, s, add)
+			return
+		}
 		g.stats.Err = err
 		g.stats.Unresolved = len(g.addrs)
 		return
@@ -290,7 +305,7 @@ func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []profile.Symbol
 // from, checking its identity as openForLib does; the slice of a fat
 // Mach-O file is the one whose UUID the breakpad ID names.
 func openObjectForLib(g *group, opts Options) (*Object, error) {
-	sopts := []Option{SymbolDirs(opts.SymbolDirs...)}
+	sopts := []Option{SymbolDirs(opts.SymbolDirs...), Remote(opts.Remote)}
 	for _, c := range g.cands {
 		want := c.lib.BreakpadID
 		o, err := OpenObject(c.lib.Path, sopts)
@@ -331,7 +346,7 @@ func uuidOf(breakpadID string) ([]byte, bool) {
 // recorded as: the file at a path may since have been replaced (a package
 // upgrade, a rebuild), and symbols from another build would be wrong.
 func openForLib(g *group, opts Options) (*Binary, error) {
-	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs}
+	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs, remote: opts.Remote}
 	if opts.DebugRoot != "" {
 		cfg.debugRoot = opts.DebugRoot
 	}
@@ -362,10 +377,47 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 			return b, nil
 		}
 	}
+	// Not here (a recording from another machine): the executable from
+	// a debuginfod server, by its build-id.
+	for _, c := range g.cands {
+		bid, err := hex.DecodeString(c.lib.CodeID)
+		if err != nil || len(bid) < 8 || opts.Remote == nil || BreakpadID(bid, true) != c.lib.BreakpadID {
+			continue
+		}
+		p, err := opts.Remote.Executable(bid, elfOfBuild(bid))
+		if err != nil {
+			if !errors.Is(err, remote.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			break
+		}
+		if b, err := openNamed(c.lib.Path, []string{p}, cfg); err == nil {
+			return b, nil
+		}
+	}
 	if len(errs) == 0 {
 		return nil, fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
 	}
 	return nil, errors.Join(errs...)
+}
+
+func isPDBName(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".pdb") }
+
+// openPDBForLib opens the PDB of a library known only by its identity: a
+// debug name ending in .pdb and a breakpad ID (GUID and age), as a
+// Windows trace names its modules.
+func openPDBForLib(g *group, opts Options) (Symbolizer, error) {
+	if OpenPDBByID == nil {
+		return nil, errors.New("no PDB reader")
+	}
+	for _, c := range g.cands {
+		id := c.lib.BreakpadID
+		if !isPDBName(c.lib.DebugName) || strings.Trim(id, "0") == "" {
+			continue
+		}
+		return OpenPDBByID(c.lib.DebugName, id, opts.SymbolDirs, opts.Remote)
+	}
+	return nil, errors.New("no PDB identity")
 }
 
 // base returns the absolute address a kernel or perf-map group's relative

@@ -95,6 +95,9 @@ func TestDebuginfod(t *testing.T) {
 	if id == "" {
 		t.Fatal("the binary has no build-id")
 	}
+	// The server also has the stripped executable, for a profile read
+	// where the binary is not (below).
+	copyFile(t, bin, filepath.Join(served, "split-stripped"))
 	url := startDebuginfod(t, served, id)
 	cache := t.TempDir()
 	t.Setenv("DEBUGINFOD_CACHE_PATH", cache)
@@ -162,6 +165,18 @@ func TestDebuginfod(t *testing.T) {
 	r = gprof(t, "report", raw)
 	if r.code != 0 || !strings.Contains(r.stdout, "work_a") || !strings.Contains(r.stderr, "gave up on server "+dead) || !strings.Contains(r.stderr, "fetched 1 debug file") {
 		t.Errorf("with a dead server first: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// Where the binary itself is gone (a profile read on another
+	// machine): the executable and then its debug file, both by
+	// build-id.
+	os.RemoveAll(cache)
+	os.Remove(bin)
+	t.Setenv("DEBUGINFOD_URLS", url)
+	r = gprof(t, "report", raw)
+	if r.code != 0 || !strings.Contains(r.stdout, "work_a") || !strings.Contains(r.stderr, "fetched 2 debug files") ||
+		!strings.Contains(r.stderr, url+"/buildid/"+id+"/executable") {
+		t.Errorf("with the binary gone: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

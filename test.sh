@@ -24,6 +24,7 @@ packages=(
   clang llvm            # Mach-O objects (objfile/, gprof inspect, the macOS backend); llvm's readers check their identities
   gcc-mingw-w64-x86-64  # PE files with a CodeView record, as Windows toolchains write them
   wine64                # runs gprof.exe's suspend backend for real (e2e_wine_test.go)
+  debuginfod            # elfutils' server names a stripped binary by build-id (e2e_remote_test.go)
 )
 
 if ! command -v go >/dev/null; then

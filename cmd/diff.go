@@ -49,7 +49,7 @@ Examples:
 			&cli.BoolFlag{Name: "no-open", Usage: "with --view, print the URL instead of opening a browser"},
 			&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "with --view, the Firefox Profiler front-end at `URL` (also $" + profilerURLEnv + ")"},
 			&cli.StringFlag{Name: "by", Value: "wall", Usage: "compare functions by `MEASURE`: wall (shares of samples: wall-clock time in profiles recorded with --off-cpu) or cpu (shares of the CPU time the samples carry)"},
-			symbolDirFlag,
+			symbolDirFlag, debuginfodFlag, symbolServerFlag,
 		},
 		Action: runDiff,
 	}
@@ -75,6 +75,10 @@ func runDiff(c *cli.Context) error {
 	if err := checkSymbolDirs(c); err != nil {
 		return err
 	}
+	rc, err := remoteClient(c)
+	if err != nil {
+		return err
+	}
 	var rules []diff.Rule
 	for _, s := range c.StringSlice("fail-if") {
 		r, err := diff.ParseRule(s)
@@ -95,7 +99,7 @@ func runDiff(c *cli.Context) error {
 				return nil, err
 			}
 			ph.set("resolving names in " + f)
-			notes = append(notes, fillSymbols(p, c.StringSlice("symbol-dir"))...)
+			notes = append(notes, fillSymbols(p, c.StringSlice("symbol-dir"), rc)...)
 			out = append(out, diff.Input{File: f, Profile: p})
 		}
 		return out, nil
@@ -110,7 +114,7 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	printNotices(notes)
+	printNotices(append(notes, remoteNotes(rc)...))
 	res := diff.CompareBy(b, n, rules, c.String("by"))
 	if c.Bool("json") {
 		err = diff.WriteJSON(os.Stdout, res)

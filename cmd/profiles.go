@@ -14,6 +14,7 @@ import (
 	"github.com/gprof-dev/gprof/internal/atomicfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 
 	// Linked in to read perf.data and ETL files (format.Register).
 	_ "github.com/gprof-dev/gprof/record/etl"
@@ -21,6 +22,13 @@ import (
 )
 
 var symbolDirFlag = &cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"}
+
+// Servers that keep debug files by identity, asked for what is not on
+// this machine (see remoteClient).
+var (
+	debuginfodFlag   = &cli.StringSliceFlag{Name: "debuginfod", Usage: "fetch ELF debug files (and binaries) that are not on this machine, by build-id, from the debuginfod server at `URL` (repeatable; added to $DEBUGINFOD_URLS)"}
+	symbolServerFlag = &cli.StringSliceFlag{Name: "symbol-server", Usage: "fetch PDBs that are not on this machine from the symbol server at `URL`, in Microsoft's layout (URL/NAME.pdb/GUIDAGE/NAME.pdb; repeatable)"}
+)
 
 // outputFlag is -o for convert and symbolicate. It is checked by
 // outputFile rather than marked Required, which would print the whole help.
@@ -69,7 +77,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			outputFlag,
 			&cli.StringFlag{Name: "to", Value: "processed", Usage: "output `FORMAT`: processed (the Firefox Profiler's, names applied), gecko, pprof (always gzipped), or otlp (the request 'gprof push' sends: protobuf, or OTLP JSON when the name ends in .json or .json.gz)"},
-			symbolDirFlag,
+			symbolDirFlag, debuginfodFlag, symbolServerFlag,
 			convertPidFlag, convertNameFlag,
 		}, otlpFlags()...),
 		Action: func(c *cli.Context) error {
@@ -110,7 +118,7 @@ Examples:
 		Flags: []cli.Flag{
 			outputFlag,
 			&cli.StringFlag{Name: "format", Usage: "output `FORMAT`: gecko or processed (default: the input's)"},
-			symbolDirFlag,
+			symbolDirFlag, debuginfodFlag, symbolServerFlag,
 		},
 		Action: func(c *cli.Context) error {
 			out, err := outputFile(c)
@@ -144,6 +152,10 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(format
 	if err := checkSymbolDirs(c); err != nil {
 		return err
 	}
+	rc, err := remoteClient(c)
+	if err != nil {
+		return err
+	}
 	ph, sigs := startFinishing(c, out)
 	defer sigs.release()
 	if err := checkWritable(out); err != nil {
@@ -165,7 +177,7 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(format
 		p.Symbols = nil
 	}
 	ph.set("resolving names")
-	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"), rc)
 	if fresh {
 		if p.Symbols == nil {
 			p.Symbols = &profile.SymbolTable{}
@@ -179,7 +191,7 @@ func rewriteProfile(c *cli.Context, in, out string, fresh bool, kind func(format
 		err = writeProfile(out, p, k)
 	}
 	ph.done()
-	printNotices(notes)
+	printNotices(append(notes, remoteNotes(rc)...))
 	return err
 }
 
@@ -280,12 +292,57 @@ func readProfile(path string) (*profile.Profile, format.Kind, error) {
 }
 
 // fillSymbols resolves addresses the profile has no names for from files on
-// disk. Failing to find a binary is normal (another machine's profile) and
-// not an error: those frames stay addresses. It returns notices for the
-// end of the command: debug files skipped as another build's.
-func fillSymbols(p *profile.Profile, dirs []string) []string {
-	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs})
+// disk, and from the servers rc names (nil: none). Failing to find a
+// binary is normal (another machine's profile) and not an error: those
+// frames stay addresses. It returns notices for the end of the command:
+// debug files skipped as another build's (and remoteNotes(rc) says what
+// the servers did).
+func fillSymbols(p *profile.Profile, dirs []string, rc *remote.Client) []string {
+	st, _ := symbolize.Profile(p, symbolize.Options{SymbolDirs: dirs, Remote: rc})
 	return st.RejectedDebugFiles()
+}
+
+// remoteClient returns the client for the debuginfod servers that
+// $DEBUGINFOD_URLS and --debuginfod name and the --symbol-server ones, or
+// nil when there are none. Files are cached where elfutils' client keeps
+// them ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client) and, for
+// PDBs, in the user's cache directory (~/.cache/gprof/symbols).
+func remoteClient(c *cli.Context) (*remote.Client, error) {
+	var debuginfod []string
+	for _, u := range remote.EnvDebuginfodURLs() {
+		// elfutils also reads file:// and other schemes; gprof speaks
+		// HTTP only, and says nothing of the others: the variable is
+		// shared with other tools.
+		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			debuginfod = append(debuginfod, u)
+		}
+	}
+	for _, f := range []string{"debuginfod", "symbol-server"} {
+		for _, u := range c.StringSlice(f) {
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				return nil, usagef("--%s %s is not an http:// or https:// URL", f, u)
+			}
+		}
+	}
+	debuginfod = append(debuginfod, c.StringSlice("debuginfod")...)
+	return remote.New(remote.Config{
+		Debuginfod:    debuginfod,
+		SymbolServers: c.StringSlice("symbol-server"),
+		Timeout:       remote.EnvTimeout(),
+	}), nil
+}
+
+// remoteNotes says what rc fetched, in one line, and which servers it
+// could not reach, one line each.
+func remoteNotes(rc *remote.Client) []string {
+	var out []string
+	if s := rc.Summary(); s != "" {
+		out = append(out, s)
+	}
+	for _, d := range rc.Down() {
+		out = append(out, "gave up on server "+d+" for this run; names only it has are missing")
+	}
+	return out
 }
 
 // printNotices prints a command's end-of-run notices, one line each.

@@ -51,6 +51,7 @@ func pushCommand() *cli.Command {
 	flags = append(flags, sendFlags("timeout")...)
 	flags = append(flags,
 		&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
+		debuginfodFlag, symbolServerFlag,
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
 	)
 	return &cli.Command{
@@ -240,6 +241,10 @@ func runPush(c *cli.Context) error {
 
 	// Every file is read before anything is sent: a bad one fails the
 	// command (exit 1) without a partial push.
+	rc, err := remoteClient(c)
+	if err != nil {
+		return err
+	}
 	profiles := make([]*profile.Profile, len(files))
 	for i, f := range files {
 		ph.set("reading " + inName(f))
@@ -248,7 +253,7 @@ func runPush(c *cli.Context) error {
 			return err
 		}
 		ph.set("resolving names")
-		printNotices(fillSymbols(p, c.StringSlice("symbol-dir")))
+		printNotices(fillSymbols(p, c.StringSlice("symbol-dir"), rc))
 		profiles[i] = p
 	}
 	ph.done()

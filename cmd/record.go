@@ -106,6 +106,7 @@ Examples:
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace on Linux (default perf, falling back to ptrace when perf_event_open is denied), mach on macOS, etw or suspend on Windows (default etw, falling back to suspend when ETW is denied or delivers no events)"},
 			&cli.BoolFlag{Name: "no-symbols", Usage: "do not resolve and store function names at the end (faster; names are then resolved by 'gprof convert' or 'gprof symbolicate' from the binaries on disk)"},
 			&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for debug files in `DIR` (repeatable)"},
+			debuginfodFlag, symbolServerFlag,
 			&cli.StringFlag{Name: "max-memory", Usage: "keep at most `SIZE` of profile data in memory (e.g. 256M, 1G), discarding the oldest samples past it: for long or open-ended recordings"},
 			&cli.StringFlag{Name: "keep", Usage: "keep only the last `SECONDS` of samples (a number, or a duration like 5m), discarding older ones"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors on stderr"},
@@ -163,6 +164,16 @@ type recordSummary struct {
 	// Pushed says whether --push delivered the profile; absent without
 	// --push.
 	Pushed *bool `json:"pushed,omitempty"`
+	// Fetched are the debug files fetched from debuginfod servers.
+	Fetched []fetchedFile `json:"fetched,omitempty"`
+}
+
+// fetchedFile is a debug file a server sent: where from, where it is
+// cached, its size.
+type fetchedFile struct {
+	URL   string `json:"url"`
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
 }
 
 // ratio rounds a sample ratio for the summary; 0 (no figure) is nil.
@@ -253,7 +264,7 @@ func runRecord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range res.RejectedDebugFiles {
+	for _, n := range append(res.RejectedDebugFiles, remoteNotes(opts.Remote)...) {
 		opts.Attach.Notice(n)
 	}
 
@@ -265,6 +276,9 @@ func runRecord(c *cli.Context) error {
 		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
 		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
 		EventLayout: res.Layout, EventFiles: res.Files,
+	}
+	for _, f := range opts.Remote.Fetched() {
+		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})
 	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
@@ -449,6 +463,9 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, err
 	}
 	o.SymbolDirs = c.StringSlice("symbol-dir")
+	if o.Remote, err = remoteClient(c); err != nil {
+		return o, err
+	}
 	if s := c.String("output"); s == "" {
 		return o, usagef("--output needs a file name")
 	}

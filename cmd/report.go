@@ -55,7 +55,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "thread", Usage: "only threads named `NAME` (a * glob; repeatable)"},
 			&cli.StringSliceFlag{Name: "process", Usage: "only processes named `NAME` (a * glob; repeatable)"},
 			&cli.BoolFlag{Name: "wide", Usage: "do not cut long lines to the terminal's width"},
-			symbolDirFlag,
+			symbolDirFlag, debuginfodFlag, symbolServerFlag,
 		},
 		Action: runReport,
 	}
@@ -130,7 +130,11 @@ func runReport(c *cli.Context) error {
 		return usagef("no thread matches the --pid, --tid, --thread and --process filters")
 	}
 	ph.set("resolving names")
-	notes := fillSymbols(p, c.StringSlice("symbol-dir"))
+	rc, err := remoteClient(c)
+	if err != nil {
+		return err
+	}
+	notes := fillSymbols(p, c.StringSlice("symbol-dir"), rc)
 	ph.set("summarizing")
 	width := 0
 	if (out == "" || out == "-") && !c.Bool("wide") && isTerminal(os.Stdout) {
@@ -161,7 +165,7 @@ func runReport(c *cli.Context) error {
 		}
 	}
 	ph.done()
-	printNotices(notes)
+	printNotices(append(notes, remoteNotes(rc)...))
 	if out == "" || out == "-" {
 		return write(os.Stdout)
 	}

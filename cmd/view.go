@@ -17,6 +17,7 @@ import (
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/processed"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 	"github.com/gprof-dev/gprof/view"
 )
 
@@ -73,6 +74,7 @@ func viewFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "allow-remote", Usage: "allow an --address other machines can reach (anyone with the URL can then read the profile and its sources)"},
 		&cli.StringFlag{Name: "profiler-url", Value: view.DefaultProfilerURL, EnvVars: []string{profilerURLEnv}, Usage: "the Firefox Profiler front-end at `URL` (a self-hosted one for air-gapped networks; also $" + profilerURLEnv + ")"},
 		&cli.StringSliceFlag{Name: "symbol-dir", Usage: "also look for binaries (by file name) and their debug files in `DIR` (repeatable)"},
+		debuginfodFlag, symbolServerFlag,
 	}
 }
 
@@ -83,6 +85,7 @@ type viewOptions struct {
 	port                int
 	profilerURL         string
 	symbolDirs          []string
+	remote              *remote.Client
 }
 
 func viewOptionsFrom(c *cli.Context) (viewOptions, error) {
@@ -91,6 +94,11 @@ func viewOptionsFrom(c *cli.Context) (viewOptions, error) {
 		address: c.String("address"), port: c.Int("port"),
 		profilerURL: c.String("profiler-url"), symbolDirs: c.StringSlice("symbol-dir"),
 	}
+	rc, err := remoteClient(c)
+	if err != nil {
+		return o, err
+	}
+	o.remote = rc
 	if o.port < 0 || o.port > 65535 {
 		return o, usagef("invalid --port %d: give 1-65535, or none for the first free one", o.port)
 	}
@@ -126,9 +134,9 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 	// and names frames exactly as they do (a user frame under kernel
 	// frames is looked up as the symbolizer decides, not as a return
 	// address the front-end guesses).
-	notes := fillSymbols(p, o.symbolDirs)
+	notes := fillSymbols(p, o.symbolDirs, o.remote)
 	if !o.quiet {
-		printNotices(notes)
+		printNotices(append(notes, remoteNotes(o.remote)...))
 	}
 	if kind != format.Gecko && kind != format.Processed {
 		// The front-end does not read this format: serve it in the

@@ -32,7 +32,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -43,60 +43,61 @@ _gprof() {
             --json-output) __gprof_files; return ;;
             --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     convert)
         case $prev in
-            --name|--service-name|--label) return ;;
+            --debuginfod|--symbol-server|--name|--service-name|--label) return ;;
             --output|-o) __gprof_files; return ;;
             --to) __gprof_words "processed gecko pprof otlp"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --pid) __gprof_pids; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --pid --name --service-name --label --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --debuginfod --symbol-server --pid --name --service-name --label --help -h"; else __gprof_files; fi
         ;;
     symbolicate)
         case $prev in
+            --debuginfod|--symbol-server) return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     report)
         case $prev in
-            --top|-n|--by|--depth|--min-pct|--tid|--thread|--process) return ;;
+            --top|-n|--by|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
             --format) __gprof_words "text json collapsed"; return ;;
             --output|-o) __gprof_files; return ;;
             --json-output) __gprof_files; return ;;
             --pid) __gprof_pids; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     view)
         case $prev in
-            --address|--port|--profiler-url) return ;;
+            --address|--port|--profiler-url|--debuginfod|--symbol-server) return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     diff)
         case $prev in
-            --fail-if|--top|-n|--profiler-url|--by) return ;;
+            --fail-if|--top|-n|--profiler-url|--by|--debuginfod|--symbol-server) return ;;
             --base) __gprof_files; return ;;
             --new) __gprof_files; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --help -h"
+        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
     push)
         case $prev in
-            --endpoint|--service-name|--label|--header|--timeout|--max-request-size) return ;;
+            --endpoint|--service-name|--label|--header|--timeout|--max-request-size|--debuginfod|--symbol-server) return ;;
             --ca-file) __gprof_files; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --quiet -q --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --debuginfod --symbol-server --quiet -q --help -h"; else __gprof_files; fi
         ;;
     setup)
         __gprof_words "--help -h"

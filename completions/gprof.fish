@@ -62,6 +62,8 @@ complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user s
 complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach etw suspend' -d 'sampling BACKEND'
 complete -c gprof -n '__gprof_using record' -l no-symbols -d 'do not resolve and store function names at the end'
 complete -c gprof -n '__gprof_using record' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using record' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using record' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using record' -l max-memory -x -d 'keep at most SIZE of profile data in memory'
 complete -c gprof -n '__gprof_using record' -l keep -x -d 'keep only the last SECONDS of samples'
 complete -c gprof -n '__gprof_using record' -s q -l quiet -d 'print nothing but errors on stderr'
@@ -83,6 +85,8 @@ complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand -
 complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
 complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof otlp' -d 'output FORMAT'
 complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using convert' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using convert' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__fish_complete_pids)' -d 'keep only process PID'
 complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
 complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
@@ -93,6 +97,8 @@ complete -c gprof -n '__gprof_using convert' -F
 complete -c gprof -n '__gprof_using symbolicate' -s o -l output -r -F -d 'write to FILE'
 complete -c gprof -n '__gprof_using symbolicate' -l format -x -a 'gecko processed' -d 'output FORMAT'
 complete -c gprof -n '__gprof_using symbolicate' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using symbolicate' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using symbolicate' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using symbolicate' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using symbolicate' -F
 
@@ -111,6 +117,8 @@ complete -c gprof -n '__gprof_using report' -l thread -x -d 'only threads named 
 complete -c gprof -n '__gprof_using report' -l process -x -d 'only processes named NAME'
 complete -c gprof -n '__gprof_using report' -l wide -d 'do not cut long lines to the terminal\'s width'
 complete -c gprof -n '__gprof_using report' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using report' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using report' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using report' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using report' -F
 
@@ -120,6 +128,8 @@ complete -c gprof -n '__gprof_using view' -l port -x -d 'serve on PORT'
 complete -c gprof -n '__gprof_using view' -l allow-remote -d 'allow an --address other machines can reach'
 complete -c gprof -n '__gprof_using view' -l profiler-url -x -d 'the Firefox Profiler front-end at URL'
 complete -c gprof -n '__gprof_using view' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for binaries'
+complete -c gprof -n '__gprof_using view' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using view' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using view' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using view' -F
 
@@ -133,6 +143,8 @@ complete -c gprof -n '__gprof_using diff' -l no-open -d 'with --view, print the 
 complete -c gprof -n '__gprof_using diff' -l profiler-url -x -d 'with --view, the Firefox Profiler front-end at URL'
 complete -c gprof -n '__gprof_using diff' -l by -x -d 'compare functions by MEASURE'
 complete -c gprof -n '__gprof_using diff' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using diff' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using diff' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 
 complete -c gprof -n '__gprof_using push' -l endpoint -x -d 'the collector\'s OTLP/HTTP URL, e.g. http://localhost:4318'
@@ -144,6 +156,8 @@ complete -c gprof -n '__gprof_using push' -l no-gzip -d 'send the request uncomp
 complete -c gprof -n '__gprof_using push' -l timeout -x -d 'give up on a request after DURATION, retries included'
 complete -c gprof -n '__gprof_using push' -l max-request-size -x -d 'split a profile into requests of at most SIZE'
 complete -c gprof -n '__gprof_using push' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using push' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using push' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using push' -s q -l quiet -d 'print nothing but errors'
 complete -c gprof -n '__gprof_using push' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using push' -F

@@ -251,6 +251,14 @@ func TestReadHugeStream(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
+	// minimal.pdb first: CppCon.pdb cut to what Parse reads, in 512-byte
+	// blocks (see TestMinimalPDB), small enough for mutations to reach
+	// its streams.
+	small, err := os.ReadFile("testdata/minimal.pdb")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(small)
 	data, err := os.ReadFile(cppcon)
 	if err != nil {
 		f.Fatal(err)

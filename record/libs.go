@@ -12,6 +12,8 @@ import (
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
+	"github.com/gprof-dev/gprof/symbolize/jitdump"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // fileKey identifies a mapped file independent of its (possibly reused or
@@ -74,6 +76,10 @@ type libResolver struct {
 	// region still empty; copies are those found to be copies.
 	anonTodo map[anonKey]int
 	copies   map[anonKey]textCopy
+	// jitDumps are the jitdump files processes mapped (see jit.go).
+	jitDumps map[int]*jitDump
+	// remote fetches the debug files this machine lacks, at the end.
+	remote *remote.Client
 }
 
 // perfMapStat tells whether a JIT map changed since it was read.
@@ -93,6 +99,7 @@ func newLibResolver(symbolDirs []string) *libResolver {
 		procFiles:  make(map[int][]*libFile),
 		anonTodo:   make(map[anonKey]int),
 		copies:     make(map[anonKey]textCopy),
+		jitDumps:   make(map[int]*jitDump),
 	}
 }
 
@@ -124,6 +131,7 @@ func (f *libFile) identify(bin *symbolize.Binary) {
 // is still there.
 func (r *libResolver) processExited(pid int) {
 	r.refreshPerfMap(pid)
+	r.refreshJITDump(pid)
 	delete(r.jitPids, pid)
 	for k := range r.anonTodo {
 		if k.pid == pid {
@@ -138,6 +146,9 @@ func (r *libResolver) processExited(pid int) {
 func (r *libResolver) tick() {
 	for pid := range r.jitPids {
 		r.refreshPerfMap(pid)
+	}
+	for pid := range r.jitDumps {
+		r.refreshJITDump(pid)
 	}
 	for k := range r.anonTodo {
 		r.identifyAnon(k)
@@ -230,6 +241,7 @@ func (r *libResolver) refreshPerfMap(pid int) {
 func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
+		Remote:     r.remote,
 		OpenPath: func(_ *profile.Process, lib *profile.Lib) []string {
 			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
 				return []string{heldPath(lf.fd)}
@@ -241,6 +253,17 @@ func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 				return pm, nil
 			}
 			return symbolize.LoadPerfMap(pid)
+		},
+		JITDump: func(pid int) (*jitdump.File, string, error) {
+			d := r.jitDumps[pid]
+			if d == nil {
+				return symbolize.LoadJITDump(pid)
+			}
+			r.refreshJITDump(pid)
+			if d.f == nil {
+				return nil, d.path, d.err
+			}
+			return d.f, d.path, nil
 		},
 	})
 }
@@ -257,6 +280,10 @@ func isFile(path string) bool {
 func (r *libResolver) observe(pid int, m *attach.Map) {
 	if m.Image != nil {
 		return // identified by the backend
+	}
+	if isFile(m.Path) && isJITDump(m.Path) {
+		r.noteJITDump(pid, m.Path)
+		return
 	}
 	if !isFile(m.Path) {
 		if m.Path != "[vdso]" && m.Path != "[vsyscall]" {
@@ -379,6 +406,8 @@ func (r *libResolver) lib(m *attach.Map) (profile.Lib, bool) {
 		l.Arch = m.Image.Arch
 		l.Offset = m.Start - m.Image.Base
 		return l, true
+	case isFile(m.Path) && isJITDump(m.Path):
+		return l, false // a JIT's notes, not code
 	case m.Path == "[vdso]":
 		lf = r.vdsoFile()
 		l.Name, l.Path = "[vdso]", "[vdso]"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/profile"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // Options configure a recording.
@@ -20,6 +21,9 @@ type Options struct {
 	// stores the names in the profile.
 	Symbolize  bool
 	SymbolDirs []string
+	// Remote fetches debug files this machine lacks (debuginfod); nil
+	// fetches nothing.
+	Remote *remote.Client
 	// NoCounters turns off the per-process memory and CPU counters and
 	// the measure of gprof's own overhead.
 	NoCounters bool
@@ -96,6 +100,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	libs := newLibResolver(opts.SymbolDirs)
+	libs.remote = opts.Remote
 	defer libs.close()
 	// Files can vanish with their process, so identify each binary as soon
 	// as it is mapped, while /proc/PID/map_files still reaches it.
@@ -122,6 +127,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// Samples that carry registers and a stack copy (dwarf mode, or the
 	// ptrace backend whatever the mode) are unwound here.
 	u := newUserUnwinder()
+	u.jit = libs.jitDumpOf
 	defer u.close()
 	b.unwindUser = u.unwind
 

@@ -49,6 +49,7 @@ func Replay(events []attach.Event, opts ReplayOptions) *profile.Profile {
 	b.label = opts.Label
 	if opts.Unwind {
 		u := newUserUnwinder()
+		u.jit = libs.jitDumpOf
 		defer u.close()
 		b.unwindUser = u.unwind
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/symbolize/jitdump"
 	"github.com/gprof-dev/gprof/unwind"
 )
 
@@ -12,6 +13,9 @@ import (
 type userUnwinder struct {
 	u      *unwind.Unwinder
 	spaces map[*proc]*space
+	// jit returns the jitdump of a process, or nil: its code's unwind
+	// information.
+	jit func(pid int) *jitdump.File
 	// copySize is the longest stack copy seen: the size asked for, in
 	// practice. stacks counts the samples unwound from a copy; cutShort
 	// those whose copy was that long and ended before the stack did.
@@ -25,6 +29,8 @@ type space struct {
 	as    unwind.AddressSpace
 	gen   int // proc.mapGen when last synced
 	added int // how many of proc.mappings are in as
+	// jitAdded is how many of the process's jitdump code entries are.
+	jitAdded int
 }
 
 func newUserUnwinder() *userUnwinder {
@@ -40,6 +46,9 @@ func (uw *userUnwinder) sync(pr *proc) *space {
 		uw.spaces[pr] = sp
 	}
 	sp.catchUp(pr)
+	if uw.jit != nil {
+		sp.addJIT(uw.jit(pr.p.Pid))
+	}
 	return sp
 }
 

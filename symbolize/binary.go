@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // DefaultDebugRoot is where distributions install separate debug files.
@@ -40,6 +41,7 @@ type config struct {
 	symbolDirs []string
 	debugRoot  string
 	noDebug    bool
+	remote     *remote.Client
 }
 
 // AltPaths adds paths that open the same binary when path itself does not
@@ -60,6 +62,13 @@ func SymbolDirs(dirs ...string) Option {
 // directory.
 func DebugRoot(dir string) Option {
 	return func(c *config) { c.debugRoot = dir }
+}
+
+// Remote fetches the debug files (ELF, by build-id; PDBs, by GUID and
+// age) that are not on this machine from the servers c names, after the
+// local places. nil fetches nothing.
+func Remote(c *remote.Client) Option {
+	return func(cfg *config) { cfg.remote = c }
 }
 
 // NoSeparateDebug stops Open from looking for separate debug files.

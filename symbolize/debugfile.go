@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // debugFile is a separate file holding a binary's symbols and DWARF.
@@ -92,7 +93,33 @@ func (b *Binary) findDebugFile() (d *debugFile, path string, rejected []string) 
 			}
 		}
 	}
+	if len(buildID) > 0 && b.cfg.remote != nil {
+		if p, err := b.cfg.remote.DebugInfo(buildID, elfOfBuild(buildID)); err == nil {
+			if d := try(p, matchesID); d != nil {
+				return d, p, rejected
+			}
+		}
+	}
 	return nil, "", rejected
+}
+
+// elfOfBuild checks that a fetched file is an ELF file of build buildID,
+// before it is cached.
+func elfOfBuild(buildID []byte) remote.Verify {
+	return func(path string) error {
+		f, err := objfile.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if f.Format() != objfile.ELF {
+			return fmt.Errorf("it is %s, not ELF", f.Format())
+		}
+		if id := f.Identity().BuildID; !bytes.Equal(id, buildID) {
+			return fmt.Errorf("its build-id is %x, not %x", id, buildID)
+		}
+		return nil
+	}
 }
 
 // openDebug opens path as a debug file if check finds nothing wrong with

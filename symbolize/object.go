@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // Symbolizer answers lookups of lib-relative addresses in one binary.
@@ -25,7 +26,13 @@ var (
 // CodeView record, searching symbolDirs, and answers lookups from it. PE
 // files are otherwise symbolized from their COFF symbols, exports and
 // DWARF. It is the hook a PDB reader registers with.
-var OpenPDB func(f *objfile.File, info objfile.PDBInfo, symbolDirs []string) (Symbolizer, error)
+var OpenPDB func(f *objfile.File, info objfile.PDBInfo, symbolDirs []string, rc *remote.Client) (Symbolizer, error)
+
+// OpenPDBByID, when set, opens the PDB called name whose breakpad ID is
+// id, from symbolDirs (a symbol server's layout) or rc: the way to a
+// module's names when only its identity is known, as in an ETL trace
+// read on another machine.
+var OpenPDBByID func(name, id string, symbolDirs []string, rc *remote.Client) (Symbolizer, error)
 
 // Object is a Mach-O or PE binary opened for lookups: symbols from its
 // symbol table (and exports), lines and inline frames from DWARF in the
@@ -114,7 +121,7 @@ func (o *Object) build() {
 			}
 		case objfile.PE:
 			if info, ok := f.PDB(); ok && OpenPDB != nil {
-				if s, err := OpenPDB(f, info, o.cfg.symbolDirs); err == nil {
+				if s, err := OpenPDB(f, info, o.cfg.symbolDirs, o.cfg.remote); err == nil {
 					o.pdb, o.debugPath = s, s.DebugFile()
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"sort"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
+	"github.com/gprof-dev/gprof/symbolize/jitdump"
+	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
 // Options configure Profile.
@@ -29,6 +32,12 @@ type Options struct {
 	// PerfMap returns the JIT perf map of process pid; nil reads
 	// /tmp/perf-PID.map.
 	PerfMap func(pid int) (*PerfMap, error)
+	// JITDump returns the jitdump of process pid and its path; nil reads
+	// /tmp/jit-PID.dump. Its names come before the perf map's.
+	JITDump func(pid int) (*jitdump.File, string, error)
+	// Remote fetches what is not on this machine: debug files and
+	// executables by build-id (debuginfod), PDBs (symbol servers).
+	Remote *remote.Client
 }
 
 // Stats reports what Profile resolved. Counts are of distinct addresses.
@@ -193,7 +202,9 @@ func collect(p *profile.Profile) map[profile.LibKey]*group {
 					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*profile.Lib]bool)}
 					g.stats.Key = key
 					switch {
-					case f.Category == profile.CategoryKernel:
+					case f.Category == profile.CategoryKernel && !isPDBName(key.DebugName):
+						// Linux's kernel, named from kallsyms; a
+						// Windows trace's kernel modules have PDBs.
 						g.kind = kindKernel
 					case key.DebugName == profile.PerfMapKey(proc.Pid).DebugName:
 						// Outside every lib, or in the pseudo-lib a
@@ -258,6 +269,15 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []profile.
 			lookupAll(g, o, add)
 			return
 		}
+		// Known by its identity alone (a Windows trace read here): its
+		// PDB, from a symbol directory or server.
+		if s, perr := openPDBForLib(g, opts); perr == nil {
+			defer s.Close()
+			g.stats.Err = nil
+			g.stats.DebugFile = s.DebugFile()
+			lookupAll(g, s, add)
+			return
+		}
 		g.stats.Err = err
 		g.stats.Unresolved = len(g.addrs)
 		return
@@ -285,7 +305,7 @@ func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []profile.Symbol
 // from, checking its identity as openForLib does; the slice of a fat
 // Mach-O file is the one whose UUID the breakpad ID names.
 func openObjectForLib(g *group, opts Options) (*Object, error) {
-	sopts := []Option{SymbolDirs(opts.SymbolDirs...)}
+	sopts := []Option{SymbolDirs(opts.SymbolDirs...), Remote(opts.Remote)}
 	for _, c := range g.cands {
 		want := c.lib.BreakpadID
 		o, err := OpenObject(c.lib.Path, sopts)
@@ -326,7 +346,7 @@ func uuidOf(breakpadID string) ([]byte, bool) {
 // recorded as: the file at a path may since have been replaced (a package
 // upgrade, a rebuild), and symbols from another build would be wrong.
 func openForLib(g *group, opts Options) (*Binary, error) {
-	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs}
+	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs, remote: opts.Remote}
 	if opts.DebugRoot != "" {
 		cfg.debugRoot = opts.DebugRoot
 	}
@@ -357,10 +377,47 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 			return b, nil
 		}
 	}
+	// Not here (a recording from another machine): the executable from
+	// a debuginfod server, by its build-id.
+	for _, c := range g.cands {
+		bid, err := hex.DecodeString(c.lib.CodeID)
+		if err != nil || len(bid) < 8 || opts.Remote == nil || BreakpadID(bid, true) != c.lib.BreakpadID {
+			continue
+		}
+		p, err := opts.Remote.Executable(bid, elfOfBuild(bid))
+		if err != nil {
+			if !errors.Is(err, remote.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			break
+		}
+		if b, err := openNamed(c.lib.Path, []string{p}, cfg); err == nil {
+			return b, nil
+		}
+	}
 	if len(errs) == 0 {
 		return nil, fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
 	}
 	return nil, errors.Join(errs...)
+}
+
+func isPDBName(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".pdb") }
+
+// openPDBForLib opens the PDB of a library known only by its identity: a
+// debug name ending in .pdb and a breakpad ID (GUID and age), as a
+// Windows trace names its modules.
+func openPDBForLib(g *group, opts Options) (Symbolizer, error) {
+	if OpenPDBByID == nil {
+		return nil, errors.New("no PDB reader")
+	}
+	for _, c := range g.cands {
+		id := c.lib.BreakpadID
+		if !isPDBName(c.lib.DebugName) || strings.Trim(id, "0") == "" {
+			continue
+		}
+		return OpenPDBByID(c.lib.DebugName, id, opts.SymbolDirs, opts.Remote)
+	}
+	return nil, errors.New("no PDB identity")
 }
 
 // base returns the absolute address a kernel or perf-map group's relative
@@ -397,20 +454,45 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 }
 
 func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
-	load := opts.PerfMap
-	if load == nil {
-		load = LoadPerfMap
+	loadMap := opts.PerfMap
+	if loadMap == nil {
+		loadMap = LoadPerfMap
 	}
-	m, err := load(g.pid)
-	if err != nil {
-		g.stats.Err = err
+	loadDump := opts.JITDump
+	if loadDump == nil {
+		loadDump = LoadJITDump
+	}
+	dump, dumpPath, dumpErr := loadDump(g.pid)
+	m, mapErr := loadMap(g.pid)
+	if dump == nil && m == nil {
+		g.stats.Err = mapErr
+		if !errors.Is(dumpErr, fs.ErrNotExist) {
+			g.stats.Err = dumpErr
+		}
 		g.stats.Unresolved = len(g.addrs)
 		return
 	}
-	g.stats.Path = PerfMapPath(g.pid)
+	var paths []string
+	if dump != nil {
+		paths = append(paths, dumpPath)
+	}
+	if m != nil {
+		paths = append(paths, PerfMapPath(g.pid))
+	}
+	g.stats.Path = strings.Join(paths, ", ")
 	base := g.base()
 	for rel, exact := range g.addrs {
-		s, ok := m.Lookup(lookupAddr(rel, exact) + base)
+		at := lookupAddr(rel, exact) + base
+		if c, ok := dump.Lookup(at); ok {
+			f := profile.SymbolFrame{Function: c.Name, FuncAddr: c.Addr - base, FuncSize: c.Size}
+			if l, ok := c.LineAt(at); ok {
+				f.File, f.Line = l.File, l.Line
+			}
+			g.stats.Resolved++
+			add(g, rel, []profile.SymbolFrame{f})
+			continue
+		}
+		s, ok := m.Lookup(at)
 		if !ok {
 			g.stats.Unresolved++
 			continue
@@ -418,4 +500,12 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile
 		g.stats.Resolved++
 		add(g, rel, []profile.SymbolFrame{{Function: s.Name, FuncAddr: s.Start - base, FuncSize: s.Size}})
 	}
+}
+
+// LoadJITDump reads the jitdump of process pid where CPython writes it,
+// /tmp/jit-PID.dump.
+func LoadJITDump(pid int) (*jitdump.File, string, error) {
+	p := jitdump.DefaultPath(pid)
+	f, err := jitdump.Read(p)
+	return f, p, err
 }

@@ -65,6 +65,7 @@ type Mapping struct {
 // AddressSpace must be used with one Unwinder only.
 type AddressSpace struct {
 	maps []asMapping // sorted by Start, non-overlapping
+	jit  jitTable
 }
 
 type asMapping struct {
@@ -310,7 +311,7 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 	for n := 1; n < max; n++ {
 		next = state{}
 		mem.past = false
-		if !u.step(m, &st, mem, exact, &next) {
+		if !u.step(as, m, &st, mem, exact, &next) {
 			mem.done = false
 			break
 		}
@@ -322,7 +323,7 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 		} else {
 			m = as.find(pc - 1)
 		}
-		if m == nil || pc == 0 {
+		if m == nil && as.jit.at(pc, exact) == nil || pc == 0 {
 			break // a return address outside any mapping is garbage
 		}
 		out = append(out, pc)
@@ -336,17 +337,26 @@ func (u *Unwinder) unwind(as *AddressSpace, regs Regs, mem *memory, out []uint64
 const exactBit = 1 << 7
 
 // step recovers the caller's registers from st, the frame at st's PC in
-// mapping m (nil if unmapped).
-func (u *Unwinder) step(m *asMapping, st *state, mem *memory, exact bool, next *state) bool {
+// mapping m (nil if unmapped) of as.
+func (u *Unwinder) step(as *AddressSpace, m *asMapping, st *state, mem *memory, exact bool, next *state) bool {
 	pc := st.r[slotPC]
 	var mod *module
+	var bias uint64
 	if m != nil {
 		mod = u.resolve(m)
+		bias = m.bias
+	}
+	if mod == nil {
+		// Code no file holds: a JIT's, unwound by the CFI it wrote for
+		// it, at its absolute addresses.
+		if j := as.jit.at(pc, exact); j != nil {
+			mod, bias = u.jitModule(j), 0
+		}
 	}
 	if mod == nil {
 		return fpStep(u.arch, st, mem, next)
 	}
-	rel := pc - m.bias
+	rel := pc - bias
 	if !exact {
 		rel--
 	}

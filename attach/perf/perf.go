@@ -254,6 +254,15 @@ func (s *perfSession) configure() error {
 		if stackSize > maxStackSize {
 			stackSize = maxStackSize
 		}
+		if o.Interp != nil && runtime.GOARCH == "amd64" {
+			// r12-r15 too (perf_regs.h: R12=20 ... R15=23, after the
+			// others in the array), where CPython's eval loop keeps
+			// what tells whether a Python stack read after the sample
+			// is the sample's (attach.Sample.CalleeRegs).
+			regs.mask |= 0xf << 20
+			regs.callee, regs.nCallee = regs.n, 4
+			regs.n += 4
+		}
 		a.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
 		a.Sample_regs_user = regs.mask
 		a.Sample_stack_user = uint32(stackSize)
@@ -269,6 +278,7 @@ func (s *perfSession) configure() error {
 	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
+	s.dec.interp = o.Interp
 	if o.OffCPU {
 		s.dec.switchIDs = map[uint64]bool{}
 	}
@@ -813,7 +823,13 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 			if wake >= 0 {
 				all = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 			}
-			_, err := unix.Poll(all, pollTimeoutMs)
+			timeout := pollTimeoutMs
+			if s.dec.interpSeen {
+				// A Python stack is read as its sample is: the sooner,
+				// the likelier it is still the sample's.
+				timeout = 1
+			}
+			_, err := unix.Poll(all, timeout)
 			if err != nil && err != unix.EINTR {
 				time.Sleep(pollTimeoutMs * time.Millisecond)
 			}

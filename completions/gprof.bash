@@ -42,7 +42,7 @@ _gprof() {
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
+        __gprof_words "--pid -p --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --max-memory --keep --quiet -q --json-output --json --view --help -h --"
         ;;
     convert)
         case $prev in

@@ -83,6 +83,12 @@ type builder struct {
 	// rate counts each thread's samples and CPU time (see rateCheck).
 	rate rateCheck
 
+	// py, when set, puts Python frames in place of the interpreter's
+	// (see python.go); python is set once it has.
+	py     *pyStage
+	python bool
+	pyOut  []profile.Frame // scratch
+
 	frames []profile.Frame // scratch, reused per sample
 	addrs  []uint64        // scratch
 }
@@ -307,6 +313,12 @@ func (b *builder) sample(s *attach.Sample) {
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}
+	if b.py != nil && !s.Switch {
+		var merged bool
+		if frames, b.pyOut, merged = b.py.merge(s, frames, b.pyOut); merged {
+			b.python = true
+		}
+	}
 	b.frames = frames
 	if s.Switch {
 		b.switchSample(pr, th, frames)
@@ -325,6 +337,9 @@ func (b *builder) finish(end int64) []*proc {
 	b.flushAllOff(end)
 	if b.offCPU {
 		b.profile.Meta.Categories = profile.OffCPUCategories
+	}
+	if b.python {
+		b.profile.Meta.Categories = profile.PythonCategories
 	}
 	var out []*proc
 	for _, pr := range b.all {

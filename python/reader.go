@@ -25,7 +25,12 @@ type Code struct {
 	instr Range
 	table []byte // line table
 	lines map[int64]int32
+	id    codeID
 }
+
+// codeID is what tells a code object from another made later at the same
+// address: the addresses of its name, file and line table.
+type codeID struct{ name, file, table uint64 }
 
 // Frame is one Python frame of a stack.
 type Frame struct {
@@ -352,9 +357,6 @@ func (p *process) findThread(tid int, mem Memory, tsb []byte) (uint64, error) {
 
 // code returns the code object at addr, from the cache or read now.
 func (p *process) code(addr uint64, mem Memory) (*Code, error) {
-	if c := p.codes[addr]; c != nil {
-		return c, nil
-	}
 	in := p.interp
 	l := in.lay
 	b := make([]byte, l.codeSpan())
@@ -364,7 +366,17 @@ func (p *process) code(addr uint64, mem Memory) (*Code, error) {
 	if u64(b, 8) != in.codeType {
 		return nil, errors.New("not a code object")
 	}
-	c := &Code{FirstLine: int32(binary.LittleEndian.Uint32(b[l.coFirstLine:]))}
+	// The header is read every time: a code object freed (a module's
+	// once it ran) and another made at its address must not keep the
+	// old one's name. Its name, file and line table objects say which.
+	id := codeID{u64(b, l.coName), u64(b, l.coFilename), u64(b, l.coLineTable)}
+	if l.coQualname >= 0 {
+		id.name = u64(b, l.coQualname)
+	}
+	if c := p.codes[addr]; c != nil && c.id == id {
+		return c, nil
+	}
+	c := &Code{FirstLine: int32(binary.LittleEndian.Uint32(b[l.coFirstLine:])), id: id}
 	var err error
 	nameAt := l.coName
 	if l.coQualname >= 0 {

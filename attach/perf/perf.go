@@ -770,6 +770,10 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 	reason := make(chan stopReason, 1)
 	go func() {
 		defer close(batches)
+		// Its own OS thread, which may be made real-time (see below)
+		// and ends with it.
+		runtime.LockOSThread()
+		realtime := false
 		first.notices = append(s.notices, first.notices...)
 		s.notices = nil
 		send := func(b *batch) {
@@ -843,6 +847,15 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 			}
 			pfds = live
 			flush(getBatch())
+			if s.dec.interpSeen && !realtime {
+				// A Python stack is read when its sample is: on a busy
+				// machine this thread must not wait for a CPU behind
+				// the targets, or the stacks read are no longer the
+				// samples'. Real-time where gprof may (as ptrace's
+				// stoppers); it wakes every millisecond, briefly.
+				realtime = true
+				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+			}
 			if ctx.Err() != nil {
 				break
 			}

@@ -6,6 +6,7 @@ package record
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/profile"
@@ -315,7 +316,7 @@ func (b *builder) sample(s *attach.Sample) {
 	}
 	if b.py != nil && !s.Switch {
 		var merged bool
-		if frames, b.pyOut, merged = b.py.merge(s, frames, b.pyOut); merged {
+		if frames, b.pyOut, merged = b.py.merge(s, frames, b.pyOut, pr.fileBacked); merged {
 			b.python = true
 		}
 	}
@@ -362,4 +363,17 @@ func (b *builder) finish(end int64) []*proc {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// fileBacked reports whether addr is in a mapping of a file (not
+// anonymous memory, a JIT's).
+func (pr *proc) fileBacked(addr uint64) bool {
+	for i := len(pr.mappings) - 1; i >= 0; i-- {
+		if m := &pr.mappings[i]; addr >= m.Start && addr < m.End {
+			// perf names anonymous memory "//anon"; a JIT may map a
+			// memfd.
+			return !m.unmap && strings.HasPrefix(m.Path, "/") && !strings.HasPrefix(m.Path, "//") && !strings.HasPrefix(m.Path, "/memfd:")
+		}
+	}
+	return false
 }

@@ -56,7 +56,14 @@ func inEval(eval []python.Range, addr uint64, leaf bool) bool {
 // merge returns frames (leaf first) with the eval function's frames
 // replaced by st's Python frames, or frames as they were when st does
 // not fit them. out is scratch.
-func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame) ([]profile.Frame, []profile.Frame, bool) {
+//
+// A native stack that ends in memory no file holds (a JIT's code: the
+// trampolines of -X perf, which no unwinder gets past) has fewer eval
+// frames than the Python stack has calls; then the native stack is cut
+// after that frame, the innermost calls go where the native eval frames
+// are, and the others follow, outermost last. fileBacked says whether an
+// address is in a file's mapping.
+func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame, fileBacked func(uint64) bool) ([]profile.Frame, []profile.Frame, bool) {
 	st, _ := s.Interp.(*python.Stack)
 	eval := ps.eval[s.Pid]
 	if st != nil {
@@ -76,9 +83,26 @@ func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame) ([]profi
 		return frames, out, false
 	}
 	ps.samples++
-	if st == nil || len(st.Groups) != n {
+	if st == nil || len(st.Groups) < n {
 		ps.unread++
 		return frames, out, false
+	}
+	if len(st.Groups) > n {
+		// Cut after the first frame in memory no file holds; what
+		// follows it (perf's frame-pointer chain past the JIT code) is
+		// not to be trusted.
+		cut := -1
+		for i, f := range frames {
+			if f.Label == "" && f.Category == profile.CategoryUser && fileBacked != nil && !fileBacked(f.Address) {
+				cut = i + 1
+				break
+			}
+		}
+		if cut < 0 {
+			ps.unread++
+			return frames, out, false
+		}
+		frames = frames[:cut]
 	}
 	if s.InterpLate {
 		ps.regs = ps.regs[:0]
@@ -109,6 +133,11 @@ func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame) ([]profi
 				FuncLine: pf.Code.FirstLine, Category: profile.CategoryPython})
 		}
 		next += k
+	}
+	// The calls the native stack did not reach (see above).
+	for _, pf := range st.Frames[next:] {
+		out = append(out, profile.Frame{Label: pf.Code.Name, File: pf.Code.File, Line: pf.Line,
+			FuncLine: pf.Code.FirstLine, Category: profile.CategoryPython})
 	}
 	ps.merged++
 	return out, frames, true

@@ -29,7 +29,7 @@ func TestPythonMerge(t *testing.T) {
 	}
 	ps := newPyStage()
 	s := &attach.Sample{Pid: 1, Tid: 1, Interp: st}
-	got, _, ok := ps.merge(s, append([]profile.Frame(nil), native...), nil)
+	got, _, ok := ps.merge(s, append([]profile.Frame(nil), native...), nil, nil)
 	if !ok {
 		t.Fatal("not merged")
 	}
@@ -50,12 +50,12 @@ func TestPythonMerge(t *testing.T) {
 	}
 	// One group too few: left as it was, counted.
 	st.Groups = []int{3}
-	got, _, ok = ps.merge(s, append([]profile.Frame(nil), native...), nil)
+	got, _, ok = ps.merge(s, append([]profile.Frame(nil), native...), nil, nil)
 	if ok || len(got) != len(native) || ps.unread != 1 || ps.samples != 2 || ps.merged != 1 {
 		t.Errorf("mismatched groups: merged %v, %d frames, counts %d/%d/%d", ok, len(got), ps.samples, ps.merged, ps.unread)
 	}
 	// No stack read, in a process known to run Python: counted.
-	_, _, ok = ps.merge(&attach.Sample{Pid: 1, Tid: 2}, append([]profile.Frame(nil), native...), nil)
+	_, _, ok = ps.merge(&attach.Sample{Pid: 1, Tid: 2}, append([]profile.Frame(nil), native...), nil, nil)
 	if ok || ps.unread != 2 {
 		t.Errorf("unread sample: merged %v, unread %d", ok, ps.unread)
 	}

@@ -139,7 +139,7 @@ func (b *pyBinary) interpreter(bias uint64, mem Memory) *interpreter {
 	minor := b.minor
 	if b.version != 0 {
 		var v [8]byte
-		if mem(b.version+bias, v[:4]) == nil {
+		if mem.Read(b.version+bias, v[:4]) == nil {
 			hex := uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
 			if hex>>24 == 3 {
 				minor = int(hex>>16) & 0xff
@@ -148,7 +148,7 @@ func (b *pyBinary) interpreter(bias uint64, mem Memory) *interpreter {
 	}
 	if minor >= 13 || minor == 0 {
 		d := make([]byte, debugOffsetsSize)
-		if mem(in.runtime, d) == nil {
+		if mem.Read(in.runtime, d) == nil {
 			if l, err := fromDebugOffsets(d); err == nil {
 				in.lay = l
 			}

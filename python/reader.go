@@ -9,8 +9,14 @@ import (
 	"time"
 )
 
-// Memory reads len(p) bytes of a process's memory at addr, all or an error.
-type Memory func(addr uint64, p []byte) error
+// Memory reads a process's memory (attach.Memory).
+type Memory interface {
+	// Read reads len(p) bytes at addr: all of them, or an error.
+	Read(addr uint64, p []byte) error
+	// ReadV reads bufs[i] at addrs[i] in one go and returns how many of
+	// them, from the first, it read whole.
+	ReadV(addrs []uint64, bufs [][]byte) int
+}
 
 // Range is [Start, End) of a process's address space.
 type Range struct{ Start, End uint64 }
@@ -79,6 +85,7 @@ type process struct {
 	exe     string // /proc/PID/exe when last looked at
 	codes   map[uint64]*Code
 	tstates map[int]uint64 // tid -> PyThreadState
+	last    map[int]*walked // tid -> its previous walk
 	misses  map[int]time.Time
 	// tidOff is where glibc's struct pthread keeps the kernel's thread
 	// id, for versions whose thread state has only pthread_self (< 3.11).
@@ -128,7 +135,7 @@ func (r *Reader) Read(pid, tid int, mem Memory) *Stack {
 	r.mu.Lock()
 	p := r.procs[pid]
 	if p == nil {
-		p = &process{pid: pid, codes: map[uint64]*Code{}, tstates: map[int]uint64{}, misses: map[int]time.Time{}}
+		p = &process{pid: pid, codes: map[uint64]*Code{}, tstates: map[int]uint64{}, last: map[int]*walked{}, misses: map[int]time.Time{}}
 		r.procs[pid] = p
 	}
 	r.mu.Unlock()
@@ -162,6 +169,7 @@ func (r *Reader) Read(pid, tid int, mem Memory) *Stack {
 			p.checked, p.backoff = now, rescanEvery
 			clear(p.codes)
 			clear(p.tstates)
+			clear(p.last)
 		}
 		return nil
 	}
@@ -172,7 +180,7 @@ func u64(b []byte, off int64) uint64 { return binary.LittleEndian.Uint64(b[off:]
 
 func (p *process) ptr(mem Memory, addr uint64) (uint64, error) {
 	var b [8]byte
-	if err := mem(addr, b[:]); err != nil {
+	if err := mem.Read(addr, b[:]); err != nil {
 		return 0, err
 	}
 	return binary.LittleEndian.Uint64(b[:]), nil
@@ -184,10 +192,15 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 	l := in.lay
 	tsb := make([]byte, l.tstateSpan())
 	ts, ok := p.tstates[tid]
+	// What the thread's previous walk read, read again in one system
+	// call with its state: a thread that runs the same functions (most
+	// samples of most programs) costs one. What differs is read anew.
+	pre := p.batch(tid, ts, tsb, mem)
 	if ok {
-		if err := mem(ts, tsb); err != nil || !p.isThread(l, tsb, tid, mem) {
+		if !pre.tsOK && mem.Read(ts, tsb) != nil || !p.isThread(l, tsb, tid, mem) {
 			delete(p.tstates, tid)
 			ok = false
+			pre = prefetch{}
 		}
 	}
 	if !ok {
@@ -207,28 +220,41 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 		p.tstates[tid] = ts
 	}
 	var frame uint64
+	walk := &walked{}
 	if l.tsCFrame >= 0 {
 		cf := u64(tsb, l.tsCFrame)
 		if cf == 0 {
 			return nil, errNotPython
 		}
-		var err error
-		if frame, err = p.ptr(mem, cf+uint64(l.cfCurrent)); err != nil {
-			return nil, errNotPython
+		walk.cf = cf
+		if pre.cfOK && pre.cf == cf {
+			frame = u64(pre.cfb[:], 0)
+		} else {
+			var err error
+			if frame, err = p.ptr(mem, cf+uint64(l.cfCurrent)); err != nil {
+				return nil, errNotPython
+			}
 		}
 	} else {
 		frame = u64(tsb, l.tsFrame)
 	}
 	st := &Stack{Version: in.version, Eval: in.eval, lay: l}
-	fb := make([]byte, l.frameSpan())
 	group := 0
 	for n := 0; frame != 0; n++ {
 		if n == maxFrames {
 			return nil, errNotPython
 		}
-		if err := mem(frame, fb); err != nil {
-			return nil, errNotPython
+		var fb []byte
+		if n < len(pre.frames) && pre.frames[n].addr == frame && pre.frames[n].ok {
+			fb = pre.frames[n].buf
+		} else {
+			fb = make([]byte, l.frameSpan())
+			if err := mem.Read(frame, fb); err != nil {
+				return nil, errNotPython
+			}
 		}
+		walk.frames = append(walk.frames, frame)
+		walk.codes = append(walk.codes, 0)
 		next := u64(fb, l.frBack)
 		if l.frOwner >= 0 && fb[l.frOwner] == frameOwnedByCStack {
 			// 3.12+: the frame under those of one eval call.
@@ -238,7 +264,12 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 			continue
 		}
 		codeAddr := u64(fb, l.frCode)
-		c, err := p.code(codeAddr, mem)
+		walk.codes[n] = codeAddr
+		var hdr []byte
+		if n < len(pre.codes) && pre.codes[n].addr == codeAddr && pre.codes[n].ok {
+			hdr = pre.codes[n].buf
+		}
+		c, err := p.code(codeAddr, hdr, mem)
 		if err != nil {
 			return nil, errNotPython
 		}
@@ -275,7 +306,87 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 		// pushed before its call began): the walk is out of step.
 		st.Groups = append(st.Groups, group)
 	}
+	p.last[tid] = walk
 	return st, nil
+}
+
+// walked is what a thread's walk read: where its frames and their code
+// objects were, for the next walk to read again at once.
+type walked struct {
+	cf            uint64 // _PyCFrame (3.11, 3.12)
+	frames, codes []uint64
+}
+
+// prefetch is what batch read ahead.
+type prefetch struct {
+	tsOK   bool
+	cf     uint64
+	cfOK   bool
+	cfb    [8]byte
+	frames []span
+	codes  []span
+}
+
+type span struct {
+	addr uint64
+	buf  []byte
+	ok   bool
+}
+
+// maxBatch is how many ranges one batch reads (process_vm_readv takes
+// up to 1024; a few frames cover most stacks' changing part).
+const maxBatch = 16
+
+// batch reads, in one system call, tid's thread state at ts (into tsb)
+// and what its previous walk read: the _PyCFrame's current frame, the
+// frames and their code objects' headers, innermost first, as many as
+// fit.
+func (p *process) batch(tid int, ts uint64, tsb []byte, mem Memory) prefetch {
+	var pre prefetch
+	last := p.last[tid]
+	if ts == 0 || last == nil {
+		return pre
+	}
+	l := p.interp.lay
+	addrs := []uint64{ts}
+	bufs := [][]byte{tsb}
+	if l.tsCFrame >= 0 && last.cf != 0 {
+		pre.cf = last.cf
+		addrs = append(addrs, last.cf+uint64(l.cfCurrent))
+		bufs = append(bufs, pre.cfb[:])
+	}
+	n := min(len(last.frames), (maxBatch-len(addrs))/2)
+	for i := 0; i < n; i++ {
+		pre.frames = append(pre.frames, span{addr: last.frames[i], buf: make([]byte, l.frameSpan())})
+		addrs = append(addrs, last.frames[i])
+		bufs = append(bufs, pre.frames[i].buf)
+	}
+	for i := 0; i < n; i++ {
+		if last.codes[i] == 0 {
+			pre.codes = append(pre.codes, span{})
+			continue
+		}
+		pre.codes = append(pre.codes, span{addr: last.codes[i], buf: make([]byte, l.codeSpan())})
+		addrs = append(addrs, last.codes[i])
+		bufs = append(bufs, pre.codes[i].buf)
+	}
+	done := mem.ReadV(addrs, bufs)
+	// Mark what was read whole: the ranges are in the order above.
+	k := 0
+	ok := func() bool { k++; return k <= done }
+	pre.tsOK = ok()
+	if pre.cf != 0 {
+		pre.cfOK = ok()
+	}
+	for i := range pre.frames {
+		pre.frames[i].ok = ok()
+	}
+	for i := range pre.codes {
+		if pre.codes[i].addr != 0 {
+			pre.codes[i].ok = ok()
+		}
+	}
+	return pre
 }
 
 // isThread reports whether the thread state read into tsb is tid's.
@@ -296,7 +407,7 @@ func (p *process) isThread(l *layout, tsb []byte, tid int, mem Memory) bool {
 		}
 	}
 	var b [4]byte
-	if mem(pt+uint64(p.tidOff), b[:]) != nil {
+	if mem.Read(pt+uint64(p.tidOff), b[:]) != nil {
 		return false
 	}
 	return int32(binary.LittleEndian.Uint32(b[:])) == int32(tid)
@@ -311,7 +422,7 @@ const glibcTidOffset = 0x2d0
 // main thread's id; ids are distinctive enough numbers), else 0.
 func findTidOffset(pt uint64, tid, pid int, mem Memory) int64 {
 	var b [2048]byte
-	if mem(pt, b[:]) != nil {
+	if mem.Read(pt, b[:]) != nil {
 		return 0
 	}
 	if v := int32(binary.LittleEndian.Uint32(b[glibcTidOffset:])); v == int32(tid) || v == int32(pid) {
@@ -339,7 +450,7 @@ func (p *process) findThread(tid int, mem Memory, tsb []byte) (uint64, error) {
 			return 0, err
 		}
 		for n := 0; ts != 0 && n < 4096; n++ {
-			if err := mem(ts, tsb); err != nil {
+			if err := mem.Read(ts, tsb); err != nil {
 				return 0, err
 			}
 			if p.isThread(l, tsb, tid, mem) {
@@ -356,12 +467,15 @@ func (p *process) findThread(tid int, mem Memory, tsb []byte) (uint64, error) {
 }
 
 // code returns the code object at addr, from the cache or read now.
-func (p *process) code(addr uint64, mem Memory) (*Code, error) {
+func (p *process) code(addr uint64, hdr []byte, mem Memory) (*Code, error) {
 	in := p.interp
 	l := in.lay
-	b := make([]byte, l.codeSpan())
-	if addr == 0 || mem(addr, b) != nil {
-		return nil, errNotPython
+	b := hdr
+	if b == nil {
+		b = make([]byte, l.codeSpan())
+		if addr == 0 || mem.Read(addr, b) != nil {
+			return nil, errNotPython
+		}
 	}
 	if u64(b, 8) != in.codeType {
 		return nil, errors.New("not a code object")
@@ -434,7 +548,7 @@ func readBytes(mem Memory, addr uint64, max int) ([]byte, error) {
 		return nil, errNotPython
 	}
 	var h [32]byte
-	if err := mem(addr, h[:]); err != nil {
+	if err := mem.Read(addr, h[:]); err != nil {
 		return nil, err
 	}
 	n := int64(u64(h[:], 16))
@@ -443,7 +557,7 @@ func readBytes(mem Memory, addr uint64, max int) ([]byte, error) {
 	}
 	b := make([]byte, n)
 	if n > 0 {
-		if err := mem(addr+32, b); err != nil {
+		if err := mem.Read(addr+32, b); err != nil {
 			return nil, err
 		}
 	}
@@ -457,7 +571,7 @@ func readString(l *layout, mem Memory, addr uint64) (string, error) {
 		return "", errNotPython
 	}
 	var h [40]byte
-	if err := mem(addr, h[:]); err != nil {
+	if err := mem.Read(addr, h[:]); err != nil {
 		return "", err
 	}
 	n := int64(u64(h[:], 16))
@@ -472,7 +586,7 @@ func readString(l *layout, mem Memory, addr uint64) (string, error) {
 		data = addr + uint64(l.asciiSize)
 	}
 	b := make([]byte, n*kind)
-	if err := mem(data, b); err != nil {
+	if err := mem.Read(data, b); err != nil {
 		return "", err
 	}
 	switch kind {

@@ -831,7 +831,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 			if s.dec.interpSeen {
 				// A Python stack is read as its sample is: the sooner,
 				// the likelier it is still the sample's.
-				timeout = 1
+				timeout = 2
 			}
 			_, err := unix.Poll(all, timeout)
 			if err != nil && err != unix.EINTR {

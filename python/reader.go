@@ -84,7 +84,7 @@ type process struct {
 	backoff time.Duration
 	exe     string // /proc/PID/exe when last looked at
 	codes   map[uint64]*Code
-	tstates map[int]uint64 // tid -> PyThreadState
+	tstates map[int]uint64  // tid -> PyThreadState
 	last    map[int]*walked // tid -> its previous walk
 	misses  map[int]time.Time
 	// tidOff is where glibc's struct pthread keeps the kernel's thread

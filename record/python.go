@@ -33,7 +33,7 @@ func newPyStage() *pyStage {
 
 // read is attach.Options.Interp.
 func (ps *pyStage) read(pid, tid int, mem attach.Memory) any {
-	if st := ps.reader.Read(pid, tid, python.Memory(mem)); st != nil {
+	if st := ps.reader.Read(pid, tid, mem); st != nil {
 		return st
 	}
 	return nil

@@ -83,6 +83,10 @@ func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame, fileBack
 		return frames, out, false
 	}
 	ps.samples++
+	if st == nil && s.InterpLate {
+		// Too late to read (see attach/perf), or not readable.
+		ps.stale++
+	}
 	if st == nil || len(st.Groups) < n {
 		ps.unread++
 		return frames, out, false

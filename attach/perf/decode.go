@@ -133,6 +133,10 @@ func (b *batch) byteSlice(src []byte) []byte {
 	return b.bytes[start : start+n : start+n]
 }
 
+// maxInterpLate is how long after its sample (ns) a thread's Python
+// stack may still be read (see decode).
+const maxInterpLate = 3e6
+
 // decoder turns raw records into events.
 type decoder struct {
 	sampleType uint64
@@ -244,9 +248,15 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if s := d.decodeSample(rec, misc, b); s != nil {
 			if d.interp != nil && !s.Switch {
 				// The thread ran on since the sample: what it runs now
-				// may not be what it ran then (attach.Sample.InterpLate).
-				s.Interp, s.InterpLate = d.interp(s.Pid, s.Tid, attach.ProcessMemory(s.Pid)), true
-				d.interpSeen = d.interpSeen || s.Interp != nil
+				// may not be what it ran then (attach.Sample.InterpLate),
+				// and the later, the likelier. Past maxInterpLate it is
+				// not read at all: which samples that drops depends on
+				// when gprof got a CPU, not on what the target ran.
+				s.InterpLate = true
+				if !d.interpSeen || attach.MonotonicNow()-s.Time <= maxInterpLate {
+					s.Interp = d.interp(s.Pid, s.Tid, attach.ProcessMemory(s.Pid))
+					d.interpSeen = d.interpSeen || s.Interp != nil
+				}
 			}
 			b.events = append(b.events, s)
 		}

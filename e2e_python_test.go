@@ -116,7 +116,7 @@ func checkSplit(t *testing.T, out string, script string) {
 		}
 	}
 	sum := n["a"] + n["b"] + n["c"]
-	if sum < 500 {
+	if sum < 1000 {
 		t.Fatalf("only %d samples in a, b or c (of %d, %d in main)", sum, total, inMain)
 	}
 	margin(t, "samples in main", float64(inMain)/float64(total), 0.9)
@@ -142,7 +142,7 @@ func TestPythonSplit(t *testing.T) {
 			t.Run(minor+"/"+backend+"/launch", func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "py.json")
 				sum := filepath.Join(t.TempDir(), "sum.json")
-				r := gprof(t, "record", "--backend", backend, "--json-output", sum, "-o", out, "--", py, script, "1")
+				r := gprof(t, "record", "--backend", backend, "--json-output", sum, "-o", out, "--", py, script, "2")
 				skipIfNoPerf(t, r)
 				if r.code != 0 {
 					t.Fatalf("record: exit %d: %s", r.code, r.stderr)
@@ -152,7 +152,7 @@ func TestPythonSplit(t *testing.T) {
 				checkSplit(t, out, script)
 			})
 			t.Run(minor+"/"+backend+"/attach", func(t *testing.T) {
-				cmd, pid := startPython(t, py, script, "1", "wait")
+				cmd, pid := startPython(t, py, script, "2", "wait")
 				out := filepath.Join(t.TempDir(), "py.json")
 				go func() {
 					time.Sleep(300 * time.Millisecond)
@@ -204,7 +204,7 @@ func TestPythonCExtension(t *testing.T) {
 		}
 		t.Run(minor, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "py.json")
-			r := gprof(t, "record", "-o", out, "--", py, script, "1")
+			r := gprof(t, "record", "-o", out, "--", py, script, "2")
 			skipIfNoPerf(t, r)
 			if r.code != 0 {
 				t.Fatalf("record: exit %d: %s", r.code, r.stderr)

@@ -13,6 +13,7 @@ type layout struct {
 	// _PyRuntime
 	interpHead int64 // interpreters.head
 	// PyInterpreterState
+	interpNext  int64 // next
 	threadsHead int64 // tstate_head (3.8-3.10), threads.head (3.11+)
 	// PyThreadState
 	tsNext     int64
@@ -97,7 +98,7 @@ func fromDebugOffsets(b []byte) (*layout, error) {
 		minor:      int(version>>16) & 0xff,
 		interpHead: at(40),
 		// interpreter_state: size, id, next, threads_head
-		threadsHead: at(72),
+		interpNext: at(64), threadsHead: at(72),
 		// thread_state: size, prev, next, interp, current_frame,
 		// thread_id, native_thread_id
 		tsNext: at(168), tsFrame: at(184), tsCFrame: -1, cfCurrent: -1,
@@ -116,7 +117,7 @@ func fromDebugOffsets(b []byte) (*layout, error) {
 	// A PyCompactUnicodeObject adds utf8_length and utf8 to the
 	// PyASCIIObject.
 	l.compactSize = l.asciiSize + 16
-	for _, v := range []int64{l.interpHead, l.threadsHead, l.tsNext, l.tsFrame, l.tsNativeID, l.frBack, l.frCode,
+	for _, v := range []int64{l.interpHead, l.interpNext, l.threadsHead, l.tsNext, l.tsFrame, l.tsNativeID, l.frBack, l.frCode,
 		l.frInstr, l.frOwner, l.coFilename, l.coName, l.coQualname, l.coLineTable, l.coFirstLine, l.coCodeAdaptive, l.asciiSize} {
 		if v < 0 || v > 1<<16 {
 			return nil, errors.New("_Py_DebugOffsets out of range")

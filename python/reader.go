@@ -458,8 +458,7 @@ func (p *process) findThread(tid int, mem Memory, tsb []byte) (uint64, error) {
 			}
 			ts = u64(tsb, l.tsNext)
 		}
-		// PyInterpreterState.next is its second field in every version.
-		if interp, err = p.ptr(mem, interp+8); err != nil {
+		if interp, err = p.ptr(mem, interp+uint64(l.interpNext)); err != nil {
 			return 0, err
 		}
 	}

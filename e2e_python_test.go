@@ -119,8 +119,11 @@ func checkSplit(t *testing.T, out string, script string) {
 	if sum < 1000 {
 		t.Fatalf("only %d samples in a, b or c (of %d, %d in main)", sum, total, inMain)
 	}
-	margin(t, "samples in main", float64(inMain)/float64(total), 0.9)
-	if inMain*10 < total*9 {
+	// Samples whose Python stack was not read (perf: too late after the
+	// sample) keep native frames; which ones depends on when gprof ran,
+	// not on what the target did, so the shares hold with fewer.
+	margin(t, "samples in main", float64(inMain)/float64(total), 0.7)
+	if inMain*10 < total*7 {
 		t.Errorf("only %d of %d samples have main's Python frame", inMain, total)
 	}
 	for fn, want := range map[string]float64{"a": 50, "b": 30, "c": 20} {

@@ -48,6 +48,16 @@ type Sample struct {
 	// in Stack when the backend leaves user-space unwinding to the caller.
 	Regs      *Regs
 	StackCopy []byte
+	// Interp is what Options.Interp returned for this sample (an
+	// interpreter's frames); nil when not asked for or none. InterpLate
+	// says it was read after the sample while the thread ran on (perf),
+	// so that whoever uses it must check it against the sample's stack.
+	Interp     any
+	InterpLate bool
+	// CalleeRegs are more of the sample's registers (x86-64 r12-r15)
+	// where a backend captured them for checking a late Interp; nil
+	// otherwise.
+	CalleeRegs []uint64
 	// Switch marks a sample taken as the thread was switched out (with
 	// Options.OffCPU): its stack is where the thread blocked or was
 	// preempted, and it used no CPU. The Switch event that follows says
@@ -203,6 +213,13 @@ type Options struct {
 	// at about this many a second of its time on a CPU (perf's frequency
 	// mode); 0 takes a stack at every switch.
 	OffCPUCap int
+	// Interp, when set, reads what an interpreter (CPython) runs in a
+	// sampled thread, for Sample.Interp: the ptrace backend calls it
+	// while the thread is stopped at the sample, perf (whose threads run
+	// on) as soon as it reads the sample (Sample.InterpLate). mem reads
+	// the process's memory. It may be called from several goroutines at
+	// once, and only for samples on the CPU.
+	Interp func(pid, tid int, mem Memory) any
 	// Backend is the backend to use; Auto picks the best one available.
 	Backend Backend
 	// Notice receives one-line, human-readable notices (fallbacks, lost

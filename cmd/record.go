@@ -99,6 +99,7 @@ Examples:
 			&cli.BoolFlag{Name: "kernel", Aliases: []string{"k"}, Usage: "include kernel frames when the kernel permits (named from /proc/kallsyms); without it, time in the kernel is one [kernel] frame"},
 			&cli.BoolFlag{Name: "off-cpu", Usage: "also sample threads while they are off the CPU (blocked or preempted), at the same interval of wall-clock time, with the stack they blocked in: every thread gets a sample per interval of its life"},
 			&cli.IntFlag{Name: "off-cpu-cap", Usage: "with --off-cpu, take at most about `N` wait stacks a second per thread (counted per second of the thread's CPU time, as perf's frequency mode does), showing the other waits at the thread's previous stack: bounds the cost for threads that switch tens of thousands of times a second (default: a stack at every switch)"},
+			&cli.BoolFlag{Name: "no-python", Usage: "leave CPython's eval function frames as they are, rather than show the Python functions (file and line) they ran in their place"},
 			&cli.BoolFlag{Name: "no-counters", Usage: "do not sample each process's memory and CPU use, nor gprof's own overhead, at the interval"},
 			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
@@ -166,6 +167,12 @@ type recordSummary struct {
 	Pushed *bool `json:"pushed,omitempty"`
 	// Fetched are the debug files fetched from debuginfod servers.
 	Fetched []fetchedFile `json:"fetched,omitempty"`
+	// PythonSamples counts the samples whose CPython eval frames were
+	// replaced by Python frames; PythonUnread the samples in the eval
+	// function left with native frames only (their Python stack could
+	// not be read, or was not the sample's). Absent without Python.
+	PythonSamples *uint64 `json:"python_samples,omitempty"`
+	PythonUnread  *uint64 `json:"python_unread,omitempty"`
 }
 
 // fetchedFile is a debug file a server sent: where from, where it is
@@ -280,6 +287,9 @@ func runRecord(c *cli.Context) error {
 	for _, f := range opts.Remote.Fetched() {
 		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})
 	}
+	if res.PythonSamples+res.PythonUnread > 0 {
+		sum.PythonSamples, sum.PythonUnread = &res.PythonSamples, &res.PythonUnread
+	}
 	if res.ExitCode >= 0 {
 		sum.ExitCode = &res.ExitCode
 	}
@@ -351,6 +361,10 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 	fmt.Fprintln(w)
 	if s.NoStackSec > 0 {
 		fmt.Fprintf(w, "gprof: %.2f s of CPU time had no stack (%s); it is counted in the CPU time of the samples that follow it\n", s.NoStackSec, s.NoStackWhy)
+	}
+	if s.PythonSamples != nil {
+		fmt.Fprintf(w, "gprof: %d of %d samples in CPython show Python frames; %d kept native frames only (Python stack not read, or not the sample's)\n",
+			*s.PythonSamples, *s.PythonSamples+*s.PythonUnread, *s.PythonUnread)
 	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
 		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
@@ -458,6 +472,7 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 		return o, usagef("--off-cpu-cap must be 0 (no cap) or a positive number of stacks a second")
 	}
 	o.NoCounters = c.Bool("no-counters")
+	o.NoPython = c.Bool("no-python")
 	o.Symbolize = !c.Bool("no-symbols")
 	if err := checkSymbolDirs(c); err != nil {
 		return o, err

@@ -55,6 +55,7 @@ complete -c gprof -n '__gprof_using record' -l format -x -a 'gecko processed' -d
 complete -c gprof -n '__gprof_using record' -s k -l kernel -d 'include kernel frames when the kernel permits'
 complete -c gprof -n '__gprof_using record' -l off-cpu -d 'also sample threads while they are off the CPU'
 complete -c gprof -n '__gprof_using record' -l off-cpu-cap -x -d 'with --off-cpu, take at most about N wait stacks a second per thread'
+complete -c gprof -n '__gprof_using record' -l no-python -d 'leave CPython\'s eval function frames as they are, rather than show the Python functions'
 complete -c gprof -n '__gprof_using record' -l no-counters -d 'do not sample each process\'s memory and CPU use, nor gprof\'s own overhead, at the interval'
 complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'

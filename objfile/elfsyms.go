@@ -128,3 +128,28 @@ func (f *File) PLTSymbols() []Symbol {
 	}
 	return out
 }
+
+// DataSymbols returns an ELF file's defined data symbols (STT_OBJECT) of
+// .dynsym and .symtab, as they are: for readers of a process's variables
+// (an interpreter's runtime state). Other formats have none here.
+func (f *File) DataSymbols() []Symbol {
+	ef := f.elf
+	if ef == nil {
+		return nil
+	}
+	var out []Symbol
+	add := func(syms []elf.Symbol) {
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF && s.Value != 0 {
+				out = append(out, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size})
+			}
+		}
+	}
+	if syms, err := ef.DynamicSymbols(); err == nil {
+		add(syms)
+	}
+	if syms, err := ef.Symbols(); err == nil {
+		add(syms)
+	}
+	return out
+}

@@ -37,6 +37,21 @@ const (
 	CategoryPreempted
 )
 
+// CategoryPython is the category of Python frames: functions a CPython
+// interpreter was running, in place of its eval function's frames.
+const CategoryPython Category = CategoryPreempted + 1
+
+// PythonCategories are the categories of a profile with Python frames:
+// OffCPUCategories plus Python.
+var PythonCategories = []CategoryInfo{
+	{Name: "Other", Color: "grey"},
+	{Name: "User", Color: "yellow"},
+	{Name: "Kernel", Color: "orange"},
+	{Name: "Idle", Color: "transparent"},
+	{Name: "Preempted", Color: "lightblue"},
+	{Name: "Python", Color: "blue"},
+}
+
 // OffCPUCategories are DefaultCategories plus those of off-CPU samples.
 var OffCPUCategories = []CategoryInfo{
 	{Name: "Other", Color: "grey"},
@@ -185,6 +200,12 @@ type Frame struct {
 	Address  uint64 // absolute instruction address; meaningful when Label == ""
 	Label    string
 	Category Category
+	// File, for a label frame of an interpreted language (a Python
+	// function, CategoryPython), is its source file; Line the line it was
+	// running and FuncLine the line its function starts on (0 when not
+	// known). Empty for other frames.
+	File           string
+	Line, FuncLine int32
 }
 
 // FrameTable interns frames.

@@ -6,6 +6,7 @@ package record
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/profile"
@@ -82,6 +83,12 @@ type builder struct {
 
 	// rate counts each thread's samples and CPU time (see rateCheck).
 	rate rateCheck
+
+	// py, when set, puts Python frames in place of the interpreter's
+	// (see python.go); python is set once it has.
+	py     *pyStage
+	python bool
+	pyOut  []profile.Frame // scratch
 
 	frames []profile.Frame // scratch, reused per sample
 	addrs  []uint64        // scratch
@@ -307,6 +314,12 @@ func (b *builder) sample(s *attach.Sample) {
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}
+	if b.py != nil && !s.Switch {
+		var merged bool
+		if frames, b.pyOut, merged = b.py.merge(s, frames, b.pyOut, pr.fileBacked); merged {
+			b.python = true
+		}
+	}
 	b.frames = frames
 	if s.Switch {
 		b.switchSample(pr, th, frames)
@@ -325,6 +338,9 @@ func (b *builder) finish(end int64) []*proc {
 	b.flushAllOff(end)
 	if b.offCPU {
 		b.profile.Meta.Categories = profile.OffCPUCategories
+	}
+	if b.python {
+		b.profile.Meta.Categories = profile.PythonCategories
 	}
 	var out []*proc
 	for _, pr := range b.all {
@@ -347,4 +363,17 @@ func (b *builder) finish(end int64) []*proc {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// fileBacked reports whether addr is in a mapping of a file (not
+// anonymous memory, a JIT's).
+func (pr *proc) fileBacked(addr uint64) bool {
+	for i := len(pr.mappings) - 1; i >= 0; i-- {
+		if m := &pr.mappings[i]; addr >= m.Start && addr < m.End {
+			// perf names anonymous memory "//anon"; a JIT may map a
+			// memfd.
+			return !m.unmap && strings.HasPrefix(m.Path, "/") && !strings.HasPrefix(m.Path, "//") && !strings.HasPrefix(m.Path, "/memfd:")
+		}
+	}
+	return false
 }

@@ -24,6 +24,9 @@ type Options struct {
 	// Remote fetches debug files this machine lacks (debuginfod); nil
 	// fetches nothing.
 	Remote *remote.Client
+	// NoPython leaves CPython's eval function frames as they are, rather
+	// than put the Python frames they ran in their place.
+	NoPython bool
 	// NoCounters turns off the per-process memory and CPU counters and
 	// the measure of gprof's own overhead.
 	NoCounters bool
@@ -76,6 +79,11 @@ type Result struct {
 	// RejectedDebugFiles says which debug files were skipped as another
 	// build's, one line each, for the user to hear of.
 	RejectedDebugFiles []string
+	// PythonSamples counts the samples given Python frames in place of
+	// CPython's eval function; PythonUnread those in the eval function
+	// left with their native frames, their Python stack unread or not
+	// the sample's (see pyStage).
+	PythonSamples, PythonUnread uint64
 	// SampleRatio is the samples busy threads got over what the rate asks
 	// for their CPU time, and SampleRatioMin the lowest of one thread;
 	// both 0 when no thread was busy enough to tell (see rateCheck).
@@ -130,6 +138,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	u.jit = libs.jitDumpOf
 	defer u.close()
 	b.unwindUser = u.unwind
+	if !opts.NoPython {
+		b.py = newPyStage()
+		opts.Attach.Interp = b.py.read
+	}
 
 	var samples, lost atomic.Uint64
 	var threads atomic.Int64
@@ -220,6 +232,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if n := u.cutShort; n >= 10 && n*100 >= u.stacks && opts.Attach.Notice != nil {
 		opts.Attach.Notice(fmt.Sprintf("%d of %d stacks (%.1f%%) stop where the %d-byte stack copy ends, short of the outermost frame; --stack-size 64K copies more (the kernel's limit), at a higher cost per sample",
 			n, u.stacks, 100*float64(n)/float64(u.stacks), u.copySize))
+	}
+	if ps := b.py; ps != nil && ps.samples > 0 {
+		out.PythonSamples, out.PythonUnread = ps.merged, ps.samples-ps.merged
+		prof.Meta.Extra["python_samples"] = fmt.Sprint(ps.merged)
+		prof.Meta.Extra["python_unread"] = fmt.Sprint(ps.unread)
+		prof.Meta.Extra["python_stale"] = fmt.Sprint(ps.stale)
+		if ps.stale*100 >= ps.samples && ps.stale >= 10 && opts.Attach.Notice != nil {
+			opts.Attach.Notice(pythonShortfall(ps, res.Backend))
+		}
 	}
 	// Exec images count once: the same count report prints.
 	out.Processes = prof.ProcessCount()

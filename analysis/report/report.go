@@ -142,6 +142,9 @@ type Function struct {
 	TotalPctAll float64 `json:"total_pct_all"`
 }
 
+// PythonLib is the Lib of a Python function (profile.CategoryPython).
+const PythonLib = "[python]"
+
 // fnKey identifies a function across threads and processes.
 type fnKey struct{ name, lib, file string }
 
@@ -292,6 +295,11 @@ func hex(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 // levels resolves frame f to its inline stack, outer function first.
 func (b *builder) levels(libs []profile.Lib, f profile.Frame, caller bool) []level {
 	if f.Label != "" {
+		if f.Category == profile.CategoryPython {
+			// A Python function: in place of a library, "[python]"
+			// tells it from a native function of the same name.
+			return []level{{fn: b.fn(fnKey{name: f.Label, lib: PythonLib, file: f.File}), line: f.Line}}
+		}
 		return []level{{fn: b.fn(fnKey{name: f.Label})}}
 	}
 	var (

@@ -35,6 +35,9 @@ type regsLayout struct {
 	ip, sp, fp, lr int // index into the array; -1 when absent
 	bx             int
 	n              int // registers in the array
+	// callee, when nCallee > 0, is the index of the first of nCallee
+	// more registers (x86-64 r12-r15) for attach.Sample.CalleeRegs.
+	callee, nCallee int
 }
 
 // userRegs returns the REGS_USER layout for GOARCH, or false when dwarf
@@ -130,6 +133,10 @@ func (b *batch) byteSlice(src []byte) []byte {
 	return b.bytes[start : start+n : start+n]
 }
 
+// maxInterpLate is how long after its sample (ns) a thread's Python
+// stack may still be read (see decode).
+const maxInterpLate = 3e6
+
 // decoder turns raw records into events.
 type decoder struct {
 	sampleType uint64
@@ -157,6 +164,11 @@ type decoder struct {
 	readArgv bool
 
 	throttled bool
+
+	// interp is attach.Options.Interp; interpSeen is set once it found
+	// an interpreter, from when the rings are read at once (see run).
+	interp     func(pid, tid int, mem attach.Memory) any
+	interpSeen bool
 
 	// readCPU: samples carry their event's count (PERF_SAMPLE_READ, a
 	// single value), the CPU time of the thread on the sample's CPU in
@@ -240,6 +252,18 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	switch typ {
 	case unix.PERF_RECORD_SAMPLE:
 		if s := d.decodeSample(rec, misc, b); s != nil {
+			if d.interp != nil && !s.Switch {
+				// The thread ran on since the sample: what it runs now
+				// may not be what it ran then (attach.Sample.InterpLate),
+				// and the later, the likelier. Past maxInterpLate it is
+				// not read at all: which samples that drops depends on
+				// when gprof got a CPU, not on what the target ran.
+				s.InterpLate = true
+				if !d.interpSeen || attach.MonotonicNow()-s.Time <= maxInterpLate {
+					s.Interp = d.interp(s.Pid, s.Tid, attach.ProcessMemory(s.Pid))
+					d.interpSeen = d.interpSeen || s.Interp != nil
+				}
+			}
 			b.events = append(b.events, s)
 		}
 	case unix.PERF_RECORD_MMAP2:
@@ -482,6 +506,12 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *attach.Sample
 				return ne.Uint64(rec[p+8*i:])
 			}
 			r.IP, r.SP, r.FP, r.LR, r.BX = at(d.regs.ip), at(d.regs.sp), at(d.regs.fp), at(d.regs.lr), at(d.regs.bx)
+			if d.regs.nCallee > 0 {
+				s.CalleeRegs = make([]uint64, d.regs.nCallee)
+				for i := range s.CalleeRegs {
+					s.CalleeRegs[i] = at(d.regs.callee + i)
+				}
+			}
 			p += 8 * d.regs.n
 			s.Regs = r
 		}

@@ -286,6 +286,15 @@ func (s *perfSession) configure() error {
 		if stackSize > maxStackSize {
 			stackSize = maxStackSize
 		}
+		if o.Interp != nil && runtime.GOARCH == "amd64" {
+			// r12-r15 too (perf_regs.h: R12=20 ... R15=23, after the
+			// others in the array), where CPython's eval loop keeps
+			// what tells whether a Python stack read after the sample
+			// is the sample's (attach.Sample.CalleeRegs).
+			regs.mask |= 0xf << 20
+			regs.callee, regs.nCallee = regs.n, 4
+			regs.n += 4
+		}
 		a.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
 		a.Sample_regs_user = regs.mask
 		a.Sample_stack_user = uint32(stackSize)
@@ -301,6 +310,7 @@ func (s *perfSession) configure() error {
 	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
+	s.dec.interp = o.Interp
 	if o.OffCPU {
 		s.dec.switchIDs = map[uint64]bool{}
 	}
@@ -901,6 +911,10 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 	reason := make(chan stopReason, 1)
 	go func() {
 		defer close(batches)
+		// Its own OS thread, which may be made real-time (see below)
+		// and ends with it.
+		runtime.LockOSThread()
+		realtime := false
 		first.notices = append(s.notices, first.notices...)
 		s.notices = nil
 		send := func(b *batch) {
@@ -954,7 +968,13 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 			if wake >= 0 {
 				all = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 			}
-			_, err := unix.Poll(all, pollTimeoutMs)
+			timeout := pollTimeoutMs
+			if s.dec.interpSeen {
+				// A Python stack is read as its sample is: the sooner,
+				// the likelier it is still the sample's.
+				timeout = 2
+			}
+			_, err := unix.Poll(all, timeout)
 			if err != nil && err != unix.EINTR {
 				time.Sleep(pollTimeoutMs * time.Millisecond)
 			}
@@ -968,6 +988,15 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 			}
 			pfds = live
 			flush(getBatch())
+			if s.dec.interpSeen && !realtime {
+				// A Python stack is read when its sample is: on a busy
+				// machine this thread must not wait for a CPU behind
+				// the targets, or the stacks read are no longer the
+				// samples'. Real-time where gprof may (as ptrace's
+				// stoppers); it wakes every millisecond, briefly.
+				realtime = true
+				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+			}
 			if ctx.Err() != nil {
 				break
 			}

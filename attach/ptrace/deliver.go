@@ -88,6 +88,7 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 		Regs:      &e.regs,
 		StackCopy: e.stack,
 		InKernel:  e.inKernel,
+		Interp:    e.interp,
 	}
 	if e.kind == switchOut {
 		s.sample.Switch = true

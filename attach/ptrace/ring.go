@@ -34,6 +34,7 @@ type entry struct {
 	regs     attach.Regs
 	inKernel bool
 	stack    []byte
+	interp   any // Options.Interp's, read while stopped
 	wchan    string
 	asleepAt int64
 	status   unix.WaitStatus

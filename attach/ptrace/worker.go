@@ -573,6 +573,11 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 			end, _ = findRange(*all, w.regs.SP)
 		}
 		stack, w.iov = readStack(th.pid, w.regs.SP, end, slot.stack[:cap(slot.stack)], w.iov)
+		if read := w.s.opts.Interp; read != nil && p.kind == onCPU {
+			// The interpreter's frames, read while the thread is still
+			// stopped where its registers and stack were taken.
+			e.interp = read(th.pid, th.tid, attach.ProcessMemory(th.pid))
+		}
 	}
 	if ptDetach(th.tid, r.sig) == unix.ESRCH {
 		// Killed while stopped: its exit is still this worker's to

@@ -65,7 +65,7 @@ func main() {
 	flag.IntVar(&e.longRate, "long-rate", 1000, "sampling rate of long recordings")
 	flag.StringVar(&e.longLimit, "long-limit", "", "--max-memory of the bounded long recording (default 8M; quick 4M)")
 	flag.IntVar(&e.longDepth, "long-depth", 24, "maximum call depth of the long recordings' target (more depth: more distinct stacks)")
-	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale (default all)")
+	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale,python (default all)")
 	out := flag.String("o", "bench/RESULTS.md", "results `FILE`")
 	flag.Parse()
 	def := func(v *int, full, quick int) {
@@ -147,6 +147,7 @@ func (e *env) main(only, out string) error {
 		{"long", e.longSuite},
 		{"samplers", e.samplersSuite},
 		{"scale", e.scaleSuite},
+		{"python", e.pythonSuite},
 	} {
 		if !want(s.name) {
 			continue

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// ---- 10: attaching at scale ----
+// ---- 11: attaching at scale ----
 //
 // What attaching to a process with thousands of idle threads costs each
 // backend (setup, files, gprof's CPU) and whether its busy threads still
@@ -132,7 +132,7 @@ func (e *env) runScale(backend string, idle, nofile int, secs float64) (scaleRun
 
 func (e *env) scaleSuite() (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## 10. Attaching at scale\n\n")
+	fmt.Fprintf(&b, "## 11. Attaching at scale\n\n")
 	e.threads = filepath.Join(e.tmp, "threads")
 	if _, err := execute("", "gcc", "-O2", "-g", "-pthread", "-o", e.threads, "testdata/threads.c"); err != nil {
 		return "", err

@@ -45,6 +45,13 @@
 // meta.markerSchema; the processed writer adds the same ones (see package
 // format/internal/lifecycle). Read drops markers of those two types.
 //
+// Python frames (profile.CategoryPython, with a File) are written as the
+// front-end reads a script's function: the location "name (file:line)",
+// line being where the function starts, and the frame's own line in the
+// frame table's line column; the front-end makes them JS functions with
+// that file and line. Read gives them back when the categories have
+// gprof's Python category.
+//
 // Limits of the round trip: a Label that looks like "0x" and hex digits
 // reads back as an address; marker payload numbers come back as float64;
 // a non-main thread named "GeckoMain" is only told apart by gprofMain;

@@ -126,8 +126,9 @@ type rawThread struct {
 	register          int64
 	unregister        int64 // -1 when null
 
-	frameLoc []int32
-	frameCat []int32
+	frameLoc  []int32
+	frameCat  []int32
+	frameLine []int32
 
 	stackPrefix []int32
 	stackFrame  []int32
@@ -765,7 +766,7 @@ func (t *rawThread) readSamples(s *scanner) {
 }
 
 func (t *rawThread) readFrames(s *scanner) {
-	s.table("frameTable", []string{"location", "category"}, func(tb *table) {
+	s.table("frameTable", []string{"location", "category", "line"}, func(tb *table) {
 		s.hold(frameCost)
 		loc := s.index(tb.col(0), "frame location")
 		if loc < 0 {
@@ -779,6 +780,13 @@ func (t *rawThread) readFrames(s *scanner) {
 			}
 		}
 		t.frameCat = append(t.frameCat, cat)
+		line := int32(0)
+		if c := tb.col(2); c.kind == 'n' {
+			if v, ok := c.n.uint(); ok && v < 1<<31 {
+				line = int32(v)
+			}
+		}
+		t.frameLine = append(t.frameLine, line)
 	})
 }
 
@@ -861,6 +869,7 @@ func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 		m.Categories = top.categories
 	}
 	b := builder{p: p, ncat: len(top.categories), cpuUnit: top.cpuUnit, start: top.start, meter: meter}
+	b.python = len(top.categories) > int(profile.CategoryPython) && top.categories[profile.CategoryPython].Name == "Python"
 	if err := b.add(top, 0); err != nil {
 		return nil, err
 	}
@@ -873,8 +882,11 @@ func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 }
 
 type builder struct {
-	p       *profile.Profile
-	ncat    int
+	p    *profile.Profile
+	ncat int
+	// python: the categories have gprof's Python one, whose frames'
+	// locations are LangLocation's.
+	python  bool
 	cpuUnit string
 	start   int64 // the top-level meta.startTime, which all times become relative to
 	last    int64 // latest time seen, for profiles that do not say when they ended
@@ -996,6 +1008,11 @@ func (b *builder) thread(rt *rawThread, shift int64) (*profile.Thread, error) {
 		s := strs[loc]
 		if a, ok := parseAddress(s); ok {
 			f.Address = a
+		} else if name, file, line, ok := parseLangLocation(s); ok && f.Category == profile.CategoryPython && b.python {
+			f.Label, f.File, f.FuncLine = name, file, line
+			if i < len(rt.frameLine) {
+				f.Line = rt.frameLine[i]
+			}
 		} else {
 			f.Label = s
 		}
@@ -1150,4 +1167,22 @@ func (c *column[T]) slice() []T {
 	out = append(out, c.cur...)
 	c.done, c.cur = nil, nil
 	return out
+}
+
+// parseLangLocation takes apart what LangLocation writes:
+// "name (file:line)".
+func parseLangLocation(s string) (name, file string, line int32, ok bool) {
+	if !strings.HasSuffix(s, ")") {
+		return "", "", 0, false
+	}
+	open := strings.Index(s, " (")
+	colon := strings.LastIndexByte(s, ':')
+	if open < 0 || colon < open+2 {
+		return "", "", 0, false
+	}
+	n, err := strconv.ParseInt(s[colon+1:len(s)-1], 10, 32)
+	if err != nil || n < 0 {
+		return "", "", 0, false
+	}
+	return s[:open], s[open+2 : colon], int32(n), true
 }

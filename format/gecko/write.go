@@ -526,7 +526,11 @@ func (w *profileWriter) frames(ft *profile.FrameTable) {
 	for i := range ft.Frames {
 		f := &ft.Frames[i]
 		var s int32
-		if f.Label != "" {
+		if f.File != "" {
+			// The front-end's form for a script's function: it takes
+			// the name, file and line apart (its JS functions).
+			s = w.intern(LangLocation(f))
+		} else if f.Label != "" {
 			s = w.intern(f.Label)
 		} else {
 			// Raw addresses: the front-end itself moves return addresses
@@ -539,7 +543,13 @@ func (w *profileWriter) frames(ft *profile.FrameTable) {
 		}
 		e.Byte('[')
 		e.Int(int64(s))
-		e.Raw(",false,null,null,null,null,")
+		if f.Line > 0 {
+			e.Raw(",false,null,null,")
+			e.Int(int64(f.Line))
+			e.Raw(",null,")
+		} else {
+			e.Raw(",false,null,null,null,null,")
+		}
 		e.Int(int64(f.Category))
 		e.Raw(",0]")
 	}
@@ -601,3 +611,14 @@ func (w *profileWriter) markers(proc *profile.Process, th *profile.Thread, base 
 }
 
 var errNoProfile = errors.New("gecko: nil profile")
+
+// LangLocation is a script frame's location string as the Firefox
+// Profiler reads one: "name (file:line)", the line being where the
+// function starts (or, not knowing it, the frame's line).
+func LangLocation(f *profile.Frame) string {
+	line := f.FuncLine
+	if line <= 0 {
+		line = max(f.Line, 0)
+	}
+	return f.Label + " (" + f.File + ":" + strconv.Itoa(int(line)) + ")"
+}

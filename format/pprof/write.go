@@ -72,6 +72,8 @@ type locationKey struct {
 	address uint64
 	label   string
 	caller  bool
+	file    string // a Python frame's
+	line    int32
 }
 
 type functionKey struct{ name, file string }
@@ -148,7 +150,7 @@ func (c *converter) location(pr *profile.Process, f profile.Frame, caller bool) 
 			syms = c.src.Symbols.LookupFrame(key, rel, caller)
 		}
 	}
-	k := locationKey{address: f.Address, label: f.Label, caller: caller}
+	k := locationKey{address: f.Address, label: f.Label, caller: caller, file: f.File, line: f.Line}
 	if m != nil {
 		k.mapping = m.ID
 	}
@@ -161,7 +163,8 @@ func (c *converter) location(pr *profile.Process, f profile.Frame, caller bool) 
 	}
 	switch {
 	case f.Label != "":
-		l.Line = []pprofpb.Line{{Function: c.function(f.Label, "")}}
+		// A Python frame has its file and line.
+		l.Line = []pprofpb.Line{{Function: c.function(f.Label, f.File), Line: int64(f.Line)}}
 	case len(syms) > 0:
 		// Symbols list the outer function first; pprof the innermost.
 		for i := len(syms) - 1; i >= 0; i-- {

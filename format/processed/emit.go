@@ -670,7 +670,11 @@ func (b *builder) writeShared(j *jsonWriter) {
 	j.key("name")
 	writeInts(j, b.fnName)
 	j.key("isJS")
-	writeFalses(j, n)
+	j.beginArray()
+	for _, js := range b.fnJS {
+		j.boolean(js)
+	}
+	j.endArray()
 	j.key("relevantForJS")
 	writeFalses(j, n)
 	j.key("resource")
@@ -678,7 +682,15 @@ func (b *builder) writeShared(j *jsonWriter) {
 	j.key("source")
 	writeOptInts(j, b.fnSource)
 	j.key("lineNumber")
-	writeNulls(j, n)
+	j.beginArray()
+	for _, l := range b.fnLine {
+		if l <= 0 {
+			j.null()
+		} else {
+			j.int(int64(l))
+		}
+	}
+	j.endArray()
 	j.key("columnNumber")
 	writeNulls(j, n)
 	j.key("originalLocation")

@@ -144,7 +144,9 @@ type rawFuncTable struct {
 	Resource column `json:"resource"`
 	Source   column `json:"source"`
 	FileName column `json:"fileName"`
-	Length   int    `json:"length"`
+	// LineNumber is where a script's function starts.
+	LineNumber column `json:"lineNumber"`
+	Length     int    `json:"length"`
 }
 
 type rawResourceTable struct {
@@ -1070,6 +1072,18 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 			name = "(unknown)"
 		}
 		mf = profile.Frame{Label: name, Category: cat}
+		if cat == profile.CategoryPython && fn >= 0 {
+			// A script's frame (gprof's Python frames): its file and
+			// lines come back.
+			if mf.File = sc.file(fn); mf.File != "" {
+				if f < len(ft.Line) {
+					mf.Line = int32(max(ft.Line.index(f), 0))
+				}
+				if fn < len(tb.FuncTable.LineNumber) {
+					mf.FuncLine = int32(max(tb.FuncTable.LineNumber.index(fn), 0))
+				}
+			}
+		}
 	}
 	m := sc.th.Frames.Intern(mf)
 	sc.frames[key] = m

@@ -27,6 +27,9 @@ type frameKey struct {
 	caller bool
 	cat    int32
 	label  string
+	// file and lines of a script's frame (profile.Frame.File)
+	file           string
+	line, funcLine int32
 }
 
 // chain is a run of consecutive output frames: an address's outer function
@@ -79,6 +82,8 @@ type builder struct {
 	fnName   []int32
 	fnRes    []int32
 	fnSource []int32
+	fnJS     []bool  // a script's function (has a file and a line)
+	fnLine   []int32 // where a script's function starts; 0 if unknown
 	fnIndex  map[funcKey]int32
 
 	srcFile  []int32
@@ -272,12 +277,18 @@ func hexName(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 func (b *builder) frame(libs []profile.Lib, f profile.Frame, caller bool) chain {
 	cat := b.category(f.Category)
 	if f.Label != "" {
-		k := frameKey{lib: -2, label: f.Label, cat: cat}
+		k := frameKey{lib: -2, label: f.Label, cat: cat, file: f.File, line: f.Line, funcLine: f.FuncLine}
 		if c, ok := b.fIndex[k]; ok {
 			return c
 		}
-		fn := b.fn(b.str(f.Label), -1, -1)
-		c := chain{b.addFrame(-1, 0, cat, fn, -1, 0, -1), 1}
+		fn := b.fn(b.str(f.Label), -1, b.source(f.File))
+		if f.File != "" {
+			// A script's function (Python): the front-end's JS
+			// functions are the ones with a file and a line.
+			b.fnJS[fn] = true
+			b.fnLine[fn] = f.FuncLine
+		}
+		c := chain{b.addFrame(-1, 0, cat, fn, -1, f.Line, -1), 1}
 		b.fIndex[k] = c
 		return c
 	}
@@ -396,6 +407,8 @@ func (b *builder) fn(name, resource, source int32) int32 {
 	b.fnName = append(b.fnName, name)
 	b.fnRes = append(b.fnRes, resource)
 	b.fnSource = append(b.fnSource, source)
+	b.fnJS = append(b.fnJS, false)
+	b.fnLine = append(b.fnLine, 0)
 	b.fnIndex[k] = i
 	return i
 }

@@ -1,0 +1,45 @@
+# A known CPU split for gprof's Python tests: main calls a, b and c, whose
+# bodies are the same loop, run 5:3:2 times, until the process has used
+# the CPU seconds given as the first argument. With a second argument it
+# prints "ready" and waits for SIGUSR1 first (for tests that attach).
+import os
+import signal
+import sys
+import time
+
+
+def a():
+    s = 0
+    for i in range(2000000):
+        s += i * i
+    return s
+
+
+def b():
+    s = 0
+    for i in range(1200000):
+        s += i * i
+    return s
+
+
+def c():
+    s = 0
+    for i in range(800000):
+        s += i * i
+    return s
+
+
+def main(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        a()
+        b()
+        c()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        signal.signal(signal.SIGUSR1, lambda *_: None)
+        print("ready", flush=True)
+        signal.pause()
+    main(float(sys.argv[1]))

@@ -273,6 +273,17 @@ type ptProc struct {
 	childrenSeen int64
 }
 
+// hot lists the threads of pr that their owners look at every tick.
+func (pr *ptProc) hot() []*shared {
+	var hot []*shared
+	for _, th := range pr.threads {
+		if !th.sh.isCold.Load() && !th.sh.gone.Load() {
+			hot = append(hot, th.sh)
+		}
+	}
+	return hot
+}
+
 type ptThread struct {
 	comm string
 	// base is the thread's CPU time at its previous sample, or when it was

@@ -76,6 +76,10 @@ type shared struct {
 	// ranAt is when one last found it had (0: never); see cold.
 	idle  int
 	ranAt int64
+	// seenRun is lastRun for the coordinator, and isCold whether the
+	// thread is in its owner's cold list (see checkCold).
+	seenRun atomic.Int64
+	isCold  atomic.Bool
 	// ran is set by the owner when it finds the thread ran, and cleared
 	// by the coordinator, which then looks for its new children.
 	ran atomic.Bool
@@ -106,6 +110,7 @@ func newShared(pr *sharedProc, tid int, sched ptSched) *shared {
 		lastRun:  sched.run,
 		switches: -1,
 	}
+	th.seenRun.Store(sched.run)
 	return th
 }
 

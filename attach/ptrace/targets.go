@@ -119,10 +119,15 @@ const scanCostFactor = 40
 
 // paced is how long to wait before doing again what took cost of the
 // coordinator's CPU: scanCostFactor times as long, but no more than
-// ptSlowPeriod×2, so that an exit or a new thread is seen within that.
+// ptPaceLimit.
 func paced(cost time.Duration) time.Duration {
-	return min(cost*scanCostFactor, 2*ptSlowPeriod)
+	return min(cost*scanCostFactor, ptPaceLimit)
 }
+
+// ptPaceLimit bounds how long paced work waits: a process of 10,000
+// threads, whose listing and mappings take 20 ms to read, has its exits and
+// new threads noticed within a second.
+const ptPaceLimit = time.Second
 
 // checkCold compares each process's CPU time with what the stoppers saw
 // its threads use: when it grew by more than its running threads could
@@ -145,8 +150,18 @@ func (s *ptSampler) checkCold() {
 		if !ok {
 			continue
 		}
+		// What its hot threads used since their owners last looked is
+		// not the cold threads' (a stopper held up on a loaded machine
+		// would otherwise set off a sweep of thousands of threads); there
+		// are few of them, so their schedstat is read here.
+		var lag int64
+		for _, th := range pr.hot() {
+			if st, ok := s.readSchedstat(pid, th.tid); ok {
+				lag += max(st.run-th.seenRun.Load(), 0)
+			}
+		}
+		unseen := clk - pr.sh.seen.Load() - lag
 		pr.nextCold = t0.Add(paced(threadCPU() - c0))
-		unseen := clk - pr.sh.seen.Load()
 		switch {
 		case unseen < pr.sh.unseen:
 			pr.sh.unseen = unseen

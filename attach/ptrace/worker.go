@@ -257,6 +257,7 @@ func (w *worker) tick(next time.Time) {
 		}
 		if th.cold(w.woke) && !th.interrupted && !w.runnable(th) {
 			th.closeFDs()
+			th.isCold.Store(true)
 			w.cold = append(w.cold, th)
 			continue
 		}
@@ -327,6 +328,7 @@ func (w *worker) sweep() {
 			continue
 		}
 		// Gone, handed on, or hot again: out of the cold list.
+		th.isCold.Store(false)
 		last := len(w.cold) - 1
 		w.cold[w.cursor] = w.cold[last]
 		w.cold[last] = nil
@@ -379,6 +381,7 @@ func (w *worker) look(th *shared) (keep bool) {
 	}
 	ran := sched.run - th.lastRun
 	th.lastRun = sched.run
+	th.seenRun.Store(sched.run)
 	if ran == 0 {
 		th.idle++
 	} else {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // ---- 11: attaching at scale ----
@@ -34,22 +35,14 @@ type scaleRun struct {
 	idleRate, busyRate float64
 }
 
-// tasksCPU sums the CPU time (s) of every thread of pid, from schedstat.
+// tasksCPU is the CPU time (s) of process pid, the threads that have
+// exited included, from its CPU clock (clock_getcpuclockid's encoding).
 func tasksCPU(pid int) float64 {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, _ := os.ReadDir(dir)
-	var ns float64
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			v, _ := strconv.ParseFloat(f[0], 64)
-			ns += v
-		}
+	var ts syscall.Timespec
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, uintptr(int32(^pid<<3|2)), uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
 	}
-	return ns / 1e9
+	return float64(ts.Nano()) / 1e9
 }
 
 var busyLine = regexp.MustCompile(`thread (\d+) cpu_ns (\d+)`)
@@ -162,7 +155,7 @@ func (e *env) scaleSuite() (string, error) {
 	}
 	var hard syscall.Rlimit
 	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &hard)
-	fmt.Fprintf(&b, "`gprof record -p` of `testdata/threads.c`: IDLE threads blocked in `read()` and 2 busy threads that wait until gprof has had 3 s to attach, then each burn %g s of their own CPU; 1 kHz, gprof as root, %d interleaved rounds, medians. *Setup*: from the start of recording to every target thread sampled (the profile's `perf_setup_ms` / `ptrace_setup_ms`). *Files*: the perf backend's event files and their layout (the summary's `event_files`, `event_layout`); the file limit here is %d unless the row says `ulimit -n`. *gprof CPU*: its getrusage over the whole recording, setup and writing the profile included (the 3 s wait, then about %g s of the busy threads, longer on a loaded machine); *while idle* and *while busy*: its CPU seconds per second (its threads' schedstat) from 1.5 s to 3 s, when only idle threads are there, and from then until the busy threads are done. *Samples / expected*: the lower busy thread's samples over its CPU time × rate.\n\n", secs, e.fidRounds, hard.Max, secs)
+	fmt.Fprintf(&b, "`gprof record -p` of `testdata/threads.c`: IDLE threads blocked in `read()` and 2 busy threads that wait until gprof has had 3 s to attach, then each burn %g s of their own CPU; 1 kHz, gprof as root, %d interleaved rounds, medians. *Setup*: from the start of recording to every target thread sampled (the profile's `perf_setup_ms` / `ptrace_setup_ms`). *Files*: the perf backend's event files and their layout (the summary's `event_files`, `event_layout`); the file limit here is %d unless the row says `ulimit -n`. *gprof CPU*: its getrusage over the whole recording, setup and writing the profile included (the 3 s wait, then about %g s of the busy threads, longer on a loaded machine); *while idle* and *while busy*: its CPU seconds per second (its CPU clock) from 1.5 s to 3 s, when only idle threads are there, and from then until the busy threads are done. *Samples / expected*: the lower busy thread's samples over its CPU time × rate.\n\n", secs, e.fidRounds, hard.Max, secs)
 	b.WriteString("| backend | idle threads | setup ms | files | gprof CPU s | while idle | while busy | samples / expected |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		rs := runs[c]

@@ -17,10 +17,9 @@ import (
 // or a binary with its identity).
 //
 // The front-end asks for a caller's frame one byte lower than its return
-// address, inside the call instruction; symbolizers file such a frame
-// under the return address itself (with the call's answer), so addr+1 is
-// tried when addr has nothing. No instruction starts one byte before a
-// return address, so the two cannot be confused.
+// address, inside the call instruction, which is where symbolizers file
+// it (profile.LookupAddr); tables written before that filed it under the
+// return address itself, so addr+1 is tried when addr has nothing.
 func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolFrame, known bool) {
 	if s.syms != nil && s.syms.Libs[k] != nil {
 		known = true

@@ -1058,7 +1058,9 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 		}
 		l := &sc.r.libs[lib]
 		mf = profile.Frame{Address: l.Start + rel, Category: cat}
-		sc.symbols(i, l.Key(), rel)
+		// Symbols are filed where they were looked up: the nudged
+		// address for a caller (see profile.LookupAddr).
+		sc.symbols(i, l.Key(), uint64(addr))
 	case strings.HasPrefix(name, "0x"):
 		if a, err := strconv.ParseUint(name[2:], 16, 64); err == nil {
 			mf = profile.Frame{Address: a, Category: cat}

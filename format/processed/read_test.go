@@ -97,8 +97,8 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 
-	// A caller's frame gets its raw return address back, with symbols under
-	// that raw key.
+	// A caller's frame gets its raw return address back; its symbols are
+	// where they were looked up, inside the call, and read as a caller's.
 	main := p.Processes[0].Threads[0]
 	root := main.Frames.Frames[main.Stacks.Frame[0]]
 	var app *profile.Lib
@@ -110,7 +110,7 @@ func TestRoundTrip(t *testing.T) {
 	if app == nil || root.Address-app.Start != 0x2050 {
 		t.Fatalf("root frame %#x in app %+v, want app+0x2050", root.Address, app)
 	}
-	got := p.Symbols.Lookup(appKey, 0x2050)
+	got := p.Symbols.LookupFrame(appKey, 0x2050, true)
 	want := []profile.SymbolFrame{{Function: "main", FuncAddr: 0x2000, FuncSize: 0x100, File: "main.c", Line: 10}, {Function: "helper", File: "helper.h", Line: 20}}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("symbols at app+0x2050 = %+v", got)
@@ -196,7 +196,7 @@ func TestReadVersion56(t *testing.T) {
 	if len(addrs) != 3 || addrs[0] != 31 || addrs[1] != 32 || addrs[2] != 80 {
 		t.Errorf("frame addresses %v, want [31 32 80]", addrs)
 	}
-	if s := p.Symbols.Lookup(profile.LibKey{DebugName: "libxul.so", BreakpadID: "B1"}, 32); len(s) != 2 || s[0].FuncAddr != 16 || s[0].FuncSize != 32 {
+	if s := p.Symbols.LookupFrame(profile.LibKey{DebugName: "libxul.so", BreakpadID: "B1"}, 32, true); len(s) != 2 || s[0].FuncAddr != 16 || s[0].FuncSize != 32 {
 		t.Errorf("symbols %+v", s)
 	}
 	if m := th.Markers; len(m) != 1 || m[0].Name != "Paint" || m[0].Start != 1e6 || m[0].End != 1.25e6 || m[0].Data["x"] != 1.0 {

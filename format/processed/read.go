@@ -1101,7 +1101,7 @@ func (sc *stackConv) symbols(i int, k profile.LibKey, rel uint64) {
 			return
 		}
 		sf.Function = sc.r.string(tb, fnt.Name.index(fn))
-		if strings.HasPrefix(sf.Function, "0x") && (ft.NativeSym == nil || ft.NativeSym.isNull(f)) {
+		if unsymbolicated(sf.Function) && (ft.NativeSym == nil || ft.NativeSym.isNull(f)) {
 			// Still an unsymbolicated address.
 			return
 		}
@@ -1124,6 +1124,25 @@ func (sc *stackConv) symbols(i int, k profile.LibKey, rel uint64) {
 	if len(frames) > 0 {
 		st.Add(k, rel, frames)
 	}
+}
+
+// unsymbolicated reports whether a function name is what writers call an
+// address nothing resolved: "0x5638ab12" (the front-end, and gprof before
+// it named them by library) or "LIB+0x52a7".
+func unsymbolicated(name string) bool {
+	if strings.HasPrefix(name, "0x") {
+		return true
+	}
+	i := strings.LastIndex(name, "+0x")
+	if i <= 0 || i+3 == len(name) {
+		return false
+	}
+	for _, c := range name[i+3:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // file returns func fn's source file: through the sources table from

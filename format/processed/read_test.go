@@ -125,12 +125,11 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 
-	// Writing what was read reproduces the first output, except for the
-	// name of the unsymbolicated frame, which is an absolute address.
+	// Writing what was read reproduces the first output, the name of the
+	// unsymbolicated frame too: it is library-relative, "app+0x5000", the
+	// same wherever the library was mapped.
 	second := writeTest(t, p)
-	a := strings.Replace(string(first), `"0x405000"`, `"X"`, 1)
-	b := strings.Replace(string(second), `"0x100005000"`, `"X"`, 1)
-	if a != b {
+	if a, b := string(first), string(second); a != b {
 		t.Errorf("second write differs:\n%s\n%s", a, b)
 	}
 }

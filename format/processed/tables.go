@@ -332,9 +332,16 @@ func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint6
 		addr--
 	}
 	if len(syms) == 0 {
-		// The name stays the raw absolute address, as the front-end names
-		// frames it could not symbolicate.
-		fn := b.fn(b.str(hexName(abs)), li, -1)
+		// Named as gprof report names it, by the library and the
+		// library-relative address ("sort+0x52a7"), which is the same in
+		// every run and every process, where the absolute address is not.
+		// The kernel's synthetic lib has no such meaning: its frames keep
+		// their absolute address.
+		name := hexName(abs)
+		if !b.libs[li].kernel {
+			name = b.libs[li].lib.Name + "+" + hexName(rel)
+		}
+		fn := b.fn(b.str(name), li, -1)
 		return chain{b.addFrame(addr, 0, cat, fn, -1, 0, li), 1}
 	}
 	outer := syms[0]

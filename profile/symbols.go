@@ -117,3 +117,37 @@ func (s *SymbolTable) AddMissing(old *SymbolTable) {
 		}
 	}
 }
+
+// FuncFiles names, for each function of lib k, the one source file the
+// function is shown under: the file most of its entries' lines are in,
+// ties going to the first in order. A function is one function whatever
+// files its lines come from (CPython's interpreter loop #includes its
+// generated cases, C code inlines from headers at the outer level of a
+// macro), and the Firefox Profiler's function table has one file per
+// function, its lines per frame; names that appear with no file map to "".
+func (s *SymbolTable) FuncFiles(k LibKey) map[string]string {
+	if s == nil || s.Libs[k] == nil {
+		return nil
+	}
+	type fileKey struct{ fn, file string }
+	n := map[fileKey]int{}
+	out := map[string]string{}
+	for _, frames := range s.Libs[k].Addresses {
+		for _, f := range frames {
+			if _, ok := out[f.Function]; !ok {
+				out[f.Function] = ""
+			}
+			if f.File != "" {
+				n[fileKey{f.Function, f.File}]++
+			}
+		}
+	}
+	best := map[string]int{}
+	for fk, c := range n {
+		cur, ok := best[fk.fn]
+		if !ok || c > cur || c == cur && fk.file < out[fk.fn] {
+			best[fk.fn], out[fk.fn] = c, fk.file
+		}
+	}
+	return out
+}

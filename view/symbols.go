@@ -24,10 +24,10 @@ func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolF
 	if s.syms != nil && s.syms.Libs[k] != nil {
 		known = true
 		if f := s.syms.Lookup(k, addr); len(f) > 0 {
-			return f, true
+			return s.oneFilePerFunc(k, f), true
 		}
 		if f := s.syms.Lookup(k, addr+1); len(f) > 0 {
-			return f, true
+			return s.oneFilePerFunc(k, f), true
 		}
 	}
 	if k.DebugName == KernelLibName {
@@ -41,6 +41,25 @@ func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolF
 		return nil, known
 	}
 	return b.b.Lookup(addr), true
+}
+
+// oneFilePerFunc returns frames with each function's file the one it is
+// shown under (profile.SymbolTable.FuncFiles); lines stay the frames' own.
+func (s *Server) oneFilePerFunc(k profile.LibKey, frames []profile.SymbolFrame) []profile.SymbolFrame {
+	ff := s.funcFiles[k]
+	var out []profile.SymbolFrame
+	for i, f := range frames {
+		if file := ff[f.Function]; file != "" && file != f.File {
+			if out == nil {
+				out = append([]profile.SymbolFrame(nil), frames...)
+			}
+			out[i].File = file
+		}
+	}
+	if out == nil {
+		return frames
+	}
+	return out
 }
 
 // KernelLibName is the library gprof record makes of the running kernel,

@@ -80,6 +80,8 @@ type builder struct {
 	fnRes    []int32
 	fnSource []int32
 	fnIndex  map[funcKey]int32
+	// funcFiles caches profile.SymbolTable.FuncFiles per lib.
+	funcFiles map[profile.LibKey]map[string]string
 
 	srcFile  []int32
 	srcIndex map[int32]int32
@@ -103,14 +105,15 @@ type builder struct {
 
 func build(p *profile.Profile) (*builder, error) {
 	b := &builder{
-		p:        p,
-		libIdx:   make(map[profile.LibKey]int32),
-		kernLib:  -1,
-		fIndex:   make(map[frameKey]chain),
-		fnIndex:  make(map[funcKey]int32),
-		srcIndex: make(map[int32]int32),
-		symIndex: make(map[symKey]int32),
-		sIndex:   make(map[uint64]int32),
+		p:         p,
+		libIdx:    make(map[profile.LibKey]int32),
+		kernLib:   -1,
+		fIndex:    make(map[frameKey]chain),
+		fnIndex:   make(map[funcKey]int32),
+		funcFiles: make(map[profile.LibKey]map[string]string),
+		srcIndex:  make(map[int32]int32),
+		symIndex:  make(map[symKey]int32),
+		sIndex:    make(map[uint64]int32),
 	}
 	b.setCategories()
 	b.kernKey, b.kernOK = p.Symbols.KernelLib()
@@ -371,11 +374,27 @@ func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint6
 	}
 	c := chain{start: int32(len(b.fAddr))}
 	for d, s := range syms {
-		fn := b.fn(b.str(s.Function), li, b.source(s.File))
+		fn := b.fn(b.str(s.Function), li, b.source(b.funcFile(li, s.Function, s.File)))
 		b.addFrame(addr, uint8(min(d, 255)), cat, fn, sym, int32(s.Line), li)
 		c.n++
 	}
 	return c
+}
+
+// funcFile is the file function fn of lib li is shown under: one per
+// function, whatever files its lines are in (profile.SymbolTable.FuncFiles);
+// each frame keeps its own line.
+func (b *builder) funcFile(li int32, fn, file string) string {
+	k := b.libs[li].lib.Key()
+	m, ok := b.funcFiles[k]
+	if !ok {
+		m = b.p.Symbols.FuncFiles(k)
+		b.funcFiles[k] = m
+	}
+	if f := m[fn]; f != "" {
+		return f
+	}
+	return file
 }
 
 func (b *builder) source(file string) int32 {

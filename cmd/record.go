@@ -48,7 +48,7 @@ exits. Kernel threads (no user space to sample) and gprof itself cannot be
 attached.
 A second Ctrl-C (or SIGTERM, SIGHUP) while the profile is being finished
 aborts at once, writing nothing (exit 130 for SIGINT: 128 + the signal's
-number); SIGQUIT (Ctrl-\\) ends the recording and aborts the same way.
+number); SIGQUIT (Ctrl-\) ends the recording and aborts the same way.
 
 Exit codes: 0 success; 1 gprof failed, nothing written; 2 bad command line;
 4 the profile was written but the launched command failed; 128+N aborted by
@@ -213,6 +213,12 @@ func runRecord(c *cli.Context) error {
 		ph.done()
 		return err
 	}
+	if res.Samples == 0 && len(opts.Attach.Command) == 0 && len(opts.Attach.Pids)+len(opts.Attach.Tids) > 0 {
+		// An attached target that never ran leaves a profile with nothing
+		// in it: say so, as for a kernel thread, instead of writing it.
+		ph.done()
+		return fmt.Errorf("nothing was sampled: %s did not run in user space while recording, so no profile was written (--off-cpu samples a process while it waits)", targetsText(opts.Attach.Pids, opts.Attach.Tids))
+	}
 	ph.set("writing " + outName(out))
 	err = writeProfile(out, res.Profile, kind)
 	ph.done()
@@ -252,6 +258,31 @@ func runRecord(c *cli.Context) error {
 	return nil
 }
 
+// targetsText names the attached processes and threads: "pid 1", "pids
+// 4 and 5, thread 9".
+func targetsText(pids, tids []int) string {
+	list := func(what string, ids []int) string {
+		if len(ids) == 0 {
+			return ""
+		}
+		s := make([]string, len(ids))
+		for i, id := range ids {
+			s[i] = strconv.Itoa(id)
+		}
+		if len(ids) > 1 {
+			what += "s"
+		}
+		return what + " " + strings.Join(s, ", ")
+	}
+	var parts []string
+	for _, p := range []string{list("pid", pids), list("thread", tids)} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printRecordSummary(w io.Writer, s recordSummary) {
 	fmt.Fprintf(w, "gprof: wrote %s: %s", outName(s.Output), plural(int(s.Samples), "sample"))
 	if s.Discarded > 0 {
@@ -266,7 +297,11 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 		fmt.Fprintf(w, "gprof: %.2f s of CPU time had no stack (%s); it is counted in the CPU time of the samples that follow it\n", s.NoStackSec, s.NoStackWhy)
 	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
-		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
+		if sig := exitSignalName(*s.ExitCode); sig != "" {
+			fmt.Fprintf(w, "gprof: the command was killed by %s (status %d)\n", sig, *s.ExitCode)
+		} else {
+			fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
+		}
 	}
 }
 
@@ -420,7 +455,7 @@ func samplingInterval(c *cli.Context) (time.Duration, error) {
 	}
 	hz := c.Float64("rate")
 	if !(hz >= 0.1 && hz <= 100000) { // also refuses NaN
-		return 0, usagef("--rate %g is out of range: use 0.1 to 100000 Hz", hz)
+		return 0, usagef("--rate %s is out of range: use 0.1 to 100000 Hz", strconv.FormatFloat(hz, 'f', -1, 64))
 	}
 	return time.Duration(float64(time.Second) / hz), nil
 }

@@ -747,6 +747,13 @@ func (r *reader) thread(t *rawThread) (*profile.Thread, *int, error) {
 	if times == nil && n > 0 {
 		return nil, nil, errors.New("samples have neither time nor timeDeltas")
 	}
+	if deltas && n == 0 && len(times) == 1 {
+		// The front-end shifts a subprocess's samples by adding its start
+		// time to timeDeltas[0], which on a thread without samples makes
+		// a column of one (null in JSON): what it writes for every child
+		// process that was not sampled (adjustTableTimeDeltas).
+		times = nil
+	}
 	if len(times) != n || (sm.Weight != nil && len(sm.Weight) != n) || (sm.ThreadCPUDelta != nil && len(sm.ThreadCPUDelta) != n) {
 		return nil, nil, errors.New("sample table columns differ in length")
 	}

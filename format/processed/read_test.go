@@ -311,3 +311,25 @@ func TestDataStart(t *testing.T) {
 		t.Errorf("read back DataStart %d, Duration %d", p.Meta.DataStart, p.Meta.Duration)
 	}
 }
+
+// TestReadFrontEndEmptySubprocessThread: the front-end shifts a
+// subprocess's samples by adding to timeDeltas[0], which for a child
+// process that got no sample leaves a timeDeltas of one null in a table
+// of length 0; profiles it saves from gprof's Gecko output have one per
+// such process, and they must read.
+func TestReadFrontEndEmptySubprocessThread(t *testing.T) {
+	p := &profile.Profile{Meta: profile.Meta{Interval: 1e6}, Processes: []*profile.Process{
+		{Pid: 1, Name: "sh", End: -1, Threads: []*profile.Thread{{Tid: 1, Main: true, End: -1}}},
+	}}
+	th := p.Processes[0].Threads[0]
+	th.Samples.Add(th.InternStack([]profile.Frame{{Label: "x"}}), 1e6, -1)
+	p.Processes = append(p.Processes, &profile.Process{Pid: 2, Name: "idle", End: -1, Threads: []*profile.Thread{{Tid: 2, Main: true, End: -1}}})
+	out := string(writeTest(t, p))
+	if strings.Count(out, `"timeDeltas":[]`) != 1 {
+		t.Fatalf("want one empty timeDeltas in %s", out)
+	}
+	got := readTest(t, []byte(strings.Replace(out, `"timeDeltas":[]`, `"timeDeltas":[null]`, 1)))
+	if len(got.Processes) != 2 || got.Processes[1].Threads[0].Samples.Len() != 0 {
+		t.Errorf("processes %+v", got.Processes)
+	}
+}

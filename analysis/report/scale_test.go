@@ -165,3 +165,25 @@ func TestTreeKeepsProcessesApart(t *testing.T) {
 		}
 	}
 }
+
+// TestTextRoundsOnce: 170 of 1121 samples is 15.16503%, which perf report
+// prints as 15.17; rounding the JSON's 15.1650 again printed 15.16.
+func TestTextRoundsOnce(t *testing.T) {
+	p := &profile.Profile{Meta: profile.Meta{Interval: time.Millisecond}}
+	th := &profile.Thread{Tid: 1, Main: true, End: -1}
+	for i := 0; i < 1121; i++ {
+		name := "other"
+		if i < 170 {
+			name = "plain"
+		}
+		th.Samples.Add(th.InternStack([]profile.Frame{{Label: name}}), int64(i), 1e6)
+	}
+	p.Processes = []*profile.Process{{Pid: 1, Name: "inl", End: -1, Threads: []*profile.Thread{th}}}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, Build(p, Options{})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "15.17%  plain") {
+		t.Errorf("text:\n%s\nwant plain at 15.17%%", buf.String())
+	}
+}

@@ -57,6 +57,8 @@ type textWriter struct {
 	width   int
 	withCPU bool // a CPU time column next to the sample counts
 	byCPU   bool // ranked by CPU time
+	// all is the whole profile, which the "all" column is a share of.
+	all Summary
 }
 
 func (t *textWriter) heading(s string) {
@@ -72,7 +74,7 @@ func (t *textWriter) heading(s string) {
 // together and the processes, busiest first), then a section per thread,
 // busiest first, up to the limit, and says what it left out.
 func writeText(w io.Writer, r Report, o TextOptions) error {
-	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU}
+	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU, all: r.All}
 	limit := o.Limit
 	if limit == 0 {
 		limit = DefaultLimit
@@ -177,15 +179,26 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 	case t.withCPU:
 		what = "wall-clock time"
 	}
-	t.table("  Top by self "+what, s.TopSelf, true, perThread)
-	t.table("  Top by total "+what, s.TopTotal, false, perThread)
+	t.table("  Top by self "+what, s, s.TopSelf, true, perThread)
+	t.table("  Top by total "+what, s, s.TopTotal, false, perThread)
 }
 
 // maxNameWidth keeps one monster C++ name from pushing every location off
 // screen; longer names overflow their column instead of being cut.
 const maxNameWidth = 60
 
-func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
+// share renders part of whole in percent to two decimals, from the counts
+// themselves: the JSON percentages are rounded to four decimals, and
+// rounding those again to two can land a hundredth off (15.1650 from
+// 15.16503), where perf report, which rounds once, shows 15.17.
+func share(part, whole int64) string {
+	if whole == 0 {
+		return pctString(0)
+	}
+	return pctString(float64(part) * 100 / float64(whole))
+}
+
+func (t *textWriter) table(title string, s Summary, fs []Function, self, perThread bool) {
 	t.w.WriteByte('\n')
 	t.w.WriteString(title)
 	t.w.WriteByte('\n')
@@ -214,19 +227,20 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 	cols = append(cols, pad("all", 8, true), pad("function", nameW, false), "location")
 	t.row(cols)
 	for _, f := range fs {
-		p, pa := f.TotalPct, f.TotalPctAll
-		if self {
-			p, pa = f.SelfPct, f.SelfPctAll
+		v, whole, allWhole := count(f, self), s.Samples, t.all.Samples
+		if t.byCPU {
+			v, whole, allWhole = cpuOf(f, self), s.CPU, t.all.CPU
 		}
+		p, pa := share(v, whole), share(v, allWhole)
 		cols = cols[:0]
 		cols = append(cols, pad(strconv.FormatInt(count(f, self), 10), countW, true))
 		if withCPU {
 			cols = append(cols, pad(formatDuration(cpuOf(f, self)), cpuW, true))
 		}
 		if perThread {
-			cols = append(cols, pad(pctString(p), 8, true))
+			cols = append(cols, pad(p, 8, true))
 		}
-		cols = append(cols, pad(pctString(pa), 8, true), pad(printable(f.Name), nameW, false), location(f))
+		cols = append(cols, pad(pa, 8, true), pad(printable(f.Name), nameW, false), location(f))
 		t.row(cols)
 	}
 }

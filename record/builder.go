@@ -46,7 +46,7 @@ type builder struct {
 	// until another process takes the pid: its other threads may still
 	// be sampled on their way out (exit_group ends the leader first).
 	dying map[int]*proc
-	all     []*proc       // every process ever seen, in order of appearance
+	all   []*proc // every process ever seen, in order of appearance
 
 	samples     uint64
 	lost        uint64

@@ -21,7 +21,7 @@ func TestCutShortCountsOnlyLostFrames(t *testing.T) {
 	// return address at code+0x20 and the next at code+0x30, but the copy
 	// holds only the first frame record; the next record lies past it.
 	stack := make([]byte, 32)
-	binary.LittleEndian.PutUint64(stack[0:], sp+16)  // saved fp
+	binary.LittleEndian.PutUint64(stack[0:], sp+16)     // saved fp
 	binary.LittleEndian.PutUint64(stack[8:], code+0x20) // return address
 	// stack[16:32]: the next record would be at sp+16.. but the copy is
 	// only 24 bytes long below.

@@ -19,7 +19,9 @@ func TestOneRowPerFunction(t *testing.T) {
 	p.Symbols.Add(appKey, 0x500, []profile.SymbolFrame{{Function: "eval", File: "bytecodes.c", Line: 10}})
 	p.Symbols.Add(appKey, 0x600, []profile.SymbolFrame{{Function: "eval", File: "generated_cases.c.h", Line: 20}})
 	th := p.Processes[0].Threads[1]
-	fr := func(rel uint64) profile.Frame { return profile.Frame{Address: libStart + rel, Category: profile.CategoryUser} }
+	fr := func(rel uint64) profile.Frame {
+		return profile.Frame{Address: libStart + rel, Category: profile.CategoryUser}
+	}
 	for i := 0; i < 4; i++ {
 		rel := uint64(0x500)
 		if i == 3 {

@@ -110,7 +110,7 @@ type rawProfile struct {
 	// belongs to when Write moved it to the image holding the process
 	// track ("gprofImage"), else -1.
 	counterImages []int
-	overhead *profile.Overhead
+	overhead      *profile.Overhead
 }
 
 // rawProcess is the gprofProcess object Write adds to each process.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,13 @@ func runRecord(c *cli.Context) error {
 		// An attached target that never ran leaves a profile with nothing
 		// in it: say so, as for a kernel thread, instead of writing it.
 		ph.done()
+		for _, pr := range res.Profile.Processes {
+			if pr != nil && pr.End >= 0 && slices.Contains(opts.Attach.Pids, pr.Pid) {
+				// A zombie, or a process that ended at once: say what
+				// a target that is gone is.
+				return fmt.Errorf("nothing was sampled: pid %d exited before it could be (no such process), so no profile was written", pr.Pid)
+			}
+		}
 		return fmt.Errorf("nothing was sampled: %s did not run in user space while recording, so no profile was written (--off-cpu samples a process while it waits)", targetsText(opts.Attach.Pids, opts.Attach.Tids))
 	}
 	ph.set("writing " + outName(out))

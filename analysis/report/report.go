@@ -90,6 +90,9 @@ type Report struct {
 	ProcessTotals []ProcessTotal `json:"process_totals"`
 	// All aggregates every thread; its percentages are of all samples.
 	All Summary `json:"all"`
+	// folded is Threads with the images of an exec chain as one thread,
+	// for the text report.
+	folded []Thread
 }
 
 // Thread summarizes one thread.
@@ -100,8 +103,9 @@ type Thread struct {
 	Name        string `json:"thread_name"`
 	Main        bool   `json:"main"`
 	// Programs is the chain of programs the thread's process ran through
-	// exec, in order, when it ran more than one ("bash", "python3.12");
-	// the thread's counts are of all of them.
+	// exec, in order, when it ran more than one ("bash", "python3.12").
+	// Each program's threads are listed apart, with their own counts;
+	// the text report shows the chain as one thread.
 	Programs []string `json:"programs,omitempty"`
 	// PctOfAll is this thread's share of all samples, in percent.
 	PctOfAll float64 `json:"pct_of_all"`
@@ -240,13 +244,16 @@ func Build(p *profile.Profile, opts Options) Report {
 		t Thread
 		c *counts
 	}
-	// The images an exec made of one OS process are one process here, as
-	// in ProcessTotals: a thread that ran bash, then a shim, then python
-	// is one thread, named after its last program.
-	var threads []pending
+	// Threads are listed per image as recorded (the JSON's list, which
+	// scripts read), and folded for the text report: the images an exec
+	// made of one OS process are one process there, as in ProcessTotals,
+	// so a thread that ran bash, then a shim, then python is one thread,
+	// named after its programs.
+	var threads, folded []pending
 	for _, group := range p.OSProcesses() {
 		var programs []string
-		byTid := map[int]int{} // tid -> index into threads
+		byTid := map[int]int{} // tid -> index into folded
+		first := len(threads)
 		for _, pr := range group {
 			if len(programs) == 0 || programs[len(programs)-1] != pr.Name {
 				programs = append(programs, pr.Name)
@@ -262,27 +269,40 @@ func Build(p *profile.Profile, opts Options) Report {
 					name = pr.Name
 				}
 				t := Thread{Pid: pr.Pid, ProcessName: pr.Name, Tid: th.Tid, Name: name, Main: th.Main}
+				threads = append(threads, pending{t, c})
 				if i, ok := byTid[th.Tid]; ok {
-					prev := &threads[i]
-					prev.c.add(c)
+					prev := &folded[i]
+					sum := newCounts()
+					sum.add(prev.c)
+					sum.add(c)
 					t.Main = t.Main || prev.t.Main
-					prev.t = t
+					folded[i] = pending{t, sum}
 					continue
 				}
-				byTid[th.Tid] = len(threads)
-				threads = append(threads, pending{t, c})
+				byTid[th.Tid] = len(folded)
+				folded = append(folded, pending{t, c})
 			}
 		}
 		if len(programs) > 1 {
-			for _, i := range byTid {
+			for i := first; i < len(threads); i++ {
 				threads[i].t.Programs = programs
-				threads[i].t.ProcessName = programs[len(programs)-1]
+			}
+			for _, i := range byTid {
+				folded[i].t.Programs = programs
+				folded[i].t.ProcessName = programs[len(programs)-1]
 			}
 		}
 	}
 	all := b.all.samples
 	r.Samples, r.CPU, r.CPUEstimated = all, b.all.cpu, b.all.estimated
-	slices.SortStableFunc(threads, func(x, y pending) int { return cmp.Compare(y.c.samples, x.c.samples) })
+	bySamples := func(x, y pending) int { return cmp.Compare(y.c.samples, x.c.samples) }
+	slices.SortStableFunc(threads, bySamples)
+	slices.SortStableFunc(folded, bySamples)
+	for _, t := range folded {
+		t.t.PctOfAll = pct(t.c.samples, all)
+		t.t.Summary = b.summary(t.c, all, top)
+		r.folded = append(r.folded, t.t)
+	}
 	procIdx := map[int]int{}
 	for _, t := range threads {
 		t.t.PctOfAll = pct(t.c.samples, all)

@@ -108,13 +108,26 @@ func scaleProfile(nproc int) *profile.Profile {
 // thread named after its programs.
 func TestReportAtScale(t *testing.T) {
 	r := Build(scaleProfile(15), Options{})
-	var exec *Thread
-	for i := range r.Threads {
-		if r.Threads[i].Pid == 100 {
-			if exec != nil {
-				t.Fatalf("pid 100's thread appears twice: %+v and %+v", *exec, r.Threads[i])
+	// JSON lists each program's thread apart, as recorded, with the chain.
+	var images []string
+	for _, th := range r.Threads {
+		if th.Pid == 100 {
+			images = append(images, fmt.Sprintf("%s:%d", th.ProcessName, th.Samples))
+			if strings.Join(th.Programs, ",") != "bash,python3.12" {
+				t.Errorf("pid 100 thread %+v: programs %q", th, th.Programs)
 			}
-			exec = &r.Threads[i]
+		}
+	}
+	if strings.Join(images, " ") != "python3.12:50 bash:2 bash:0" {
+		t.Errorf("pid 100's threads in JSON: %q", images)
+	}
+	var exec *Thread
+	for i := range r.folded {
+		if r.folded[i].Pid == 100 {
+			if exec != nil {
+				t.Fatalf("pid 100's thread is folded twice: %+v and %+v", *exec, r.folded[i])
+			}
+			exec = &r.folded[i]
 		}
 	}
 	if exec == nil || exec.Samples != 52 || exec.ProcessName != "python3.12" || strings.Join(exec.Programs, ",") != "bash,python3.12" {
@@ -143,8 +156,8 @@ func TestReportAtScale(t *testing.T) {
 
 	buf.Reset()
 	WriteTextOptions(&buf, r, TextOptions{All: true})
-	if n := strings.Count(buf.String(), "(tid "); n != len(r.Threads) || strings.Contains(buf.String(), "Not shown") {
-		t.Errorf("--all: %d sections of %d threads", n, len(r.Threads))
+	if n := strings.Count(buf.String(), "(tid "); n != len(r.folded) || strings.Contains(buf.String(), "Not shown") {
+		t.Errorf("--all: %d sections of %d threads", n, len(r.folded))
 	}
 	buf.Reset()
 	WriteTextOptions(&buf, r, TextOptions{Limit: 2})

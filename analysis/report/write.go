@@ -82,8 +82,12 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if o.All {
 		limit = -1
 	}
+	threads := r.folded
+	if threads == nil {
+		threads = r.Threads // a Report made elsewhere than Build
+	}
 	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
-		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
+		plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
 		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
 		formatDuration(r.Interval), formatDuration(r.Duration)))
 	if r.LostEvents > 0 {
@@ -93,7 +97,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 		fmt.Fprintf(t.w, "note: %s of the CPU time had no stack (%s); it is counted in the samples that follow it\n",
 			formatDuration(r.NoStackCPU), r.NoStackReason)
 	}
-	if len(r.Threads) > 1 {
+	if len(threads) > 1 {
 		t.w.WriteByte('\n')
 		t.heading("All threads")
 		fmt.Fprintf(t.w, "  %s, CPU %s%s\n", plural(r.All.Samples, "sample"), formatDuration(r.All.CPU), estimated(r.All.CPUEstimated))
@@ -119,7 +123,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	}
 	var more, idle, moreSamples int64
 	shown := 0
-	for _, th := range r.Threads {
+	for _, th := range threads {
 		if th.Samples == 0 && !o.All {
 			idle++
 			continue

@@ -770,9 +770,10 @@ func TestFaultVanishedBinary(t *testing.T) {
 // TestFaultGonePid: a pid whose process has exited and been reaped is an
 // error before anything starts: exit 1, one line, "no such process", and
 // no output. A zombie (exited, not yet reaped by its parent) has nothing
-// left to sample. The backends differ there, both acceptable: perf fails
-// with "pid N exited while attaching: no such process" (exit 1), ptrace
-// records it as a process that already exited (exit 0, empty profile).
+// left to sample. The backends differ in words, both acceptable: perf
+// fails with "pid N exited while attaching: no such process", ptrace
+// records nothing and says it "exited before it could be (no such
+// process)"; both exit 1 and write nothing.
 // Either way gprof returns at once instead of waiting for --duration.
 func TestFaultGonePid(t *testing.T) {
 	dir := t.TempDir()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -138,6 +139,7 @@ func printError(w io.Writer, err error) int {
 	msg := strings.TrimSpace(err.Error())
 	// urfave/cli words an unknown command as a missing help topic.
 	msg = strings.Replace(msg, "No help topic for", "unknown command", 1)
+	msg = flagNames(msg)
 	// One line: multi-line messages from libraries are folded.
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 	if code == ExitUsage && !strings.Contains(msg, "--help") {
@@ -146,6 +148,16 @@ func printError(w io.Writer, err error) int {
 	fmt.Fprintf(w, "%s %s\n", errorPrefix(w), msg)
 	return code
 }
+
+// flagNames rewrites the flag package's names of unknown, incomplete or
+// invalid flags, which always carry one dash ("-bogus"), the way they are
+// typed: two dashes for a long flag.
+func flagNames(msg string) string {
+	msg = longFlag.ReplaceAllString(msg, "$1--$2")
+	return strings.Replace(msg, "flag provided but not defined: ", "unknown flag ", 1)
+}
+
+var longFlag = regexp.MustCompile(`(flag provided but not defined: |flag needs an argument: |for flag )-([A-Za-z0-9][-A-Za-z0-9]+)`)
 
 // isFlagError recognizes the flag package's own parse errors, which
 // urfave/cli returns unwrapped.

@@ -120,6 +120,7 @@ const (
 	complFile     = "file"     // file names
 	complDir      = "dir"      // directory names
 	complPid      = "pid"      // process IDs
+	complBackend  = "backend"  // the recording backends of the machine's OS
 	complChoice   = "choice"   // one of choices
 	complCommand  = "command"  // a command line to run (record, after --)
 	complCommands = "commands" // gprof's own commands (help)
@@ -204,6 +205,10 @@ func completionFlag(command string, f cli.Flag) complFlag {
 	} else if ch, ok := flagChoices[f.Names()[0]]; ok {
 		cf.value, cf.choices = complChoice, ch
 	}
+	if f.Names()[0] == "backend" {
+		// The scripts offer the backends of the OS they run on.
+		cf.value = complBackend
+	}
 	return cf
 }
 
@@ -238,6 +243,14 @@ func commandNames(cs []complCmd) []string {
 	return out
 }
 
+// userPids lists the processes gprof can record, one ID a line: not
+// kernel threads (kthreadd, pid 2, and its children), which have no user
+// space to sample and which gprof refuses.
+const userPids = `ps -e -o pid=,ppid= 2>/dev/null | awk '$1 != 2 && $2 != 2 { print $1 }'`
+
+// osBackends lists the recording backends of the OS the script runs on.
+const osBackends = `case $(uname -s) in Linux) echo perf ptrace ;; Darwin) echo mach ;; *) echo etw suspend ;; esac`
+
 const generatedNote = "Generated from gprof's command-line definitions by 'gprof completion %s'; do not edit."
 
 func bashCompletion(cs []complCmd) string {
@@ -247,7 +260,8 @@ func bashCompletion(cs []complCmd) string {
 __gprof_words() { mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur"); }
 __gprof_files() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur"); }
 __gprof_dirs() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur"); }
-__gprof_pids() { __gprof_words "$(ps -e -o pid= 2>/dev/null)"; }
+__gprof_pids() { __gprof_words "$(` + userPids + `)"; }
+__gprof_backends() { __gprof_words "$(` + osBackends + `)"; }
 
 _gprof() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -301,6 +315,8 @@ _gprof() {
 				action = "__gprof_dirs; return"
 			case complPid:
 				action = "__gprof_pids; return"
+			case complBackend:
+				action = "__gprof_backends; return"
 			case complChoice:
 				action = `__gprof_words "` + strings.Join(f.choices, " ") + `"; return`
 			}
@@ -347,6 +363,8 @@ func zshQuote(s string) string {
 func zshCompletion(cs []complCmd) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#compdef gprof\n# zsh completion for gprof.\n# "+generatedNote+"\n\n", "zsh")
+	b.WriteString("__gprof_pids() {\n    local -a pids\n    pids=(${(f)\"$(" + userPids + ")\"})\n    compadd -a pids\n}\n\n")
+	b.WriteString("__gprof_backends() {\n    local -a backends\n    backends=(${=$(" + osBackends + ")})\n    compadd -a backends\n}\n\n")
 	b.WriteString("_gprof() {\n    local curcontext=$curcontext state line ret=1\n    local -a commands\n    commands=(\n")
 	for _, c := range cs {
 		fmt.Fprintf(&b, "        '%s:%s'\n", c.name, strings.ReplaceAll(strings.ReplaceAll(c.help, "'", `'\''`), ":", `\:`))
@@ -390,7 +408,9 @@ func zshCompletion(cs []complCmd) string {
 			case complDir:
 				spec += ":directory:_files -/"
 			case complPid:
-				spec += ":process ID:_pids"
+				spec += ":process ID:__gprof_pids"
+			case complBackend:
+				spec += ":backend:__gprof_backends"
 			case complChoice:
 				spec += ":value:(" + strings.Join(f.choices, " ") + ")"
 			}
@@ -422,6 +442,23 @@ func fishCompletion(cs []complCmd) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# fish completion for gprof.\n# "+generatedNote+"\n", "fish")
 	b.WriteString(`
+# __gprof_pids prints the processes gprof can record: not kernel threads.
+function __gprof_pids
+    ` + userPids + `
+end
+
+# __gprof_backends prints the recording backends of this OS.
+function __gprof_backends
+    switch (uname -s)
+        case Linux
+            echo perf\nptrace
+        case Darwin
+            echo mach
+        case '*'
+            echo etw\nsuspend
+    end
+end
+
 # __gprof_command prints the gprof command on the line, if any.
 function __gprof_command
     for w in (commandline -opc)[2..-1]
@@ -476,7 +513,9 @@ complete -c gprof -n 'not __gprof_command' -s v -l version -d 'print the version
 			case complDir:
 				line += " -x -a '(__fish_complete_directories)'"
 			case complPid:
-				line += " -x -a '(__fish_complete_pids)'"
+				line += " -x -a '(__gprof_pids)'"
+			case complBackend:
+				line += " -x -a '(__gprof_backends)'"
 			case complChoice:
 				line += " -x -a " + fishQuote(strings.Join(f.choices, " "))
 			}

@@ -131,6 +131,13 @@ func runDiff(c *cli.Context) error {
 			return err
 		}
 	}
+	for _, r := range res.Rules {
+		if r.Matched == 0 {
+			// A gate that matches nothing never fails: most likely a
+			// misspelt name, which CI would otherwise pass silently.
+			return usagef("--fail-if %q matches no function in either profile: check the name ('gprof report --top -1 PROFILE' lists them; * is a glob)", r.Rule)
+		}
+	}
 	if res.Failed {
 		return exitCodeError{ExitRegression}
 	}

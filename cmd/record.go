@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ exits. Kernel threads (no user space to sample) and gprof itself cannot be
 attached.
 A second Ctrl-C (or SIGTERM, SIGHUP) while the profile is being finished
 aborts at once, writing nothing (exit 130 for SIGINT: 128 + the signal's
-number); SIGQUIT (Ctrl-\\) ends the recording and aborts the same way.
+number); SIGQUIT (Ctrl-\) ends the recording and aborts the same way.
 
 With --push URL, the profile is then sent to an OpenTelemetry Collector as
 'gprof push' sends it (see 'gprof push --help'; --service-name, --label,
@@ -265,6 +266,19 @@ func runRecord(c *cli.Context) error {
 		ph.done()
 		return err
 	}
+	if res.Samples == 0 && len(opts.Attach.Command) == 0 && len(opts.Attach.Pids)+len(opts.Attach.Tids) > 0 {
+		// An attached target that never ran leaves a profile with nothing
+		// in it: say so, as for a kernel thread, instead of writing it.
+		ph.done()
+		for _, pr := range res.Profile.Processes {
+			if pr != nil && pr.End >= 0 && slices.Contains(opts.Attach.Pids, pr.Pid) {
+				// A zombie, or a process that ended at once: say what
+				// a target that is gone is.
+				return fmt.Errorf("nothing was sampled: pid %d exited before it could be (no such process), so no profile was written", pr.Pid)
+			}
+		}
+		return fmt.Errorf("nothing was sampled: %s did not run in user space while recording, so no profile was written (--off-cpu samples a process while it waits)", targetsText(opts.Attach.Pids, opts.Attach.Tids))
+	}
 	ph.set("writing " + outName(out))
 	err = writeProfile(out, res.Profile, kind)
 	ph.done()
@@ -349,6 +363,31 @@ func recordPushTarget(c *cli.Context) (*pushTarget, error) {
 	return nil, nil
 }
 
+// targetsText names the attached processes and threads: "pid 1", "pids
+// 4 and 5, thread 9".
+func targetsText(pids, tids []int) string {
+	list := func(what string, ids []int) string {
+		if len(ids) == 0 {
+			return ""
+		}
+		s := make([]string, len(ids))
+		for i, id := range ids {
+			s[i] = strconv.Itoa(id)
+		}
+		if len(ids) > 1 {
+			what += "s"
+		}
+		return what + " " + strings.Join(s, ", ")
+	}
+	var parts []string
+	for _, p := range []string{list("pid", pids), list("thread", tids)} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printRecordSummary(w io.Writer, s recordSummary) {
 	fmt.Fprintf(w, "gprof: wrote %s: %s", outName(s.Output), plural(int(s.Samples), "sample"))
 	if s.Discarded > 0 {
@@ -367,7 +406,11 @@ func printRecordSummary(w io.Writer, s recordSummary) {
 			*s.PythonSamples, *s.PythonSamples+*s.PythonUnread, *s.PythonUnread)
 	}
 	if s.ExitCode != nil && *s.ExitCode != 0 {
-		fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
+		if sig := exitSignalName(*s.ExitCode); sig != "" {
+			fmt.Fprintf(w, "gprof: the command was killed by %s (status %d)\n", sig, *s.ExitCode)
+		} else {
+			fmt.Fprintf(w, "gprof: the command exited with status %d\n", *s.ExitCode)
+		}
 	}
 }
 
@@ -529,7 +572,7 @@ func samplingInterval(c *cli.Context) (time.Duration, error) {
 	}
 	hz := c.Float64("rate")
 	if !(hz >= 0.1 && hz <= 100000) { // also refuses NaN
-		return 0, usagef("--rate %g is out of range: use 0.1 to 100000 Hz", hz)
+		return 0, usagef("--rate %s is out of range: use 0.1 to 100000 Hz", strconv.FormatFloat(hz, 'f', -1, 64))
 	}
 	return time.Duration(float64(time.Second) / hz), nil
 }

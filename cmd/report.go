@@ -19,16 +19,25 @@ func reportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "print a summary of a profile: threads, processes, top functions, call tree",
 		ArgsUsage: "PROFILE",
-		Description: `Prints, per thread (most samples first), the samples and CPU time, and the
-functions with the most self time (the function was running) and total time
-(it was on the stack), in percent of the thread's samples; then per-process
-totals and all threads together. Reads Gecko, processed and pprof profiles,
-perf.data files and Windows ETL traces; names come from the profile, else
-from the binaries on disk.
+		Description: `Prints the whole profile first: its samples and CPU time, the functions with
+the most self time (the function was running) and total time (it was on the
+stack) over all threads, and the processes, busiest first. Then, per thread
+(most samples first), the same lists in percent of the thread's samples.
+The busiest --limit threads and processes are shown (10; --all shows every
+one, those without samples too), and a last line says what was left out.
+The programs one process ran through exec (a shell, a shim, then python)
+count as one process, named "bash → python3.12".
 
---tree prints the call tree instead (roots are thread names), --format
-collapsed prints folded stacks ("thread;outer;...;leaf COUNT", for
-flamegraph.pl, inferno and speedscope). --pid, --tid, --thread and
+Functions inlined into others have rows of their own, and self time goes to
+the innermost one; --no-inline counts them as the function they were
+compiled into, as perf report and pprof -noinlines do. Reads Gecko,
+processed and pprof profiles, perf.data files and Windows ETL traces; names
+come from the profile, else from the binaries on disk.
+
+--tree prints the call tree instead (roots are thread names, with the pid
+when processes share a name: "sort (pid 4242)"), --format collapsed prints
+folded stacks ("thread;outer;...;leaf COUNT", for flamegraph.pl, inferno
+and speedscope). --pid, --tid, --thread and
 --process narrow any of them to some threads. On a terminal, long lines are
 cut to its width (--wide keeps them).
 
@@ -38,7 +47,8 @@ Examples:
    ./bin/gprof report profile.json.gz
    ./bin/gprof report --thread 'worker*' --tree --depth 6 profile.json.gz
    ./bin/gprof report --format collapsed profile.json.gz | flamegraph.pl > flame.svg
-   ./bin/gprof report --top 5 --json-output report.json profile.json.gz
+   ./bin/gprof report --limit 3 --top 5 --json-output report.json profile.json.gz
+   ./bin/gprof report --no-inline --all profile.json.gz
    jq -r '.all.top_self[0].name' report.json`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
@@ -47,6 +57,9 @@ Examples:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the --format output to `FILE` instead of stdout"},
 			jsonOutputFlag("the report", " (the text report still goes to stdout)"),
 			jsonFlag,
+			&cli.IntFlag{Name: "limit", Value: report.DefaultLimit, Usage: "detail the busiest `N` threads and processes in the text report (-1 for all that have samples)"},
+			&cli.BoolFlag{Name: "all", Usage: "detail every thread and process in the text report, those without samples too"},
+			&cli.BoolFlag{Name: "no-inline", Usage: "count inlined functions as the function they were compiled into, as perf report does"},
 			&cli.BoolFlag{Name: "tree", Usage: "print the call tree (text format)"},
 			&cli.IntFlag{Name: "depth", Usage: "with --tree, print at most `N` levels below the thread roots (0: all)"},
 			&cli.Float64Flag{Name: "min-pct", Value: 0.5, Usage: "with --tree, hide calls under `PCT` percent of all samples"},
@@ -68,6 +81,9 @@ func runReport(c *cli.Context) error {
 	}
 	if c.Int("top") == 0 || c.Int("top") < -1 {
 		return usagef("--top must be a positive number, or -1 for all")
+	}
+	if c.Int("limit") == 0 || c.Int("limit") < -1 {
+		return usagef("--limit must be a positive number, or -1 for all")
 	}
 	if by := c.String("by"); by != report.ByWall && by != report.ByCPU {
 		return usagef("unknown --by %q: use wall or cpu", by)
@@ -143,14 +159,14 @@ func runReport(c *cli.Context) error {
 	var write func(io.Writer) error
 	switch {
 	case form == "collapsed":
-		t := report.BuildTree(p)
+		t := report.BuildTreeOptions(p, report.Options{NoInline: c.Bool("no-inline")})
 		write = func(w io.Writer) error { return report.WriteCollapsed(w, t) }
 	case c.Bool("tree"):
-		t := report.BuildTree(p)
+		t := report.BuildTreeOptions(p, report.Options{NoInline: c.Bool("no-inline")})
 		o := report.TreeOptions{Depth: c.Int("depth"), MinPct: c.Float64("min-pct"), Width: width}
 		write = func(w io.Writer) error { return report.WriteTree(w, t, o) }
 	default:
-		r := report.Build(p, report.Options{Top: c.Int("top"), By: c.String("by")})
+		r := report.Build(p, report.Options{Top: c.Int("top"), By: c.String("by"), NoInline: c.Bool("no-inline")})
 		if jsonOut != "" {
 			if err := writeJSONOutput(jsonOut, func(w io.Writer) error { return report.WriteJSON(w, r) }); err != nil {
 				ph.done()
@@ -160,7 +176,7 @@ func runReport(c *cli.Context) error {
 		if form == "json" {
 			write = func(w io.Writer) error { return report.WriteJSON(w, r) }
 		} else {
-			o := report.TextOptions{Color: (out == "" || out == "-") && useColor(os.Stdout), Width: width}
+			o := report.TextOptions{Color: (out == "" || out == "-") && useColor(os.Stdout), Width: width, Limit: c.Int("limit"), All: c.Bool("all")}
 			write = func(w io.Writer) error { return report.WriteTextOptions(w, r, o) }
 		}
 	}

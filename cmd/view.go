@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -121,7 +123,14 @@ func serveProfile(ctx context.Context, path string, o viewOptions) error {
 		if os.IsNotExist(err) {
 			return fmt.Errorf("%s does not exist", path)
 		}
-		return fmt.Errorf("cannot read %v", err)
+		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+			return usagef("%s is a directory: give the profile file in it (gprof view %s)", path, filepath.Join(path, "profile.json.gz"))
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot read %s: %v", path, err)
 	}
 	// Read it all before serving: a bad profile is an error here, not a
 	// broken page in the browser.

@@ -4,7 +4,8 @@
 __gprof_words() { mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur"); }
 __gprof_files() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur"); }
 __gprof_dirs() { compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur"); }
-__gprof_pids() { __gprof_words "$(ps -e -o pid= 2>/dev/null)"; }
+__gprof_pids() { __gprof_words "$(ps -e -o pid=,ppid= 2>/dev/null | awk '$1 != 2 && $2 != 2 { print $1 }')"; }
+__gprof_backends() { __gprof_words "$(case $(uname -s) in Linux) echo perf ptrace ;; Darwin) echo mach ;; *) echo etw suspend ;; esac)"; }
 
 _gprof() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -38,7 +39,7 @@ _gprof() {
             --format) __gprof_words "gecko processed"; return ;;
             --event|-e) __gprof_words "cpu-clock cycles"; return ;;
             --call-graph) __gprof_words "fp dwarf"; return ;;
-            --backend) __gprof_words "perf ptrace mach etw suspend"; return ;;
+            --backend) __gprof_backends; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
             --ca-file) __gprof_files; return ;;
@@ -66,14 +67,14 @@ _gprof() {
         ;;
     report)
         case $prev in
-            --top|-n|--by|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
+            --top|-n|--by|--limit|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
             --format) __gprof_words "text json collapsed"; return ;;
             --output|-o) __gprof_files; return ;;
             --json-output) __gprof_files; return ;;
             --pid) __gprof_pids; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --limit --all --no-inline --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     view)
         case $prev in

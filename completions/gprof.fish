@@ -1,6 +1,23 @@
 # fish completion for gprof.
 # Generated from gprof's command-line definitions by 'gprof completion fish'; do not edit.
 
+# __gprof_pids prints the processes gprof can record: not kernel threads.
+function __gprof_pids
+    ps -e -o pid=,ppid= 2>/dev/null | awk '$1 != 2 && $2 != 2 { print $1 }'
+end
+
+# __gprof_backends prints the recording backends of this OS.
+function __gprof_backends
+    switch (uname -s)
+        case Linux
+            echo perf\nptrace
+        case Darwin
+            echo mach
+        case '*'
+            echo etw\nsuspend
+    end
+end
+
 # __gprof_command prints the gprof command on the line, if any.
 function __gprof_command
     for w in (commandline -opc)[2..-1]
@@ -44,7 +61,7 @@ complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell compl
 complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
 complete -c gprof -n 'not __gprof_command' -a help -d 'show the help of gprof or of one command'
 
-complete -c gprof -n '__gprof_using record' -s p -l pid -x -a '(__fish_complete_pids)' -d 'attach to process PID'
+complete -c gprof -n '__gprof_using record' -s p -l pid -x -a '(__gprof_pids)' -d 'attach to process PID'
 complete -c gprof -n '__gprof_using record' -s a -l system-wide -d 'record every process on the machine, and those that start, each with its threads'
 complete -c gprof -n '__gprof_using record' -s t -l tid -x -d 'attach to thread TID alone'
 complete -c gprof -n '__gprof_using record' -s r -s F -l rate -x -d 'sample each running thread HZ times per second of CPU time'
@@ -60,7 +77,7 @@ complete -c gprof -n '__gprof_using record' -l no-counters -d 'do not sample eac
 complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'
 complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user stack copied per sample in dwarf mode'
-complete -c gprof -n '__gprof_using record' -l backend -x -a 'perf ptrace mach etw suspend' -d 'sampling BACKEND'
+complete -c gprof -n '__gprof_using record' -l backend -x -a '(__gprof_backends)' -d 'sampling BACKEND'
 complete -c gprof -n '__gprof_using record' -l no-symbols -d 'do not resolve and store function names at the end'
 complete -c gprof -n '__gprof_using record' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using record' -l debuginfod -x -d 'fetch ELF debug files'
@@ -88,7 +105,7 @@ complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof 
 complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using convert' -l debuginfod -x -d 'fetch ELF debug files'
 complete -c gprof -n '__gprof_using convert' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
-complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__fish_complete_pids)' -d 'keep only process PID'
+complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__gprof_pids)' -d 'keep only process PID'
 complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
 complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
 complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
@@ -109,10 +126,13 @@ complete -c gprof -n '__gprof_using report' -l by -x -d 'rank functions by MEASU
 complete -c gprof -n '__gprof_using report' -s o -l output -r -F -d 'write the --format output to FILE instead of stdout'
 complete -c gprof -n '__gprof_using report' -l json-output -r -F -d 'write the report as JSON to FILE'
 complete -c gprof -n '__gprof_using report' -l json -d 'the same as --json-output -'
+complete -c gprof -n '__gprof_using report' -l limit -x -d 'detail the busiest N threads and processes in the text report'
+complete -c gprof -n '__gprof_using report' -l all -d 'detail every thread and process in the text report, those without samples too'
+complete -c gprof -n '__gprof_using report' -l no-inline -d 'count inlined functions as the function they were compiled into, as perf report does'
 complete -c gprof -n '__gprof_using report' -l tree -d 'print the call tree'
 complete -c gprof -n '__gprof_using report' -l depth -x -d 'with --tree, print at most N levels below the thread roots'
 complete -c gprof -n '__gprof_using report' -l min-pct -x -d 'with --tree, hide calls under PCT percent of all samples'
-complete -c gprof -n '__gprof_using report' -l pid -x -a '(__fish_complete_pids)' -d 'only threads of process PID'
+complete -c gprof -n '__gprof_using report' -l pid -x -a '(__gprof_pids)' -d 'only threads of process PID'
 complete -c gprof -n '__gprof_using report' -l tid -x -d 'only thread TID'
 complete -c gprof -n '__gprof_using report' -l thread -x -d 'only threads named NAME'
 complete -c gprof -n '__gprof_using report' -l process -x -d 'only processes named NAME'

@@ -48,19 +48,40 @@ func (s *SymbolTable) Add(k LibKey, addr uint64, frames []SymbolFrame) {
 	ls.Addresses[addr] = frames
 }
 
+// LookupAddr is where the symbols of a frame at lib-relative (or, outside
+// every lib, absolute) address addr are looked up and filed: for a caller,
+// whose address is a return address, one byte lower, inside the call
+// instruction; for a sampled instruction (a leaf), the address itself.
+//
+// The instruction after a call can belong to another line, to a function
+// inlined right after the call (Go and C compilers do this constantly) or,
+// after a call that never returns, to the next function altogether, so a
+// caller looked up at its return address shows callers that were never on
+// the stack. This is the one rule: symbolize.Profile looks every symbol
+// source (symbol tables, DWARF, Go's pclntab and inline tree, PDBs, perf
+// maps, the kernel's symbols) up at the address it gives, and LookupFrame,
+// which every reader of a SymbolTable goes through, reads there. The
+// Firefox Profiler does the same ("nudged" return addresses) when it
+// symbolicates.
+func LookupAddr(addr uint64, caller bool) uint64 {
+	if caller && addr > 0 {
+		return addr - 1
+	}
+	return addr
+}
+
 // LookupFrame returns the frames for a frame at lib-relative address rel of
-// lib k. A caller's address is a return address, just past its call
-// instruction; symbolizers file what the call resolves to under the raw
-// address, but tables filled by others may hold it one byte lower, inside
-// the call, so for callers that key is tried when the raw one has nothing.
+// lib k, in the role it has on the stack: a caller (return address) or the
+// sampled instruction. The table is read at LookupAddr(rel, caller); for a
+// caller, the raw address is tried when that has nothing, which is where
+// tables written before callers were filed apart kept their answer, and
+// where a frame known to be an exact instruction (the user frame a kernel
+// stack sits on) is filed.
 func (s *SymbolTable) LookupFrame(k LibKey, rel uint64, caller bool) []SymbolFrame {
-	if f := s.Lookup(k, rel); len(f) > 0 {
+	if f := s.Lookup(k, LookupAddr(rel, caller)); len(f) > 0 || !caller {
 		return f
 	}
-	if caller && rel > 0 {
-		return s.Lookup(k, rel-1)
-	}
-	return nil
+	return s.Lookup(k, rel)
 }
 
 // KernelLib returns the key of the symbols for kernel addresses outside any
@@ -95,4 +116,38 @@ func (s *SymbolTable) AddMissing(old *SymbolTable) {
 			}
 		}
 	}
+}
+
+// FuncFiles names, for each function of lib k, the one source file the
+// function is shown under: the file most of its entries' lines are in,
+// ties going to the first in order. A function is one function whatever
+// files its lines come from (CPython's interpreter loop #includes its
+// generated cases, C code inlines from headers at the outer level of a
+// macro), and the Firefox Profiler's function table has one file per
+// function, its lines per frame; names that appear with no file map to "".
+func (s *SymbolTable) FuncFiles(k LibKey) map[string]string {
+	if s == nil || s.Libs[k] == nil {
+		return nil
+	}
+	type fileKey struct{ fn, file string }
+	n := map[fileKey]int{}
+	out := map[string]string{}
+	for _, frames := range s.Libs[k].Addresses {
+		for _, f := range frames {
+			if _, ok := out[f.Function]; !ok {
+				out[f.Function] = ""
+			}
+			if f.File != "" {
+				n[fileKey{f.Function, f.File}]++
+			}
+		}
+	}
+	best := map[string]int{}
+	for fk, c := range n {
+		cur, ok := best[fk.fn]
+		if !ok || c > cur || c == cur && fk.file < out[fk.fn] {
+			best[fk.fn], out[fk.fn] = c, fk.file
+		}
+	}
+	return out
 }

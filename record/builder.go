@@ -43,7 +43,11 @@ type builder struct {
 	t0      int64 // monotonic ns of time zero
 	profile *profile.Profile
 	procs   map[int]*proc // live process per pid
-	all     []*proc       // every process ever seen, in order of appearance
+	// dying holds, per pid, the process whose main thread exited last,
+	// until another process takes the pid: its other threads may still
+	// be sampled on their way out (exit_group ends the leader first).
+	dying map[int]*proc
+	all   []*proc // every process ever seen, in order of appearance
 
 	samples     uint64
 	lost        uint64
@@ -95,7 +99,7 @@ type builder struct {
 }
 
 func newBuilder(t0 int64, p *profile.Profile) *builder {
-	return &builder{t0: t0, profile: p, procs: make(map[int]*proc)}
+	return &builder{t0: t0, profile: p, procs: make(map[int]*proc), dying: make(map[int]*proc)}
 }
 
 func (b *builder) rel(t int64) int64 {
@@ -114,6 +118,7 @@ func (b *builder) process(pid int, t int64) *proc {
 		p:       &profile.Process{Pid: pid, Start: b.rel(t), End: -1, ExitCode: -1},
 		threads: make(map[int]*profile.Thread),
 	}
+	delete(b.dying, pid)
 	b.procs[pid] = pr
 	b.all = append(b.all, pr)
 	if b.onProcessStart != nil {
@@ -261,6 +266,7 @@ func (b *builder) exit(e *attach.Exit) {
 		}
 		b.endProcess(pr, e.Time)
 		delete(b.procs, e.Pid)
+		b.dying[e.Pid] = pr
 	}
 }
 
@@ -278,7 +284,21 @@ func (b *builder) endProcess(pr *proc, t int64) {
 }
 
 func (b *builder) sample(s *attach.Sample) {
-	pr := b.process(s.Pid, s.Time)
+	pr := b.procs[s.Pid]
+	if pr == nil {
+		if d := b.dying[s.Pid]; d != nil && d.threads[s.Tid] != nil {
+			// A thread of a process whose main thread has exited, on its
+			// way out: it is still that process, not a new, nameless one.
+			pr = d
+			end := b.rel(s.Time)
+			pr.p.End = max(pr.p.End, end)
+			th := pr.threads[s.Tid]
+			th.End = max(th.End, end)
+		}
+	}
+	if pr == nil {
+		pr = b.process(s.Pid, s.Time)
+	}
 	th := b.thread(pr, s.Tid, s.Time)
 	pr.sampled = true
 	if !s.Switch {

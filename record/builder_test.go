@@ -202,3 +202,46 @@ func TestBuilderExitCode(t *testing.T) {
 		t.Errorf("exit codes %d and %d, want 3 and -1 (unknown)", procs[0].p.ExitCode, procs[1].p.ExitCode)
 	}
 }
+
+// A thread sampled after its process's main thread exited (exit_group ends
+// the leader first) belongs to that process, with its names and mappings,
+// not to a new nameless one (issue 18: go build had 3 to 10 processes
+// named ? with one frame at an unnamed 0x49feb7).
+func TestBuilderThreadOutlivesLeader(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(mapEv(1001*ms, 10, 0x5000, 0x6000, "/bin/app"))
+	b.handle(&attach.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app"}})
+	b.handle(&attach.Fork{Time: 1002 * ms, Pid: 10, Ppid: 10, Tid: 11, Ptid: 10})
+	b.handle(sample(1003*ms, 10, 10, 0x5010))
+	b.handle(&attach.Exit{Time: 1004 * ms, Pid: 10, Tid: 10})
+	b.handle(sample(1005*ms, 10, 11, 0x5020))
+	procs := b.finish(1010 * ms)
+	if len(procs) != 1 || procs[0].p.Name != "app" {
+		for _, pr := range procs {
+			t.Logf("process %d %q: %d threads", pr.p.Pid, pr.p.Name, len(pr.p.Threads))
+		}
+		t.Fatalf("%d processes, want app alone", len(procs))
+	}
+	pr := procs[0].p
+	var n int
+	for _, th := range pr.Threads {
+		n += th.Samples.Len()
+		if th.Tid == 11 && (th.Samples.Len() != 1 || th.End < 5*ms) {
+			t.Errorf("thread 11: %d samples, end %d", th.Samples.Len(), th.End)
+		}
+	}
+	if n != 2 || pr.End < 5*ms {
+		t.Errorf("%d samples, process end %d", n, pr.End)
+	}
+
+	// A new process that takes the pid is a process of its own.
+	b = newTestBuilder()
+	b.handle(&attach.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true})
+	b.handle(sample(1002*ms, 10, 10, 0x5010))
+	b.handle(&attach.Exit{Time: 1003 * ms, Pid: 10, Tid: 10})
+	b.handle(&attach.Fork{Time: 1004 * ms, Pid: 10, Ppid: 1, Tid: 10, Ptid: 1})
+	b.handle(sample(1005*ms, 10, 10, 0x5010))
+	if procs := b.finish(1010 * ms); len(procs) != 2 {
+		t.Errorf("%d processes, want the old and the new", len(procs))
+	}
+}

@@ -88,24 +88,28 @@ func (uw *userUnwinder) unwind(pr *proc, s *attach.Sample, out []uint64) []uint6
 	sp := uw.sync(pr)
 	n := len(out)
 	out, short := uw.u.UnwindCopy(&sp.as, unwind.Regs(*s.Regs), s.StackCopy, out)
-	// A copy shorter than the others reached the top of its stack, so
-	// what it lacks was not there to copy.
-	uw.stacks++
-	if len(s.StackCopy) > uw.copySize {
-		uw.copySize, uw.cutShort = len(s.StackCopy), 0
-	}
-	if short && len(s.StackCopy) == uw.copySize {
-		uw.cutShort++
-	}
 	fpChain := s.Stack[s.KernelFrames:]
 	if len(out) > n && len(fpChain) > 1 {
 		last := out[len(out)-1]
 		for j := 1; j < len(fpChain)-1; j++ {
 			if fpChain[j] == last {
 				out = append(out, fpChain[j+1:]...)
+				// The chain went on to the end: the copy's end cost
+				// nothing.
+				short = false
 				break
 			}
 		}
+	}
+	// A copy shorter than the others reached the top of its stack, so
+	// what it lacks was not there to copy. A stack counts as cut short
+	// only when nothing continued it past the copy's end.
+	uw.stacks++
+	if len(s.StackCopy) > uw.copySize {
+		uw.copySize, uw.cutShort = len(s.StackCopy), 0
+	}
+	if short && len(s.StackCopy) == uw.copySize {
+		uw.cutShort++
 	}
 	if len(out) == n {
 		// Nothing unwound (no registers usable): keep the kernel's chain.

@@ -23,9 +23,9 @@ type index struct {
 	base      uint64
 	syms      []symbol // sorted by addr
 	dw        *dwarfIndex
-	gopcln    *goPCLN      // Go 1.20+ line table, with inlining
-	gotab     *gosym.Table // older Go line tables
-	debugFile io.Closer    // separate debug file, if one was found
+	gopcln    *objfile.GoPCLN // Go 1.20+ line table, with inlining
+	gotab     *gosym.Table    // older Go line tables
+	debugFile io.Closer       // separate debug file, if one was found
 	debugPath string
 	rejected  []string // debug files of other builds that were skipped
 
@@ -125,7 +125,7 @@ func (b *Binary) buildIndex() (*index, error) {
 			ix.dw = newDWARFIndex(d)
 		}
 	}
-	if ix.gopcln = newGoPCLN(b.obj, ix.syms); ix.gopcln == nil {
+	if ix.gopcln = objfile.NewGoPCLN(b.obj, nil); ix.gopcln == nil {
 		ix.gotab = objectGoTable(b.obj, ix.syms)
 	}
 	return ix, nil
@@ -235,7 +235,11 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 		frames = ix.dw.lookup(pc)
 	}
 	if frames == nil && ix.gopcln != nil {
-		if fr, entry, end := ix.gopcln.lookup(pc); fr != nil {
+		if gf, entry, end := ix.gopcln.Lookup(pc); gf != nil {
+			fr := make([]Frame, len(gf))
+			for i, f := range gf {
+				fr[i] = Frame{Function: f.Function, File: f.File, Line: f.Line}
+			}
 			fr[0].FuncAddr, fr[0].FuncSize = entry-ix.base, end-entry
 			return fr
 		}

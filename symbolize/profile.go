@@ -84,9 +84,11 @@ type group struct {
 	// opens.
 	cands []candidate
 	seen  map[*profile.Lib]bool
-	// addrs maps each library-relative address to whether some frame at it
-	// is exact (a sampled instruction) rather than a return address.
-	addrs map[uint64]bool
+	// addrs are the library-relative addresses to look up: each frame's
+	// address as profile.LookupAddr gives it for the roles the frame has
+	// (inside the call instruction for a caller, as is for a sampled
+	// instruction). Results are filed under the address looked up.
+	addrs map[uint64]struct{}
 	stats LibStats
 }
 
@@ -107,13 +109,13 @@ type candidate struct {
 // profile.Process.Locate says. Addresses already in p.Symbols are left
 // alone, and a library whose addresses are all known is not opened.
 //
-// Results are filed under the raw frame address, but an address that is
-// only ever a return address (never the leaf of a sample, nor the user
-// frame a kernel stack sits on) is looked up one byte lower, inside the
-// call instruction, so that its line is the call's and a call to a
-// function that never returns is not attributed to the next function. An
-// address seen both ways is looked up as is: the sampled instruction is
-// the better-defined answer.
+// A frame is looked up where profile.LookupAddr says for each role it has
+// on the thread's stacks, and the result filed under that address: a
+// caller (a return address) one byte lower, inside the call instruction,
+// so that its line and inline frames are the call's and not those of
+// whatever the compiler put after it; a sampled instruction as is. An
+// address seen both ways is looked up both ways. Every symbol source goes
+// through this, so each gets the rule without knowing of it.
 //
 // Failures to open or read one library are reported in Stats, not as an
 // error; the error is for a profile that cannot be processed at all.
@@ -191,7 +193,7 @@ func collect(p *profile.Profile) map[profile.LibKey]*group {
 	groups := make(map[profile.LibKey]*group)
 	for _, proc := range p.Processes {
 		for _, th := range proc.Threads {
-			exact := exactFrames(th)
+			roles := frameRoles(th)
 			for fi, f := range th.Frames.Frames {
 				key, rel, ok := proc.Locate(f)
 				if !ok {
@@ -199,7 +201,7 @@ func collect(p *profile.Profile) map[profile.LibKey]*group {
 				}
 				g := groups[key]
 				if g == nil {
-					g = &group{key: key, addrs: make(map[uint64]bool), pid: proc.Pid, seen: make(map[*profile.Lib]bool)}
+					g = &group{key: key, addrs: make(map[uint64]struct{}), pid: proc.Pid, seen: make(map[*profile.Lib]bool)}
 					g.stats.Key = key
 					switch {
 					case f.Category == profile.CategoryKernel && !isPDBName(key.DebugName):
@@ -219,43 +221,61 @@ func collect(p *profile.Profile) map[profile.LibKey]*group {
 						g.cands = append(g.cands, candidate{proc, lib})
 					}
 				}
-				g.addrs[rel] = g.addrs[rel] || exact[fi]
+				if roles[fi]&roleLeaf != 0 {
+					g.addrs[profile.LookupAddr(rel, false)] = struct{}{}
+				}
+				if roles[fi]&roleCaller != 0 {
+					g.addrs[profile.LookupAddr(rel, true)] = struct{}{}
+				}
 			}
 		}
 	}
 	return groups
 }
 
-// exactFrames marks the frames of th that are sampled instructions rather
-// than return addresses: sample leaves, and the user frame directly under
-// a kernel frame (the instruction that trapped or made the system call).
-func exactFrames(th *profile.Thread) []bool {
-	exact := make([]bool, th.Frames.Len())
+// Roles a frame can have on a thread's stacks.
+const (
+	roleLeaf   = 1 << iota // a sampled instruction
+	roleCaller             // a return address
+)
+
+// frameRoles says, per frame of th, whether it is a sampled instruction
+// (the leaf of a sample, the user frame directly under a kernel frame,
+// which is where the thread trapped, or a frame no stack uses) and
+// whether it is a return address (the prefix of some stack). Consumers
+// decide the same way, by position on the stack, and read the table with
+// profile.SymbolTable.LookupFrame; the user frame under a kernel frame is
+// filed as is, where LookupFrame falls back to for a caller.
+func frameRoles(th *profile.Thread) []uint8 {
+	roles := make([]uint8, th.Frames.Len())
 	frames := th.Frames.Frames
 	st := &th.Stacks
 	for _, s := range th.Samples.Stack {
-		if s >= 0 && int(s) < len(st.Frame) {
-			exact[st.Frame[s]] = true
+		if s >= 0 && int(s) < len(st.Frame) && int(st.Frame[s]) < len(roles) {
+			roles[st.Frame[s]] |= roleLeaf
 		}
 	}
 	for s, fi := range st.Frame {
 		pre := st.Prefix[s]
-		if pre < 0 || int(fi) >= len(frames) || frames[fi].Category != profile.CategoryKernel {
+		if pre < 0 || int(pre) >= len(st.Frame) {
 			continue
 		}
-		if pf := st.Frame[pre]; frames[pf].Category != profile.CategoryKernel {
-			exact[pf] = true
+		pf := st.Frame[pre]
+		if int(pf) >= len(roles) || int(fi) >= len(frames) {
+			continue
+		}
+		if frames[fi].Category == profile.CategoryKernel && frames[pf].Category != profile.CategoryKernel {
+			roles[pf] |= roleLeaf
+		} else {
+			roles[pf] |= roleCaller
 		}
 	}
-	return exact
-}
-
-// lookupAddr is where to look an address up; see Profile.
-func lookupAddr(rel uint64, exact bool) uint64 {
-	if exact || rel == 0 {
-		return rel
+	for i, r := range roles {
+		if r == 0 {
+			roles[i] = roleLeaf
+		}
 	}
-	return rel - 1
+	return roles
 }
 
 func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
@@ -290,8 +310,8 @@ func symbolizeBinary(g *group, opts Options, add func(*group, uint64, []profile.
 }
 
 func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []profile.SymbolFrame)) {
-	for rel, exact := range g.addrs {
-		frames := s.Lookup(lookupAddr(rel, exact))
+	for rel := range g.addrs {
+		frames := s.Lookup(rel)
 		if frames == nil {
 			g.stats.Unresolved++
 			continue
@@ -438,8 +458,8 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 	}
 	g.stats.Path = "/proc/kallsyms"
 	base := g.base()
-	for rel, exact := range g.addrs {
-		s, ok := k.Lookup(lookupAddr(rel, exact) + base)
+	for rel := range g.addrs {
+		s, ok := k.Lookup(rel + base)
 		if !ok {
 			g.stats.Unresolved++
 			continue
@@ -481,8 +501,10 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile
 	}
 	g.stats.Path = strings.Join(paths, ", ")
 	base := g.base()
-	for rel, exact := range g.addrs {
-		at := lookupAddr(rel, exact) + base
+	// The addresses are those to look up: a caller's is already its call
+	// instruction's (see Profile).
+	for rel := range g.addrs {
+		at := rel + base
 		if c, ok := dump.Lookup(at); ok {
 			f := profile.SymbolFrame{Function: c.Name, FuncAddr: c.Addr - base, FuncSize: c.Size}
 			if l, ok := c.LineAt(at); ok {

@@ -111,13 +111,14 @@ func TestProfile(t *testing.T) {
 	}
 	base := b.Identity().Base
 	check(key, leaf-base, b.Lookup(leaf-base))
-	// Only ever a return address: looked up inside the call.
-	check(key, ret-base, b.Lookup(ret-base-1))
+	// Only ever a return address: looked up inside the call, and filed
+	// there.
+	check(key, ret-base-1, b.Lookup(ret-base-1))
 	// The user frame under a kernel frame is where the thread trapped.
 	check(key, workLo-base, b.Lookup(workLo-base))
 	check(profile.KernelKey, kaddr, []profile.SymbolFrame{{Function: "entry_a", FuncAddr: 0xffffffff81000010, FuncSize: 0x1f0}})
 	check(profile.PerfMapKey(4242), jit, []profile.SymbolFrame{{Function: "LazyCompile:~foo file.js:1", FuncAddr: 0x7f0000001000, FuncSize: 0x40}})
-	if got := p.Symbols.Lookup(key, ret-base); len(got) == 0 || got[0].Function != "helper" {
+	if got := p.Symbols.LookupFrame(key, ret-base, true); len(got) == 0 || got[0].Function != "helper" {
 		t.Errorf("return address in helper symbolized as %+v", got)
 	}
 	if st.Resolved != 5 || st.Unresolved != 1 || len(st.Libs) != 3 {
@@ -168,5 +169,60 @@ func TestProfileKernelUnavailable(t *testing.T) {
 	}
 	if st.Unresolved != 1 || st.Libs[0].Key != profile.KernelKey {
 		t.Errorf("stats = %+v", st)
+	}
+}
+
+// TestProfileCallSite: a caller is looked up inside its call instruction,
+// not at its return address, even where the same address is also sampled
+// as a leaf (skid lands samples just after calls). In goprog, caller's
+// return address from heavy is the first instruction of the inlined mix:
+// looked up there, caller's frame would show a main.mix that never called
+// heavy (issue 18: ssa.Compile;time.Now;ssa.regalloc).
+func TestProfileCallSite(t *testing.T) {
+	for _, name := range []string{"goprog", "goprog-stripped"} {
+		t.Run(name, func(t *testing.T) {
+			full := build(t, "goprog", "go", "build", "-C", "TESTDATA/goprog", "-o", "OUT", ".")
+			bin := full
+			if name == "goprog-stripped" {
+				bin = build(t, "goprog-stripped", "go", "build", "-C", "TESTDATA/goprog", "-ldflags=-s -w", "-o", "OUT", ".")
+			}
+			ret := callReturn(t, full, "main.caller", "main.heavy")
+			heavy, _ := funcRange(t, full, "main.heavy")
+			b, err := Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			base := b.Identity().Base
+			names := func(fs []profile.SymbolFrame) string {
+				var s []string
+				for _, f := range fs {
+					s = append(s, f.Function)
+				}
+				return strings.Join(s, ">")
+			}
+			if got := names(b.Lookup(ret - base)); got != "main.caller>main.mix" {
+				t.Fatalf("the return address resolves to %s, not the inlined mix this test is about", got)
+			}
+
+			proc := &profile.Process{Pid: 7, Libs: mapLibs(t, bin, bin, 0)}
+			th := &profile.Thread{Tid: 7}
+			uf := func(a uint64) profile.Frame { return profile.Frame{Address: a, Category: profile.CategoryUser} }
+			th.Samples.Add(th.InternStack([]profile.Frame{uf(heavy + 2), uf(ret)}), 1, -1)
+			th.Samples.Add(th.InternStack([]profile.Frame{uf(ret)}), 2, -1)
+			proc.Threads = []*profile.Thread{th}
+			p := &profile.Profile{Processes: []*profile.Process{proc}}
+			if _, err := Profile(p, Options{DebugRoot: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			lib := profile.FindLib(proc.Libs, ret)
+			key, rel := lib.Key(), lib.Rel(ret)
+			if got := names(p.Symbols.LookupFrame(key, rel, true)); got != "main.caller" {
+				t.Errorf("caller frame at the return address = %s, want main.caller", got)
+			}
+			if got := names(p.Symbols.LookupFrame(key, rel, false)); got != "main.caller>main.mix" {
+				t.Errorf("the same address as a leaf = %s, want main.caller>main.mix", got)
+			}
+		})
 	}
 }

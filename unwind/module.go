@@ -21,6 +21,11 @@ type module struct {
 	dbg   cfiSection
 	hasEH bool
 	hasDb bool
+	// gopcln is a Go binary's function table, whose per-function SP
+	// deltas unwind the Go code that has no CFI: all of it in a binary
+	// built with -ldflags=-w (the Go toolchain's own, for one), where
+	// frame pointers alone lose the caller of every frameless leaf.
+	gopcln *objfile.GoPCLN
 }
 
 // loadModule parses an object file's image. It keeps sub-slices of image.
@@ -62,6 +67,9 @@ func loadModule(name string, image []byte) (*module, error) {
 		}
 	} else if hs := f.EHFrameHdr(); hs != nil {
 		m.ehFromHdr(raw(hs), hs.Addr)
+	}
+	if s := f.Section(".gopclntab"); s != nil && m.arch == archAMD64 {
+		m.gopcln = objfile.NewGoPCLN(f, raw(s))
 	}
 	if s := f.Section(".debug_frame"); s != nil && s.InFile() {
 		b := raw(s)
@@ -144,7 +152,9 @@ func (m *module) rule(pc uint64, exact bool, out *rule) {
 	if !m.hasEH || !sec.find(pc, &f) {
 		sec = &m.dbg
 		if !m.hasDb || !sec.find(pc, &f) {
-			*out = rule{flags: flagNoCFI}
+			if !m.goRule(pc, out) {
+				*out = rule{flags: flagNoCFI}
+			}
 			return
 		}
 	}
@@ -162,6 +172,32 @@ func (m *module) rule(pc uint64, exact bool, out *rule) {
 	if m.arch == archAMD64 && out.ra.kind == ruleUnset {
 		out.flags |= flagBad
 	}
+}
+
+// goRule makes the rule at link-time pc of a Go function from its SP
+// delta, as the Go runtime's own traceback does: the return address sits
+// just above the frame the function has pushed and allocated, and the
+// caller's frame pointer just below it once the function has saved it
+// (a Go function with a frame saves it first, before it allocates). A
+// frameless leaf, which frame pointers skip the caller of, is unwound
+// exactly. Functions that switch stacks (systemstack, morestack) are left
+// to frame pointers; those that begin stacks (goexit, mstart) end them.
+func (m *module) goRule(pc uint64, out *rule) bool {
+	if m.gopcln == nil {
+		return false
+	}
+	info, ok := m.gopcln.FrameInfo(pc)
+	if !ok || info.SPWrite || info.SPDelta < 0 || info.SPDelta > 1<<30 {
+		return false
+	}
+	*out = rule{cfa: regRule{kind: ruleReg, reg: slotSP, off: int32(info.SPDelta + 8)}, ra: regRule{kind: ruleOffset, off: -8}}
+	if info.Top {
+		out.ra = regRule{kind: ruleUndef}
+	}
+	if info.SPDelta >= 8 {
+		out.fp = regRule{kind: ruleOffset, off: -16}
+	}
+	return true
 }
 
 // sigreturnAMD64 is "mov $15, %rax; syscall", the body of every x86-64

@@ -59,12 +59,16 @@ type Config struct {
 
 // Server answers the front-end's requests. It is an http.Handler.
 type Server struct {
-	token      string
-	data       []byte
-	gzipped    bool
-	syms       *profile.SymbolTable
-	libs       map[profile.LibKey][]profile.Lib
-	roles      map[profile.LibKey]*roles
+	token   string
+	data    []byte
+	gzipped bool
+	syms    *profile.SymbolTable
+	libs    map[profile.LibKey][]profile.Lib
+	roles   map[profile.LibKey]*roles
+	// funcFiles is profile.SymbolTable.FuncFiles of each lib of syms, so
+	// that the front-end, which makes one function per name and file,
+	// makes one per function.
+	funcFiles  map[profile.LibKey]map[string]string
 	symbolDirs []string
 
 	mu   sync.Mutex
@@ -119,6 +123,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.roles = frameRoles(cfg.Profile)
+	if s.syms != nil {
+		s.funcFiles = make(map[profile.LibKey]map[string]string, len(s.syms.Libs))
+		for k := range s.syms.Libs {
+			s.funcFiles[k] = s.syms.FuncFiles(k)
+		}
+	}
 	load := cfg.Kallsyms
 	if load == nil {
 		load = symbolize.LoadKallsyms

@@ -17,18 +17,17 @@ import (
 // or a binary with its identity).
 //
 // The front-end asks for a caller's frame one byte lower than its return
-// address, inside the call instruction; symbolizers file such a frame
-// under the return address itself (with the call's answer), so addr+1 is
-// tried when addr has nothing. No instruction starts one byte before a
-// return address, so the two cannot be confused.
+// address, inside the call instruction, which is where symbolizers file
+// it (profile.LookupAddr); tables written before that filed it under the
+// return address itself, so addr+1 is tried when addr has nothing.
 func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolFrame, known bool) {
 	if s.syms != nil && s.syms.Libs[k] != nil {
 		known = true
 		if f := s.syms.Lookup(k, addr); len(f) > 0 {
-			return f, true
+			return s.oneFilePerFunc(k, f), true
 		}
 		if f := s.syms.Lookup(k, addr+1); len(f) > 0 {
-			return f, true
+			return s.oneFilePerFunc(k, f), true
 		}
 	}
 	if k.DebugName == KernelLibName {
@@ -42,6 +41,25 @@ func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolF
 		return nil, known
 	}
 	return b.b.Lookup(addr), true
+}
+
+// oneFilePerFunc returns frames with each function's file the one it is
+// shown under (profile.SymbolTable.FuncFiles); lines stay the frames' own.
+func (s *Server) oneFilePerFunc(k profile.LibKey, frames []profile.SymbolFrame) []profile.SymbolFrame {
+	ff := s.funcFiles[k]
+	var out []profile.SymbolFrame
+	for i, f := range frames {
+		if file := ff[f.Function]; file != "" && file != f.File {
+			if out == nil {
+				out = append([]profile.SymbolFrame(nil), frames...)
+			}
+			out[i].File = file
+		}
+	}
+	if out == nil {
+		return frames
+	}
+	return out
 }
 
 // KernelLibName is the library gprof record makes of the running kernel,

@@ -37,6 +37,10 @@ type RuleResult struct {
 	// Noisy lists the matches whose change passed the limit but was
 	// within the noise, so did not fail the rule.
 	Noisy []string `json:"within_noise"`
+	// Matched counts the functions the rule matched in either profile (1
+	// for cpu rules). A rule that matches none gates nothing: its name is
+	// likely misspelt, and the command says so and fails.
+	Matched int `json:"matched"`
 }
 
 // ParseRule parses a --fail-if rule.
@@ -46,6 +50,10 @@ func ParseRule(s string) (Rule, error) {
 		return Rule{}, fmt.Errorf("invalid rule %q: %s (use self:FUNC>+Npp, total:FUNC>+N%%, cpu>+N%%...)", s, why)
 	}
 	body, ok := "", false
+	if rest, found := strings.CutPrefix(s, "cpu>"); found && !strings.HasPrefix(rest, "+") {
+		// The limit is a growth: say the form that is meant.
+		return bad(fmt.Sprintf("a limit is how much it may grow, with a + (did you mean cpu>+%s?)", withSuffix(rest, "%")))
+	}
 	if rest, found := strings.CutPrefix(s, "cpu>+"); found {
 		r.kind, body = "cpu", rest
 		if !strings.HasSuffix(body, "%") {
@@ -59,6 +67,9 @@ func ParseRule(s string) (Rule, error) {
 		}
 		r.kind = kind
 		i := strings.LastIndex(body, ">+")
+		if j := strings.LastIndex(body, ">"); i < 0 && j > 0 && j+1 < len(body) {
+			return bad(fmt.Sprintf("a limit is how much it may grow, with a + (did you mean %s:%s>+%s?)", kind, body[:j], withSuffix(body[j+1:], "pp")))
+		}
 		if i <= 0 {
 			return bad("missing the function name or >+LIMIT")
 		}
@@ -80,6 +91,14 @@ func ParseRule(s string) (Rule, error) {
 	return r, nil
 }
 
+// withSuffix returns a limit with a unit: its own if it has one, else unit.
+func withSuffix(limit, unit string) string {
+	if strings.HasSuffix(limit, "%") || strings.HasSuffix(limit, "pp") {
+		return limit
+	}
+	return limit + unit
+}
+
 func (r Rule) check(res *Result) RuleResult {
 	out := RuleResult{Rule: r.Text, Passed: true, Broken: []string{}, Noisy: []string{}}
 	judge := func(name string, c Change) {
@@ -98,6 +117,7 @@ func (r Rule) check(res *Result) RuleResult {
 		out.Broken = append(out.Broken, name)
 	}
 	if r.kind == "cpu" {
+		out.Matched = 1
 		judge("cpu", res.CPU)
 		return out
 	}
@@ -110,6 +130,7 @@ func (r Rule) check(res *Result) RuleResult {
 			// a glob means functions; name one to gate on it.
 			continue
 		}
+		out.Matched++
 		var c Change
 		switch {
 		case r.kind == "self" && r.points:

@@ -92,6 +92,10 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 			if !r.Passed {
 				status = "FAIL"
 			}
+			if r.Matched == 0 {
+				fmt.Fprintf(b, "  NONE %s: matches no function in either profile\n", clean(r.Rule))
+				continue
+			}
 			fmt.Fprintf(b, "  %s %s", status, clean(r.Rule))
 			if len(r.Broken) > 0 {
 				fmt.Fprintf(b, ": %s", clean(strings.Join(r.Broken, ", ")))

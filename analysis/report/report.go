@@ -39,6 +39,12 @@ type Options struct {
 	// (samples, the default: with off-CPU samples, wall-clock time) or
 	// "cpu" (the CPU time the samples carry).
 	By string
+	// NoInline counts code inlined into a function as that function's:
+	// each address resolves to the function it was compiled into, whose
+	// line there is the call site's, as perf report does (its Symbol
+	// column) and pprof -noinlines. By default an inlined function has
+	// rows of its own, and self time goes to the innermost one.
+	NoInline bool
 }
 
 // Ranking measures (Options.By).
@@ -84,6 +90,9 @@ type Report struct {
 	ProcessTotals []ProcessTotal `json:"process_totals"`
 	// All aggregates every thread; its percentages are of all samples.
 	All Summary `json:"all"`
+	// folded is Threads with the images of an exec chain as one thread,
+	// for the text report.
+	folded []Thread
 }
 
 // Thread summarizes one thread.
@@ -93,6 +102,11 @@ type Thread struct {
 	Tid         int    `json:"tid"`
 	Name        string `json:"thread_name"`
 	Main        bool   `json:"main"`
+	// Programs is the chain of programs the thread's process ran through
+	// exec, in order, when it ran more than one ("bash", "python3.12").
+	// Each program's threads are listed apart, with their own counts;
+	// the text report shows the chain as one thread.
+	Programs []string `json:"programs,omitempty"`
 	// PctOfAll is this thread's share of all samples, in percent.
 	PctOfAll float64 `json:"pct_of_all"`
 	Summary
@@ -102,11 +116,14 @@ type Thread struct {
 type ProcessTotal struct {
 	Pid int `json:"pid"`
 	// Name is the name of the process's last program.
-	Name     string  `json:"process_name"`
-	Threads  int     `json:"threads"`
-	Samples  int64   `json:"samples"`
-	CPU      int64   `json:"cpu_ns"`
-	PctOfAll float64 `json:"pct_of_all"`
+	Name string `json:"process_name"`
+	// Programs is the chain of programs the process ran through exec,
+	// when more than one.
+	Programs []string `json:"programs,omitempty"`
+	Threads  int      `json:"threads"`
+	Samples  int64    `json:"samples"`
+	CPU      int64    `json:"cpu_ns"`
+	PctOfAll float64  `json:"pct_of_all"`
 }
 
 // Summary holds the counts and top functions of a thread or of the whole
@@ -145,16 +162,27 @@ type Function struct {
 // PythonLib is the Lib of a Python function (profile.CategoryPython).
 const PythonLib = "[python]"
 
-// fnKey identifies a function across threads and processes.
+// fnKey identifies a function across threads and processes: by name and
+// binary, whatever files its lines come from (a function whose body
+// #includes generated code, as CPython's interpreter loop does, has lines
+// in several files and is still one function). file is set for Python
+// functions alone, whose "binary" is the interpreter: two of the same
+// name in different files are different functions.
 type fnKey struct{ name, lib, file string }
 
-// level is one function of an address's inline stack.
-type level struct {
-	fn   int32
-	line int32
+// srcLoc is a source line; locs[0] is "none".
+type srcLoc struct {
+	file string
+	line int
 }
 
-type lineKey struct{ fn, line int32 }
+// level is one function of an address's inline stack and its line there.
+type level struct {
+	fn  int32
+	loc int32 // index into builder.locs, 0 when the line is unknown
+}
+
+type lineKey struct{ fn, loc int32 }
 
 // counts accumulates one summary.
 type counts struct {
@@ -184,10 +212,15 @@ type builder struct {
 	p      *profile.Profile
 	fns    []fnKey
 	fnIdx  map[fnKey]int32
+	fnFile []string // the first file seen for each function
+	locs   []srcLoc
+	locIdx map[srcLoc]int32
 	kernel profile.LibKey
 	kernOK bool
 	all    *counts
 	byCPU  bool
+	// noInline keeps only the outer function of each address.
+	noInline bool
 }
 
 // Build summarizes p.
@@ -196,7 +229,9 @@ func Build(p *profile.Profile, opts Options) Report {
 	if top == 0 {
 		top = DefaultTop
 	}
-	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts(), byCPU: opts.By == ByCPU}
+	b := newBuilder(p)
+	b.byCPU = opts.By == ByCPU
+	b.noInline = opts.NoInline
 	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
@@ -214,27 +249,65 @@ func Build(p *profile.Profile, opts Options) Report {
 		t Thread
 		c *counts
 	}
-	var threads []pending
-	for _, pr := range p.Processes {
-		if pr == nil {
-			continue
+	// Threads are listed per image as recorded (the JSON's list, which
+	// scripts read), and folded for the text report: the images an exec
+	// made of one OS process are one process there, as in ProcessTotals,
+	// so a thread that ran bash, then a shim, then python is one thread,
+	// named after its programs.
+	var threads, folded []pending
+	for _, group := range p.OSProcesses() {
+		var programs []string
+		byTid := map[int]int{} // tid -> index into folded
+		first := len(threads)
+		for _, pr := range group {
+			if len(programs) == 0 || programs[len(programs)-1] != pr.Name {
+				programs = append(programs, pr.Name)
+			}
+			libs := sortedLibs(pr)
+			for _, th := range pr.Threads {
+				if th == nil {
+					continue
+				}
+				c := b.thread(libs, th)
+				name := th.Name
+				if name == "" && th.Main {
+					name = pr.Name
+				}
+				t := Thread{Pid: pr.Pid, ProcessName: pr.Name, Tid: th.Tid, Name: name, Main: th.Main}
+				threads = append(threads, pending{t, c})
+				if i, ok := byTid[th.Tid]; ok {
+					prev := &folded[i]
+					sum := newCounts()
+					sum.add(prev.c)
+					sum.add(c)
+					t.Main = t.Main || prev.t.Main
+					folded[i] = pending{t, sum}
+					continue
+				}
+				byTid[th.Tid] = len(folded)
+				folded = append(folded, pending{t, c})
+			}
 		}
-		libs := sortedLibs(pr)
-		for _, th := range pr.Threads {
-			if th == nil {
-				continue
+		if len(programs) > 1 {
+			for i := first; i < len(threads); i++ {
+				threads[i].t.Programs = programs
 			}
-			c := b.thread(libs, th)
-			name := th.Name
-			if name == "" && th.Main {
-				name = pr.Name
+			for _, i := range byTid {
+				folded[i].t.Programs = programs
+				folded[i].t.ProcessName = programs[len(programs)-1]
 			}
-			threads = append(threads, pending{Thread{Pid: pr.Pid, ProcessName: pr.Name, Tid: th.Tid, Name: name, Main: th.Main}, c})
 		}
 	}
 	all := b.all.samples
 	r.Samples, r.CPU, r.CPUEstimated = all, b.all.cpu, b.all.estimated
-	slices.SortStableFunc(threads, func(x, y pending) int { return cmp.Compare(y.c.samples, x.c.samples) })
+	bySamples := func(x, y pending) int { return cmp.Compare(y.c.samples, x.c.samples) }
+	slices.SortStableFunc(threads, bySamples)
+	slices.SortStableFunc(folded, bySamples)
+	for _, t := range folded {
+		t.t.PctOfAll = pct(t.c.samples, all)
+		t.t.Summary = b.summary(t.c, all, top)
+		r.folded = append(r.folded, t.t)
+	}
 	procIdx := map[int]int{}
 	for _, t := range threads {
 		t.t.PctOfAll = pct(t.c.samples, all)
@@ -247,6 +320,9 @@ func Build(p *profile.Profile, opts Options) Report {
 			r.ProcessTotals = append(r.ProcessTotals, ProcessTotal{Pid: t.t.Pid})
 		}
 		pt := &r.ProcessTotals[i]
+		if len(t.t.Programs) > len(pt.Programs) {
+			pt.Programs = t.t.Programs
+		}
 		pt.Threads++
 		pt.Samples += t.c.samples
 		pt.CPU += t.c.cpu
@@ -273,13 +349,37 @@ func pct(part, whole int64) float64 {
 	return math.Round(float64(part)*100*1e4/float64(whole)) / 1e4
 }
 
-func (b *builder) fn(k fnKey) int32 {
+func newBuilder(p *profile.Profile) *builder {
+	return &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts(), locs: []srcLoc{{}}, locIdx: map[srcLoc]int32{}}
+}
+
+// fn interns function k; file is where the frame that names it says it is.
+func (b *builder) fn(k fnKey, file string) int32 {
 	if i, ok := b.fnIdx[k]; ok {
+		if b.fnFile[i] == "" {
+			b.fnFile[i] = file
+		}
 		return i
 	}
 	i := int32(len(b.fns))
 	b.fns = append(b.fns, k)
+	b.fnFile = append(b.fnFile, file)
 	b.fnIdx[k] = i
+	return i
+}
+
+// loc interns a source line; a line of 0 is unknown.
+func (b *builder) loc(file string, line int) int32 {
+	if line <= 0 {
+		return 0
+	}
+	k := srcLoc{file, line}
+	if i, ok := b.locIdx[k]; ok {
+		return i
+	}
+	i := int32(len(b.locs))
+	b.locs = append(b.locs, k)
+	b.locIdx[k] = i
 	return i
 }
 
@@ -298,9 +398,9 @@ func (b *builder) levels(libs []profile.Lib, f profile.Frame, caller bool) []lev
 		if f.Category == profile.CategoryPython {
 			// A Python function: in place of a library, "[python]"
 			// tells it from a native function of the same name.
-			return []level{{fn: b.fn(fnKey{name: f.Label, lib: PythonLib, file: f.File}), line: f.Line}}
+			return []level{{fn: b.fn(fnKey{name: f.Label, lib: PythonLib, file: f.File}, f.File), loc: b.loc(f.File, int(f.Line))}}
 		}
-		return []level{{fn: b.fn(fnKey{name: f.Label})}}
+		return []level{{fn: b.fn(fnKey{name: f.Label}, "")}}
 	}
 	var (
 		syms    []profile.SymbolFrame
@@ -320,11 +420,14 @@ func (b *builder) levels(libs []profile.Lib, f profile.Frame, caller bool) []lev
 		name = hex(f.Address)
 	}
 	if len(syms) == 0 {
-		return []level{{fn: b.fn(fnKey{name: name, lib: libName})}}
+		return []level{{fn: b.fn(fnKey{name: name, lib: libName}, "")}}
+	}
+	if b.noInline {
+		syms = syms[:1]
 	}
 	out := make([]level, len(syms))
 	for i, s := range syms {
-		out[i] = level{fn: b.fn(fnKey{name: s.Function, lib: libName, file: s.File}), line: int32(s.Line)}
+		out[i] = level{fn: b.fn(fnKey{name: s.Function, lib: libName}, s.File), loc: b.loc(s.File, s.Line)}
 	}
 	return out
 }
@@ -401,8 +504,8 @@ func (b *builder) thread(libs []profile.Lib, th *profile.Thread) *counts {
 				in := lv[len(lv)-1]
 				c.self[in.fn] += w
 				c.selfCPU[in.fn] += cw
-				if in.line > 0 {
-					c.selfLine[lineKey{in.fn, in.line}] += w
+				if in.loc > 0 {
+					c.selfLine[lineKey{in.fn, in.loc}] += w
 				}
 			}
 			for i := len(lv) - 1; i >= 0; i-- {
@@ -419,8 +522,8 @@ func (b *builder) thread(libs []profile.Lib, th *profile.Thread) *counts {
 	}
 	for k, lv := range cache {
 		for i, l := range lv {
-			if h := hits[k][i]; h != 0 && l.line > 0 {
-				c.totalLine[lineKey{l.fn, l.line}] += h
+			if h := hits[k][i]; h != 0 && l.loc > 0 {
+				c.totalLine[lineKey{l.fn, l.loc}] += h
 			}
 		}
 	}
@@ -429,8 +532,10 @@ func (b *builder) thread(libs []profile.Lib, th *profile.Thread) *counts {
 	return c
 }
 
-func (b *builder) merge(c *counts) {
-	a := b.all
+func (b *builder) merge(c *counts) { b.all.add(c) }
+
+// add adds c's counts to a.
+func (a *counts) add(c *counts) {
 	a.samples += c.samples
 	a.cpu += c.cpu
 	a.estimated = a.estimated || c.estimated
@@ -452,15 +557,19 @@ func (b *builder) merge(c *counts) {
 func (b *builder) summary(c *counts, all int64, top int) Summary {
 	s := Summary{Samples: c.samples, CPU: c.cpu, CPUEstimated: c.estimated, TopSelf: []Function{}, TopTotal: []Function{}}
 	c.grow(len(b.fns))
-	hot := hotLines(c)
+	hot := b.hotLines(c)
 	self, total, whole, allWhole := c.self, c.total, c.samples, all
 	if b.byCPU {
 		self, total, whole, allWhole = c.selfCPU, c.totalCPU, c.cpu, b.all.cpu
 	}
 	mk := func(fn int32) Function {
 		k := b.fns[fn]
+		file, line := b.fnFile[fn], 0
+		if l, ok := hot[fn]; ok {
+			file, line = b.locs[l].file, b.locs[l].line
+		}
 		f := Function{
-			Name: k.name, Lib: k.lib, File: k.file, Line: int(hot[fn]),
+			Name: k.name, Lib: k.lib, File: file, Line: line,
 			Self: c.self[fn], Total: c.total[fn], SelfCPU: c.selfCPU[fn], TotalCPU: c.totalCPU[fn],
 			SelfPct: pct(self[fn], whole), TotalPct: pct(total[fn], whole),
 			SelfPctAll: pct(self[fn], allWhole), TotalPctAll: pct(total[fn], allWhole),
@@ -484,8 +593,9 @@ func offCPU(p *profile.Profile) bool {
 }
 
 // hotLines picks, per function, the line with the most self samples, or
-// failing that the most total samples; ties go to the lower line.
-func hotLines(c *counts) map[int32]int32 {
+// failing that the most total samples; ties go to the lower line, then the
+// file first in order. It returns indexes into b.locs.
+func (b *builder) hotLines(c *counts) map[int32]int32 {
 	best := map[int32]lineKey{}
 	bestN := map[int32]int64{}
 	pick := func(m map[lineKey]int64, skip func(int32) bool) {
@@ -493,7 +603,7 @@ func hotLines(c *counts) map[int32]int32 {
 			if skip(k.fn) {
 				continue
 			}
-			if cur, ok := bestN[k.fn]; !ok || n > cur || n == cur && k.line < best[k.fn].line {
+			if cur, ok := bestN[k.fn]; !ok || n > cur || n == cur && b.lessLoc(k.loc, best[k.fn].loc) {
 				best[k.fn], bestN[k.fn] = k, n
 			}
 		}
@@ -506,9 +616,14 @@ func hotLines(c *counts) map[int32]int32 {
 	pick(c.totalLine, func(fn int32) bool { return hasSelf[fn] })
 	out := make(map[int32]int32, len(best))
 	for fn, k := range best {
-		out[fn] = k.line
+		out[fn] = k.loc
 	}
 	return out
+}
+
+func (b *builder) lessLoc(x, y int32) bool {
+	lx, ly := b.locs[x], b.locs[y]
+	return lx.line < ly.line || lx.line == ly.line && lx.file < ly.file
 }
 
 func (b *builder) top(v []int64, n int, mk func(int32) Function) []Function {
@@ -526,10 +641,7 @@ func (b *builder) top(v []int64, n int, mk func(int32) Function) []Function {
 		if c := cmp.Compare(a.name, b.name); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.lib, b.lib); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.file, b.file)
+		return cmp.Compare(a.lib, b.lib)
 	})
 	if n >= 0 && len(ids) > n {
 		ids = ids[:n]

@@ -218,6 +218,19 @@ func sortStrings(s []string) []string {
 
 const wantText = `20 samples in 2 threads of 1 process, CPU 30.00 ms (partly estimated from the interval), interval 2.00 ms, duration 10.00 ms
 
+All threads
+  20 samples, CPU 30.00 ms (partly estimated from the interval)
+
+  Top by self time
+    samples       all  function  location
+          5    25.00%  hot       h.c:11 [app]
+          4    20.00%  0x5
+
+  Top by total time
+    samples       all  function  location
+         10    50.00%  main      m.c:5 [app]
+          5    25.00%  hot       h.c:11 [app]
+
 app (pid 10) / app (tid 10), main thread
   10 samples (50.00% of all), CPU 10.00 ms
 
@@ -243,19 +256,6 @@ app (pid 10) / worker (tid 11)
     samples    thread       all  function   location
           4    40.00%    20.00%  0x5
           4    40.00%    20.00%  app+0x900  [app]
-
-All threads
-  20 samples, CPU 30.00 ms (partly estimated from the interval)
-
-  Top by self time
-    samples       all  function  location
-          5    25.00%  hot       h.c:11 [app]
-          4    20.00%  0x5
-
-  Top by total time
-    samples       all  function  location
-         10    50.00%  main      m.c:5 [app]
-          5    25.00%  hot       h.c:11 [app]
 `
 
 func TestWriteText(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 )
 
 // Tree is a profile's call tree: one root per thread name (threads of the
-// same name merged, as flame graph tools merge by command name), then
+// same name merged, as flame graph tools merge by command name, but those
+// of different processes apart), then
 // functions from the outermost caller inward, inline levels as their own
 // nodes. Counts are weighted samples.
 type Tree struct {
@@ -40,8 +41,40 @@ type treeKey struct {
 }
 
 // BuildTree builds p's call tree.
-func BuildTree(p *profile.Profile) *Tree {
-	b := &builder{p: p, fnIdx: map[fnKey]int32{}, all: newCounts()}
+func BuildTree(p *profile.Profile) *Tree { return BuildTreeOptions(p, Options{}) }
+
+// BuildTreeOptions builds p's call tree; of opts, only NoInline applies.
+//
+// Roots are thread names, threads of one name merged, unless threads of
+// that name ran in more than one process: then each process's threads of
+// the name have a root of their own, "sort (pid 4242)", so that the two
+// sorts of a pipeline stay apart.
+func BuildTreeOptions(p *profile.Profile, opts Options) *Tree {
+	b := newBuilder(p)
+	b.noInline = opts.NoInline
+	pids := map[string]map[int]bool{}
+	for _, pr := range p.Processes {
+		if pr == nil {
+			continue
+		}
+		for _, th := range pr.Threads {
+			if th == nil {
+				continue
+			}
+			l := threadLabel(pr, th)
+			if pids[l] == nil {
+				pids[l] = map[int]bool{}
+			}
+			pids[l][pr.Pid] = true
+		}
+	}
+	rootLabel := func(pr *profile.Process, th *profile.Thread) string {
+		l := threadLabel(pr, th)
+		if len(pids[l]) > 1 {
+			l += " (pid " + strconv.Itoa(pr.Pid) + ")"
+		}
+		return l
+	}
 	b.kernel, b.kernOK = p.Symbols.KernelLib()
 	t := &Tree{}
 	index := map[treeKey]int32{}
@@ -65,7 +98,7 @@ func BuildTree(p *profile.Profile) *Tree {
 			if th == nil {
 				continue
 			}
-			root := child(-1, b.fn(fnKey{name: threadLabel(pr, th), lib: "\x00thread"}))
+			root := child(-1, b.fn(fnKey{name: rootLabel(pr, th), lib: "\x00thread"}, ""))
 			b.treeThread(t, libs, th, root, child)
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestThreadsSortedAndProcessTotals(t *testing.T) {
 	if r.Threads[0].Tid != 11 || r.Threads[1].Tid != 10 {
 		t.Errorf("threads not by samples: %d, %d", r.Threads[0].Tid, r.Threads[1].Tid)
 	}
-	if len(r.ProcessTotals) != 1 || r.ProcessTotals[0] != (ProcessTotal{Pid: 10, Name: "app", Threads: 2, Samples: 21, CPU: 10e6 + 11*2e6, PctOfAll: 100}) {
+	if len(r.ProcessTotals) != 1 || !reflect.DeepEqual(r.ProcessTotals[0], ProcessTotal{Pid: 10, Name: "app", Threads: 2, Samples: 21, CPU: 10e6 + 11*2e6, PctOfAll: 100}) {
 		t.Errorf("process totals %+v", r.ProcessTotals)
 	}
 }

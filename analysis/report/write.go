@@ -34,7 +34,19 @@ type TextOptions struct {
 	// Width truncates each line to this many columns, ending it in "…"
 	// (a terminal's width); 0 keeps whole lines.
 	Width int
+	// Limit is how many threads get a section of their own and how many
+	// processes the process table lists, busiest first; 0 means
+	// DefaultLimit and a negative value all of them. Threads without
+	// samples get no section unless All.
+	Limit int
+	// All prints every thread and process, those without samples too.
+	All bool
 }
+
+// DefaultLimit is the number of threads and processes the text report
+// details when TextOptions.Limit is 0: a recording of a build has
+// hundreds, and a terminal user reads the busiest.
+const DefaultLimit = 10
 
 // WriteTextOptions writes r as text, as WriteText, with options.
 func WriteTextOptions(w io.Writer, r Report, o TextOptions) error { return writeText(w, r, o) }
@@ -45,6 +57,8 @@ type textWriter struct {
 	width   int
 	withCPU bool // a CPU time column next to the sample counts
 	byCPU   bool // ranked by CPU time
+	// all is the whole profile, which the "all" column is a share of.
+	all Summary
 }
 
 func (t *textWriter) heading(s string) {
@@ -56,10 +70,24 @@ func (t *textWriter) heading(s string) {
 	t.w.WriteByte('\n')
 }
 
+// writeText prints the whole profile first (its summary, then all threads
+// together and the processes, busiest first), then a section per thread,
+// busiest first, up to the limit, and says what it left out.
 func writeText(w io.Writer, r Report, o TextOptions) error {
-	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU}
+	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU, all: r.All}
+	limit := o.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if o.All {
+		limit = -1
+	}
+	threads := r.folded
+	if threads == nil {
+		threads = r.Threads // a Report made elsewhere than Build
+	}
 	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
-		plural(r.Samples, "sample"), plural(int64(len(r.Threads)), "thread"),
+		plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
 		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
 		formatDuration(r.Interval), formatDuration(r.Duration)))
 	if r.LostEvents > 0 {
@@ -69,33 +97,78 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 		fmt.Fprintf(t.w, "note: %s of the CPU time had no stack (%s); it is counted in the samples that follow it\n",
 			formatDuration(r.NoStackCPU), r.NoStackReason)
 	}
-	for _, th := range r.Threads {
-		t.w.WriteByte('\n')
-		main := ""
-		if th.Main {
-			main = ", main thread"
-		}
-		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", orUnknown(printable(th.ProcessName)), th.Pid, orUnknown(printable(th.Name)), th.Tid, main))
-		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
-			formatDuration(th.CPU), estimated(th.CPUEstimated))
-		t.lists(th.Summary, true)
-	}
-	if len(r.ProcessTotals) > 1 {
-		t.w.WriteByte('\n')
-		t.heading("Processes")
-		t.row([]string{pad("samples", 9, true), pad("all", 8, true), pad("CPU", 10, true), pad("threads", 7, true), pad("pid", 7, true), "process"})
-		for _, pt := range r.ProcessTotals {
-			t.row([]string{pad(strconv.FormatInt(pt.Samples, 10), 9, true), pad(pctString(pt.PctOfAll), 8, true),
-				pad(formatDuration(pt.CPU), 10, true), pad(strconv.Itoa(pt.Threads), 7, true), pad(strconv.Itoa(pt.Pid), 7, true), orUnknown(pt.Name)})
-		}
-	}
-	if len(r.Threads) > 1 {
+	if len(threads) > 1 {
 		t.w.WriteByte('\n')
 		t.heading("All threads")
 		fmt.Fprintf(t.w, "  %s, CPU %s%s\n", plural(r.All.Samples, "sample"), formatDuration(r.All.CPU), estimated(r.All.CPUEstimated))
 		t.lists(r.All, false)
 	}
+	if len(r.ProcessTotals) > 1 {
+		t.w.WriteByte('\n')
+		t.heading("Processes")
+		t.row([]string{pad("samples", 9, true), pad("all", 8, true), pad("CPU", 10, true), pad("threads", 7, true), pad("pid", 7, true), "process"})
+		var more, moreSamples int64
+		for i, pt := range r.ProcessTotals {
+			if limit >= 0 && i >= limit || pt.Samples == 0 && !o.All {
+				more++
+				moreSamples += pt.Samples
+				continue
+			}
+			t.row([]string{pad(strconv.FormatInt(pt.Samples, 10), 9, true), pad(pctString(pt.PctOfAll), 8, true),
+				pad(formatDuration(pt.CPU), 10, true), pad(strconv.Itoa(pt.Threads), 7, true), pad(strconv.Itoa(pt.Pid), 7, true), programs(pt.Name, pt.Programs)})
+		}
+		if more > 0 {
+			fmt.Fprintf(t.w, "    … and %s with %s (%s of all)\n", plural(more, "more process"), plural(moreSamples, "sample"), pctString(pct(moreSamples, r.Samples)))
+		}
+	}
+	var more, idle, moreSamples int64
+	shown := 0
+	for _, th := range threads {
+		if th.Samples == 0 && !o.All {
+			idle++
+			continue
+		}
+		if limit >= 0 && shown >= limit {
+			more++
+			moreSamples += th.Samples
+			continue
+		}
+		shown++
+		t.w.WriteByte('\n')
+		main := ""
+		if th.Main {
+			main = ", main thread"
+		}
+		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", programs(th.ProcessName, th.Programs), th.Pid, orUnknown(printable(th.Name)), th.Tid, main))
+		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
+			formatDuration(th.CPU), estimated(th.CPUEstimated))
+		t.lists(th.Summary, true)
+	}
+	if more > 0 || idle > 0 {
+		t.w.WriteByte('\n')
+		var parts []string
+		if more > 0 {
+			parts = append(parts, fmt.Sprintf("%s with %s (%s of all)", plural(more, "more thread"), plural(moreSamples, "sample"), pctString(pct(moreSamples, r.Samples))))
+		}
+		if idle > 0 {
+			parts = append(parts, plural(idle, "thread")+" without samples")
+		}
+		fmt.Fprintf(t.w, "Not shown: %s; --limit N or --all shows them\n", strings.Join(parts, ", "))
+	}
 	return t.w.Flush()
+}
+
+// programs names a process by its program, or by the chain of programs it
+// ran through exec ("bash → python3.12").
+func programs(name string, chain []string) string {
+	if len(chain) > 1 {
+		out := make([]string, len(chain))
+		for i, c := range chain {
+			out[i] = orUnknown(printable(c))
+		}
+		return strings.Join(out, " → ")
+	}
+	return orUnknown(printable(name))
 }
 
 func (t *textWriter) lists(s Summary, perThread bool) {
@@ -110,15 +183,26 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 	case t.withCPU:
 		what = "wall-clock time"
 	}
-	t.table("  Top by self "+what, s.TopSelf, true, perThread)
-	t.table("  Top by total "+what, s.TopTotal, false, perThread)
+	t.table("  Top by self "+what, s, s.TopSelf, true, perThread)
+	t.table("  Top by total "+what, s, s.TopTotal, false, perThread)
 }
 
 // maxNameWidth keeps one monster C++ name from pushing every location off
 // screen; longer names overflow their column instead of being cut.
 const maxNameWidth = 60
 
-func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
+// share renders part of whole in percent to two decimals, from the counts
+// themselves: the JSON percentages are rounded to four decimals, and
+// rounding those again to two can land a hundredth off (15.1650 from
+// 15.16503), where perf report, which rounds once, shows 15.17.
+func share(part, whole int64) string {
+	if whole == 0 {
+		return pctString(0)
+	}
+	return pctString(float64(part) * 100 / float64(whole))
+}
+
+func (t *textWriter) table(title string, s Summary, fs []Function, self, perThread bool) {
 	t.w.WriteByte('\n')
 	t.w.WriteString(title)
 	t.w.WriteByte('\n')
@@ -147,19 +231,20 @@ func (t *textWriter) table(title string, fs []Function, self, perThread bool) {
 	cols = append(cols, pad("all", 8, true), pad("function", nameW, false), "location")
 	t.row(cols)
 	for _, f := range fs {
-		p, pa := f.TotalPct, f.TotalPctAll
-		if self {
-			p, pa = f.SelfPct, f.SelfPctAll
+		v, whole, allWhole := count(f, self), s.Samples, t.all.Samples
+		if t.byCPU {
+			v, whole, allWhole = cpuOf(f, self), s.CPU, t.all.CPU
 		}
+		p, pa := share(v, whole), share(v, allWhole)
 		cols = cols[:0]
 		cols = append(cols, pad(strconv.FormatInt(count(f, self), 10), countW, true))
 		if withCPU {
 			cols = append(cols, pad(formatDuration(cpuOf(f, self)), cpuW, true))
 		}
 		if perThread {
-			cols = append(cols, pad(pctString(p), 8, true))
+			cols = append(cols, pad(p, 8, true))
 		}
-		cols = append(cols, pad(pctString(pa), 8, true), pad(printable(f.Name), nameW, false), location(f))
+		cols = append(cols, pad(pa, 8, true), pad(printable(f.Name), nameW, false), location(f))
 		t.row(cols)
 	}
 }

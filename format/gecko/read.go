@@ -106,7 +106,11 @@ type rawProfile struct {
 	symbols *profile.SymbolTable
 
 	counters []profile.Counter // times relative to this profile object
-	overhead *profile.Overhead
+	// counterImages holds, per counter, the index of the exec image it
+	// belongs to when Write moved it to the image holding the process
+	// track ("gprofImage"), else -1.
+	counterImages []int
+	overhead      *profile.Overhead
 }
 
 // rawProcess is the gprofProcess object Write adds to each process.
@@ -227,7 +231,9 @@ func readProfile(s *scanner, top bool) *topProfile {
 		case "counters":
 			if s.beginArray("counters") {
 				for j := 0; s.elem(j); j++ {
-					p.counters = append(p.counters, readCounter(s))
+					c, image := readCounter(s)
+					p.counters = append(p.counters, c)
+					p.counterImages = append(p.counterImages, image)
 				}
 			}
 		case "profilerOverhead":
@@ -668,11 +674,13 @@ func (s *scanner) index(c *cell, what string) int32 {
 	return 0
 }
 
-// readCounter reads one of a process's counters.
-func readCounter(s *scanner) profile.Counter {
+// readCounter reads one of a process's counters, and the index of the
+// exec image it was moved from (gprofImage), or -1.
+func readCounter(s *scanner) (profile.Counter, int) {
 	var c profile.Counter
+	image := -1
 	if !s.beginObject("counter") {
-		return c
+		return c, image
 	}
 	for i := 0; s.field(i); i++ {
 		switch string(s.key) {
@@ -694,11 +702,15 @@ func readCounter(s *scanner) profile.Counter {
 				c.Time = append(c.Time, t)
 				c.Count = append(c.Count, n)
 			})
+		case "gprofImage":
+			if v, ok := s.number().uint(); ok && v < 1<<16 {
+				image = int(v)
+			}
 		default:
 			s.skip()
 		}
 	}
-	return c
+	return c, image
 }
 
 // readOverhead reads the profilerOverhead: times in µs, durations in ns;
@@ -873,6 +885,7 @@ func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 	if err := b.add(top, 0); err != nil {
 		return nil, err
 	}
+	b.placeMoved()
 	if top.profilingEnd >= 0 {
 		m.Duration = top.profilingEnd
 	} else {
@@ -882,8 +895,11 @@ func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 }
 
 type builder struct {
-	p    *profile.Profile
-	ncat int
+	// moved are counters Write put with the image holding their OS
+	// process's track; build gives them back to their own image.
+	moved []movedCounter
+	p     *profile.Profile
+	ncat  int
 	// python: the categories have gprof's Python one, whose frames'
 	// locations are LangLocation's.
 	python  bool
@@ -891,6 +907,35 @@ type builder struct {
 	start   int64 // the top-level meta.startTime, which all times become relative to
 	last    int64 // latest time seen, for profiles that do not say when they ended
 	meter   *limit.Meter
+}
+
+// movedCounter is a counter read with the image holding its OS process's
+// track, and the index of the image it belongs to.
+type movedCounter struct {
+	holder *profile.Process
+	image  int
+	c      profile.Counter
+}
+
+// placeMoved gives moved counters back to their images, or leaves them
+// with the holder when the image is not there.
+func (b *builder) placeMoved() {
+	if len(b.moved) == 0 {
+		return
+	}
+	group := map[*profile.Process][]*profile.Process{}
+	for _, g := range b.p.OSProcesses() {
+		for _, pr := range g {
+			group[pr] = g
+		}
+	}
+	for _, m := range b.moved {
+		to := m.holder
+		if g := group[m.holder]; m.image < len(g) {
+			to = g[m.image]
+		}
+		to.Counters = append(to.Counters, m.c)
+	}
 }
 
 func (b *builder) add(rp *rawProfile, shift int64) error {
@@ -946,9 +991,13 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 		}
 	}
 	if len(procs) > 0 {
-		for _, c := range rp.counters {
+		for i, c := range rp.counters {
 			for i := range c.Time {
 				c.Time[i] += shift
+			}
+			if i < len(rp.counterImages) && rp.counterImages[i] >= 0 {
+				b.moved = append(b.moved, movedCounter{procs[0], rp.counterImages[i], c})
+				continue
 			}
 			procs[0].Counters = append(procs[0].Counters, c)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -308,8 +309,14 @@ func (w *profileWriter) processBody(proc *profile.Process, base int64) {
 	}
 	e.Raw(`],"pausedRanges":[]`)
 	e.Raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
-	if proc != nil && len(proc.Counters) > 0 {
-		w.counters(proc.Counters, base)
+	if proc != nil {
+		own := proc.Counters
+		if w.movedFrom(proc) {
+			own = nil
+		}
+		if moved := w.movedTo(proc); len(own) > 0 || len(moved) > 0 {
+			w.counters(own, moved, base)
+		}
 	}
 	if proc != nil {
 		// The front-end ignores keys it does not know; this keeps what
@@ -333,14 +340,82 @@ func (w *profileWriter) processBody(proc *profile.Process, base int64) {
 
 // counters writes a process's counters; the front-end draws them as
 // tracks of the process whose thread is GeckoMain.
-func (w *profileWriter) counters(cs []profile.Counter, base int64) {
+// An OS process that exec'd is several Gecko process objects, one per
+// image, and only the one holding the process track has a GeckoMain
+// thread; the front-end drops the counters of the others. So an earlier
+// image's counters are written with the image that holds the track,
+// tagged "gprofImage" with their own image's index, which gprof's reader
+// uses to give them back.
+
+// trackImage returns the image of proc's OS process that holds its
+// track, or nil when proc is alone or no image has a main thread.
+func (w *profileWriter) trackImage(proc *profile.Process) *profile.Process {
+	o := w.ids.Process(proc)
+	if o == nil || o.Main == nil || len(o.Images) < 2 {
+		return nil
+	}
+	for _, im := range o.Images {
+		if slices.Contains(im.Threads, o.Main) {
+			return im
+		}
+	}
+	return nil
+}
+
+// movedFrom reports whether proc's counters are written with another image.
+func (w *profileWriter) movedFrom(proc *profile.Process) bool {
+	h := w.trackImage(proc)
+	return h != nil && h != proc
+}
+
+// imageCounters are an earlier image's counters and its index.
+type imageCounters struct {
+	image    int
+	counters []profile.Counter
+}
+
+// movedTo returns the earlier images' counters written with proc.
+func (w *profileWriter) movedTo(proc *profile.Process) []imageCounters {
+	if w.trackImage(proc) != proc {
+		return nil
+	}
+	var out []imageCounters
+	o := w.ids.Process(proc)
+	for i, im := range o.Images {
+		if im != proc && len(im.Counters) > 0 {
+			out = append(out, imageCounters{i, im.Counters})
+		}
+	}
+	return out
+}
+
+func (w *profileWriter) counters(cs []profile.Counter, moved []imageCounters, base int64) {
 	e := w.e
 	e.Raw(`,"counters":[`)
+	n := 0
 	for i := range cs {
-		c := &cs[i]
-		if i > 0 {
+		if n > 0 {
 			e.Byte(',')
 		}
+		n++
+		w.counter(&cs[i], -1, base)
+	}
+	for _, m := range moved {
+		for i := range m.counters {
+			if n > 0 {
+				e.Byte(',')
+			}
+			n++
+			w.counter(&m.counters[i], m.image, base)
+		}
+	}
+	e.Byte(']')
+}
+
+// counter writes one counter; image >= 0 tags one moved from that image.
+func (w *profileWriter) counter(c *profile.Counter, image int, base int64) {
+	e := w.e
+	{
 		e.Raw(`{"name":`)
 		e.JSString(c.Name)
 		e.Raw(`,"category":`)
@@ -358,9 +433,13 @@ func (w *profileWriter) counters(cs []profile.Counter, base int64) {
 			e.Int(c.Count[j])
 			e.Raw(",0]")
 		}
-		e.Raw("]}}")
+		e.Raw("]}")
+		if image >= 0 {
+			e.Raw(`,"gprofImage":`)
+			e.Int(int64(image))
+		}
+		e.Byte('}')
 	}
-	e.Byte(']')
 }
 
 // overhead writes gprof's own cost as the Gecko profilerOverhead: times

@@ -12,6 +12,7 @@ package pprof
 
 import (
 	"io"
+	"slices"
 
 	pprofpb "github.com/google/pprof/profile"
 
@@ -49,6 +50,11 @@ func Convert(p *profile.Profile) *pprofpb.Profile {
 	if p.Meta.Product != "" {
 		c.out.Comments = append(c.out.Comments, "product: "+p.Meta.Product)
 	}
+	// pprof takes the first mapping for the main binary (its "File:"
+	// line, and the binary 'go tool pprof' symbolizes by default).
+	if lib := mainLib(p); lib != nil {
+		c.mapping(lib)
+	}
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -60,6 +66,43 @@ func Convert(p *profile.Profile) *pprofpb.Profile {
 		}
 	}
 	return c.out
+}
+
+// mainLib returns the main program's binary: the lib holding the
+// outermost frames (_start, Go's rt0_go and goexit) of the first process's
+// main thread, or failing that the lib named as the process is.
+func mainLib(p *profile.Profile) *profile.Lib {
+	for _, pr := range p.Processes {
+		if pr == nil || len(pr.Libs) == 0 {
+			continue
+		}
+		count := map[*profile.Lib]int{}
+		var best *profile.Lib
+		for _, th := range pr.Threads {
+			if th == nil || !th.Main {
+				continue
+			}
+			for s, pre := range th.Stacks.Prefix {
+				f := th.Stacks.Frame[s]
+				if pre != profile.NoStack || int(f) >= th.Frames.Len() || th.Frames.Frames[f].Label != "" {
+					continue
+				}
+				if l := profile.FindLib(pr.Libs, th.Frames.Frames[f].Address); l != nil {
+					count[l]++
+					if best == nil || count[l] > count[best] || count[l] == count[best] && l.Start < best.Start {
+						best = l
+					}
+				}
+			}
+		}
+		if best == nil {
+			if i := slices.IndexFunc(pr.Libs, func(l profile.Lib) bool { return l.Name != "" && l.Name == pr.Name }); i >= 0 {
+				best = &pr.Libs[i]
+			}
+		}
+		return best
+	}
+	return nil
 }
 
 type mappingKey struct {

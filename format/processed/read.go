@@ -749,6 +749,13 @@ func (r *reader) thread(t *rawThread) (*profile.Thread, *int, error) {
 	if times == nil && n > 0 {
 		return nil, nil, errors.New("samples have neither time nor timeDeltas")
 	}
+	if deltas && n == 0 && len(times) == 1 {
+		// The front-end shifts a subprocess's samples by adding its start
+		// time to timeDeltas[0], which on a thread without samples makes
+		// a column of one (null in JSON): what it writes for every child
+		// process that was not sampled (adjustTableTimeDeltas).
+		times = nil
+	}
 	if len(times) != n || (sm.Weight != nil && len(sm.Weight) != n) || (sm.ThreadCPUDelta != nil && len(sm.ThreadCPUDelta) != n) {
 		return nil, nil, errors.New("sample table columns differ in length")
 	}
@@ -1060,7 +1067,9 @@ func (sc *stackConv) frame(i int, caller bool) int32 {
 		}
 		l := &sc.r.libs[lib]
 		mf = profile.Frame{Address: l.Start + rel, Category: cat}
-		sc.symbols(i, l.Key(), rel)
+		// Symbols are filed where they were looked up: the nudged
+		// address for a caller (see profile.LookupAddr).
+		sc.symbols(i, l.Key(), uint64(addr))
 	case strings.HasPrefix(name, "0x"):
 		if a, err := strconv.ParseUint(name[2:], 16, 64); err == nil {
 			mf = profile.Frame{Address: a, Category: cat}
@@ -1113,7 +1122,7 @@ func (sc *stackConv) symbols(i int, k profile.LibKey, rel uint64) {
 			return
 		}
 		sf.Function = sc.r.string(tb, fnt.Name.index(fn))
-		if strings.HasPrefix(sf.Function, "0x") && (ft.NativeSym == nil || ft.NativeSym.isNull(f)) {
+		if unsymbolicated(sf.Function) && (ft.NativeSym == nil || ft.NativeSym.isNull(f)) {
 			// Still an unsymbolicated address.
 			return
 		}
@@ -1136,6 +1145,25 @@ func (sc *stackConv) symbols(i int, k profile.LibKey, rel uint64) {
 	if len(frames) > 0 {
 		st.Add(k, rel, frames)
 	}
+}
+
+// unsymbolicated reports whether a function name is what writers call an
+// address nothing resolved: "0x5638ab12" (the front-end, and gprof before
+// it named them by library) or "LIB+0x52a7".
+func unsymbolicated(name string) bool {
+	if strings.HasPrefix(name, "0x") {
+		return true
+	}
+	i := strings.LastIndex(name, "+0x")
+	if i <= 0 || i+3 == len(name) {
+		return false
+	}
+	for _, c := range name[i+3:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // file returns func fn's source file: through the sources table from

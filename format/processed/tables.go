@@ -85,6 +85,8 @@ type builder struct {
 	fnJS     []bool  // a script's function (has a file and a line)
 	fnLine   []int32 // where a script's function starts; 0 if unknown
 	fnIndex  map[funcKey]int32
+	// funcFiles caches profile.SymbolTable.FuncFiles per lib.
+	funcFiles map[profile.LibKey]map[string]string
 
 	srcFile  []int32
 	srcIndex map[int32]int32
@@ -108,14 +110,15 @@ type builder struct {
 
 func build(p *profile.Profile) (*builder, error) {
 	b := &builder{
-		p:        p,
-		libIdx:   make(map[profile.LibKey]int32),
-		kernLib:  -1,
-		fIndex:   make(map[frameKey]chain),
-		fnIndex:  make(map[funcKey]int32),
-		srcIndex: make(map[int32]int32),
-		symIndex: make(map[symKey]int32),
-		sIndex:   make(map[uint64]int32),
+		p:         p,
+		libIdx:    make(map[profile.LibKey]int32),
+		kernLib:   -1,
+		fIndex:    make(map[frameKey]chain),
+		fnIndex:   make(map[funcKey]int32),
+		funcFiles: make(map[profile.LibKey]map[string]string),
+		srcIndex:  make(map[int32]int32),
+		symIndex:  make(map[symKey]int32),
+		sIndex:    make(map[uint64]int32),
 	}
 	b.setCategories()
 	b.kernKey, b.kernOK = p.Symbols.KernelLib()
@@ -343,9 +346,16 @@ func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint6
 		addr--
 	}
 	if len(syms) == 0 {
-		// The name stays the raw absolute address, as the front-end names
-		// frames it could not symbolicate.
-		fn := b.fn(b.str(hexName(abs)), li, -1)
+		// Named as gprof report names it, by the library and the
+		// library-relative address ("sort+0x52a7"), which is the same in
+		// every run and every process, where the absolute address is not.
+		// The kernel's synthetic lib has no such meaning: its frames keep
+		// their absolute address.
+		name := hexName(abs)
+		if !b.libs[li].kernel {
+			name = b.libs[li].lib.Name + "+" + hexName(rel)
+		}
+		fn := b.fn(b.str(name), li, -1)
 		return chain{b.addFrame(addr, 0, cat, fn, -1, 0, li), 1}
 	}
 	outer := syms[0]
@@ -375,11 +385,27 @@ func (b *builder) native(li int32, rel uint64, caller bool, cat int32, abs uint6
 	}
 	c := chain{start: int32(len(b.fAddr))}
 	for d, s := range syms {
-		fn := b.fn(b.str(s.Function), li, b.source(s.File))
+		fn := b.fn(b.str(s.Function), li, b.source(b.funcFile(li, s.Function, s.File)))
 		b.addFrame(addr, uint8(min(d, 255)), cat, fn, sym, int32(s.Line), li)
 		c.n++
 	}
 	return c
+}
+
+// funcFile is the file function fn of lib li is shown under: one per
+// function, whatever files its lines are in (profile.SymbolTable.FuncFiles);
+// each frame keeps its own line.
+func (b *builder) funcFile(li int32, fn, file string) string {
+	k := b.libs[li].lib.Key()
+	m, ok := b.funcFiles[k]
+	if !ok {
+		m = b.p.Symbols.FuncFiles(k)
+		b.funcFiles[k] = m
+	}
+	if f := m[fn]; f != "" {
+		return f
+	}
+	return file
 }
 
 func (b *builder) source(file string) int32 {

@@ -70,7 +70,7 @@ func TestWriteTables(t *testing.T) {
 
 	// Strings in order of first use.
 	check(t, out, "shared.stringArray", `["main","main.c","helper","helper.h","compute","compute.c","memcpy","do_syscall_64",`+
-		`"0x405000","0x900000","GC","worker","ProcessStart","Thread start","Thread exit","ThreadExit",`+
+		`"app+0x5000","0x900000","GC","worker","ProcessStart","Thread start","Thread exit","ThreadExit",`+
 		`"Process start","Process exit","app","libc.so.6","kernel"]`)
 
 	// Frames, in order of creation:
@@ -82,7 +82,7 @@ func TestWriteTables(t *testing.T) {
 	//  5 memcpy    libc 0x1100 (leaf)
 	//  6 memcpy    libc 0x1100-1 (caller)
 	//  7 do_syscall_64 kernel: 0xffffffff81000100 - base 0xffffffff80fff000
-	//  8 0x405000  app 0x5000-1, no symbols, caller
+	//  8 app+0x5000  app 0x5000-1, no symbols, caller
 	//  9 0x900000  in no lib
 	// 10 GC        label
 	// 11 worker    app 0x6000 (pid 200)

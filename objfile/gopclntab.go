@@ -1,20 +1,21 @@
-package symbolize
+package objfile
 
 import (
 	"bytes"
 	"encoding/binary"
 	"slices"
 	"sort"
-
-	"github.com/gprof-dev/gprof/objfile"
 )
 
-// goPCLN reads the line table of Go 1.20 and later (.gopclntab), which Go
+// GoPCLN reads the line table of Go 1.20 and later (.gopclntab), which Go
 // binaries keep even when stripped of symbols and DWARF, together with its
 // inline tree, which debug/gosym does not expose: without it, an inlined
 // callee's file and line would show under its caller's name. The layout is
-// the runtime's (runtime/symtab.go, runtime/symtabinl.go).
-type goPCLN struct {
+// the runtime's (runtime/symtab.go, runtime/symtabinl.go). The symbolizer
+// reads names and lines from it, the unwinder each function's frame size
+// (its pc-to-SP-delta table), which is how Go binaries without DWARF call
+// frame information, the stripped ones, can be unwound exactly.
+type GoPCLN struct {
 	order     binary.ByteOrder
 	quantum   uint64 // instruction size unit of pc deltas
 	nfunc     int
@@ -28,7 +29,7 @@ type goPCLN struct {
 	// gofunc); inline trees are read from the section holding it. A nil
 	// section means no inline trees are known.
 	gofunc  uint64
-	funcSec *objfile.Section
+	funcSec *Section
 }
 
 const (
@@ -44,15 +45,21 @@ const (
 	maxInlineDepth = 64
 )
 
-// newGoPCLN parses f's .gopclntab if it is in the Go 1.20+ format; syms
-// helps find where text starts when the module data cannot be found.
-func newGoPCLN(f *objfile.File, syms []symbol) *goPCLN {
+// NewGoPCLN parses f's .gopclntab if it is in the Go 1.20+ format, and
+// returns nil if not. data holds the section's bytes when the caller has
+// them (the unwinder maps whole files); nil reads them.
+func NewGoPCLN(f *File, data []byte) *GoPCLN {
 	s := f.Section(".gopclntab")
 	if s == nil || !s.InFile() {
 		return nil
 	}
-	data, err := s.Data()
-	if err != nil || len(data) < 8 {
+	if data == nil {
+		var err error
+		if data, err = s.Data(); err != nil {
+			return nil
+		}
+	}
+	if len(data) < 8 {
 		return nil
 	}
 	var order binary.ByteOrder = binary.LittleEndian
@@ -79,7 +86,7 @@ func newGoPCLN(f *objfile.File, syms []symbol) *goPCLN {
 		return data[from:to]
 	}
 	nameOff, cuOff, fileOff, pcOff, funcOff := word(3), word(4), word(5), word(6), word(7)
-	t := &goPCLN{
+	t := &GoPCLN{
 		order:     order,
 		quantum:   uint64(max(data[6], 1)),
 		nfunc:     int(word(0)),
@@ -106,9 +113,10 @@ func newGoPCLN(f *objfile.File, syms []symbol) *goPCLN {
 	if sec := f.Section(".text"); sec != nil {
 		t.text = sec.Addr
 	}
+	syms, _ := f.SymbolTable()
 	for _, sym := range syms {
-		if sym.name == "runtime.text" {
-			t.text = sym.addr
+		if sym.Name == "runtime.text" {
+			t.text = sym.Addr
 		}
 	}
 	return t
@@ -120,7 +128,7 @@ func newGoPCLN(f *objfile.File, syms []symbol) *goPCLN {
 // pointer-aligned record whose first two words point at the pclntab header
 // and its function name table. Go 1.26 keeps it in .go.module, earlier
 // releases in .noptrdata.
-func goModuleData(f *objfile.File, order binary.ByteOrder, pcln, funcnames uint64, ptr int) (text, gofunc uint64, ok bool) {
+func goModuleData(f *File, order binary.ByteOrder, pcln, funcnames uint64, ptr int) (text, gofunc uint64, ok bool) {
 	// Word indexes in moduledata (Go 1.20 through 1.26): seven pointers
 	// and slices, then findfunctab, minpc, maxpc, text at 22; ...,
 	// rodata at 39 and gofunc at 40.
@@ -153,7 +161,7 @@ func goModuleData(f *objfile.File, order binary.ByteOrder, pcln, funcnames uint6
 	return 0, 0, false
 }
 
-func inExec(f *objfile.File, addr uint64) bool {
+func inExec(f *File, addr uint64) bool {
 	for _, s := range f.Sections() {
 		if s.Exec && s.Addr <= addr && addr < s.Addr+s.Size {
 			return true
@@ -168,10 +176,10 @@ type goFunc struct {
 	rec        []byte // the _func record and its pcdata and funcdata arrays
 }
 
-func (t *goPCLN) u32(b []byte, i int) uint32 { return t.order.Uint32(b[i:]) }
+func (t *GoPCLN) u32(b []byte, i int) uint32 { return t.order.Uint32(b[i:]) }
 
 // funcAt returns the function holding pc.
-func (t *goPCLN) funcAt(pc uint64) (goFunc, bool) {
+func (t *GoPCLN) funcAt(pc uint64) (goFunc, bool) {
 	if pc < t.text {
 		return goFunc{}, false
 	}
@@ -198,7 +206,7 @@ func (t *goPCLN) funcAt(pc uint64) (goFunc, bool) {
 }
 
 // pcdata returns the offset in pctab of fn's i-th pcdata table, 0 if none.
-func (t *goPCLN) pcdata(fn goFunc, i uint32) uint32 {
+func (t *GoPCLN) pcdata(fn goFunc, i uint32) uint32 {
 	if i >= t.u32(fn.rec, 28) {
 		return 0
 	}
@@ -206,7 +214,7 @@ func (t *goPCLN) pcdata(fn goFunc, i uint32) uint32 {
 }
 
 // funcdata returns the address of fn's i-th funcdata, if it has one.
-func (t *goPCLN) funcdata(fn goFunc, i uint8) (uint64, bool) {
+func (t *GoPCLN) funcdata(fn goFunc, i uint8) (uint64, bool) {
 	if i >= fn.rec[43] {
 		return 0, false
 	}
@@ -219,7 +227,7 @@ func (t *goPCLN) funcdata(fn goFunc, i uint8) (uint64, bool) {
 
 // pcvalue evaluates the pc-value table at off for targetpc in fn: -1 when
 // there is no table or no value, as in the runtime.
-func (t *goPCLN) pcvalue(fn goFunc, off uint32, targetpc uint64) int32 {
+func (t *GoPCLN) pcvalue(fn goFunc, off uint32, targetpc uint64) int32 {
 	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
 		return -1
 	}
@@ -256,7 +264,7 @@ func cstring(b []byte, off uint64) string {
 }
 
 // fileLine returns the file and line of the instruction at pc in fn.
-func (t *goPCLN) fileLine(fn goFunc, pc uint64) (string, int) {
+func (t *GoPCLN) fileLine(fn goFunc, pc uint64) (string, int) {
 	fileno := t.pcvalue(fn, t.u32(fn.rec, 20), pc)
 	line := t.pcvalue(fn, t.u32(fn.rec, 24), pc)
 	file := ""
@@ -273,7 +281,7 @@ func (t *goPCLN) fileLine(fn goFunc, pc uint64) (string, int) {
 
 // inlinedCall reads entry i of the inline tree at tree: the callee's name
 // offset and the offset from the entry of an instruction at the call site.
-func (t *goPCLN) inlinedCall(tree uint64, i int32) (nameOff int32, parentPC int32, ok bool) {
+func (t *GoPCLN) inlinedCall(tree uint64, i int32) (nameOff int32, parentPC int32, ok bool) {
 	var b [inlinedCallSize]byte
 	at := tree + uint64(i)*inlinedCallSize - t.funcSec.Addr
 	if _, err := t.funcSec.ReadAt(b[:], int64(at)); err != nil {
@@ -282,11 +290,19 @@ func (t *goPCLN) inlinedCall(tree uint64, i int32) (nameOff int32, parentPC int3
 	return int32(t.order.Uint32(b[4:])), int32(t.order.Uint32(b[8:])), true
 }
 
-// lookup returns the frames at pc, outermost first, and the function's
-// bounds, following the inline tree the way the runtime's tracebacks do:
-// the innermost frame has pc's file and line; each caller has those of
-// its call site, an instruction at parentPc in the physical function.
-func (t *goPCLN) lookup(pc uint64) (frames []Frame, entry, end uint64) {
+// GoFrame is one function level at an address: Line is -1 where the line
+// table says the code is generated.
+type GoFrame struct {
+	Function, File string
+	Line           int
+}
+
+// Lookup returns the frames at pc (a stated address), outermost first, and
+// the function's bounds, following the inline tree the way the runtime's
+// tracebacks do: the innermost frame has pc's file and line; each caller
+// has those of its call site, an instruction at parentPc in the physical
+// function.
+func (t *GoPCLN) Lookup(pc uint64) (frames []GoFrame, entry, end uint64) {
 	fn, ok := t.funcAt(pc)
 	if !ok {
 		return nil, 0, 0
@@ -304,14 +320,14 @@ func (t *goPCLN) lookup(pc uint64) (frames []Frame, entry, end uint64) {
 			idx = t.pcvalue(fn, inlIndex, at)
 		}
 		file, line := t.fileLine(fn, at)
-		fr := Frame{File: file, Line: line}
+		fr := GoFrame{File: file, Line: line}
 		if idx >= 0 {
 			if slices.Contains(seen, idx) || len(seen) == maxInlineDepth {
 				// The call site leads back into the chain: it happens
 				// when a function has no instruction of its own to
 				// mark it with (a package's init made of inlined calls
 				// only). Where in the outer function is unknown.
-				fr = Frame{}
+				fr = GoFrame{}
 			} else if nameOff, parentPC, ok := t.inlinedCall(tree, idx); ok && parentPC >= 0 {
 				seen = append(seen, idx)
 				fr.Function = cstring(t.funcnames, uint64(nameOff))
@@ -328,4 +344,47 @@ func (t *goPCLN) lookup(pc uint64) (frames []Frame, entry, end uint64) {
 		frames[i], frames[j] = frames[j], frames[i]
 	}
 	return frames, fn.entry, fn.end
+}
+
+// Flags of a function (internal/abi.FuncFlag).
+const (
+	goFuncFlagTopFrame = 1 << 0 // the outermost frame of a stack: nothing called it
+	goFuncFlagSPWrite  = 1 << 1 // writes SP in ways the SP-delta table does not follow
+)
+
+// GoFrameInfo is what unwinding needs of the function at a pc.
+type GoFrameInfo struct {
+	Entry uint64
+	// SPDelta is how far SP is below its value at the function's entry
+	// at the pc (the bytes the function pushed and allocated), so the
+	// return address is at SP+SPDelta on amd64.
+	SPDelta int64
+	// Top says the function is the outermost of its stack (runtime.goexit,
+	// mstart, rt0_go): it has no caller.
+	Top bool
+	// SPWrite says the function switches stacks or otherwise sets SP
+	// itself (runtime.systemstack, morestack, gogo), so SPDelta does not
+	// find its caller.
+	SPWrite bool
+}
+
+// FrameInfo returns the frame layout at pc (a stated address), from the
+// function's pc-to-SP-delta table, as the runtime's own traceback reads
+// it; ok is false when pc is in no function or the table has no value.
+func (t *GoPCLN) FrameInfo(pc uint64) (info GoFrameInfo, ok bool) {
+	fn, ok := t.funcAt(pc)
+	if !ok {
+		return GoFrameInfo{}, false
+	}
+	d := t.pcvalue(fn, t.u32(fn.rec, 16), pc)
+	if d < 0 {
+		return GoFrameInfo{}, false
+	}
+	flag := fn.rec[41]
+	return GoFrameInfo{
+		Entry:   fn.entry,
+		SPDelta: int64(d),
+		Top:     flag&goFuncFlagTopFrame != 0,
+		SPWrite: flag&goFuncFlagSPWrite != 0,
+	}, true
 }

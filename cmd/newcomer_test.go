@@ -1,0 +1,111 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 18's "small things a newcomer hit", each as it was hit.
+
+// An unknown long flag is named as typed, with two dashes.
+func TestUnknownFlagNamedAsTyped(t *testing.T) {
+	_, errOut, code := runCLI(t, "report", "--bogus", "x.json")
+	if code != ExitUsage || !strings.Contains(errOut, "unknown flag --bogus") || strings.Contains(errOut, " -bogus") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, _ = runCLI(t, "report", "--top")
+	if !strings.Contains(errOut, "--top") || strings.Contains(errOut, " -top") {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
+// A rate out of range is echoed as typed, not in exponent notation.
+func TestRateEchoedAsTyped(t *testing.T) {
+	_, errOut, code := runCLI(t, "record", "-r", "1000000", "-o", filepath.Join(t.TempDir(), "x.json"), "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, "--rate 1000000 is out of range") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// gprof view of a directory says it is one, once.
+func TestViewDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := runCLI(t, "view", "--no-open", dir)
+	if code == ExitOK || strings.Contains(errOut, "read read") || !strings.Contains(errOut, dir+" is a directory") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// The help text shows Ctrl-\ as one backslash.
+func TestHelpCtrlBackslash(t *testing.T) {
+	out, _, _ := runCLI(t, "record", "--help")
+	if !strings.Contains(out, `Ctrl-\)`) || strings.Contains(out, `Ctrl-\\`) {
+		t.Errorf("record --help shows Ctrl-\\ as %q", out[strings.Index(out, "SIGQUIT"):][:30])
+	}
+}
+
+// A signal's exit status is named.
+func TestSignalStatusNamed(t *testing.T) {
+	var b strings.Builder
+	code := 139
+	printRecordSummary(&b, recordSummary{Output: "p.json", ExitCode: &code})
+	if !strings.Contains(b.String(), "killed by SIGSEGV") {
+		t.Errorf("summary %q", b.String())
+	}
+	code = 3
+	b.Reset()
+	printRecordSummary(&b, recordSummary{Output: "p.json", ExitCode: &code})
+	if !strings.Contains(b.String(), "exited with status 3") {
+		t.Errorf("summary %q", b.String())
+	}
+}
+
+// Completion offers the backends of this OS and no kernel threads.
+func TestCompletionBackendsAndPids(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		s, err := Completion(sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(s, "perf ptrace mach etw suspend") || !strings.Contains(s, "uname -s") {
+			t.Errorf("%s: backends are not chosen by OS", sh)
+		}
+		if !strings.Contains(s, "$2 != 2") || strings.Contains(s, "__fish_complete_pids") || strings.Contains(s, ":_pids") {
+			t.Errorf("%s: process IDs include kernel threads", sh)
+		}
+	}
+}
+
+// --fail-if rules: one that matches nothing says so and fails; cpu>N
+// says the form meant.
+func TestFailIfRules(t *testing.T) {
+	_, errOut, code := runCLI(t, "diff", "--fail-if", "cpu>20", "a", "b")
+	if code != ExitUsage || !strings.Contains(errOut, "cpu>+20%") {
+		t.Errorf("cpu>20: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "diff", "--fail-if", "self:foo>3pp", "a", "b")
+	if code != ExitUsage || !strings.Contains(errOut, "self:foo>+3pp") {
+		t.Errorf("self:foo>3pp: exit %d, stderr %q", code, errOut)
+	}
+	p := writeTestProfile(t)
+	_, errOut, code = runCLI(t, "diff", "--fail-if", "self:nosuchfunc>+1pp", p, p)
+	if code != ExitUsage || !strings.Contains(errOut, "matches no function in either profile") {
+		t.Errorf("unmatched rule: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code = runCLI(t, "diff", "--fail-if", "self:*>+1pp", p, p); code != ExitOK {
+		t.Errorf("a rule that matches: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// writeTestProfile returns a small real profile the tests carry (a
+// Firefox Gecko profile).
+func writeTestProfile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "format", "gecko", "testdata", "firefox-v25.json")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -28,7 +28,7 @@ func (e *env) pythonSuite() (string, error) {
 	// 0.12 ms of CPU each.
 	units := int(e.fidSeconds * 2 / 0.12e-3)
 	targets := []target{{name: "native (work, 1 thread)", argv: []string{e.work, "1", strconv.Itoa(units), strconv.Itoa(e.costDepth)}}}
-	script := filepath.Join(e.root, "bench", "fixture", "pywork.py")
+	script := filepath.Join(e.root, "testdata", "python", "split.py")
 	root := os.Getenv("PYENV_ROOT")
 	if root == "" {
 		root = "/root/.pyenv"
@@ -71,7 +71,7 @@ func (e *env) pythonSuite() (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## 10. Python frames\n\n")
 	fmt.Fprintf(&b, "gprof's CPU per sample for CPython targets, whose samples get their Python frames read (ptrace: while the thread is stopped; perf: as the sample is read) "+
-		"and merged into the native stack, against a native target's. Targets: `bench/fixture/pywork.py %s` (one thread: main calls three functions 5:3:2), "+
+		"and merged into the native stack, against a native target's. Targets: `testdata/python/split.py %s` (one thread: main calls three functions 5:3:2), "+
 		"and `work 1 %d %d` (bench/fixture/work.c: one thread, call stacks 2 to %d frames deep). %d Hz; %d interleaved rounds; medians. "+
 		"*Ratio* is the median over rounds of the target's CPU ms per 1000 samples divided by the native target's with the same backend in the same round; "+
 		"issue 21 asks for at most 1.5×. The --no-python row is the same Python target with the Python stage off: what reading and merging Python frames adds.\n\n", seconds, units, e.costDepth, e.costDepth+1, rate, e.rounds)

@@ -1,44 +1,15 @@
 package translate
 
 import (
-	"archive/zip"
 	"bytes"
 	"cmp"
-	"io"
+	"github.com/gprof-dev/gprof/etw/etwtest"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/attach"
 	etwevent "github.com/gprof-dev/gprof/etw"
 )
-
-// perfViewTrace is etw's real PerfView trace (kernel + CLR, 8 CPUs,
-// cached stacks) of Test.x86.exe, pid 3644.
-func perfViewTrace(t *testing.T) []byte {
-	t.Helper()
-	zr, err := zip.OpenReader("../../etw/testdata/perfview-net.4.5.2.x86.etl.zip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	for _, f := range zr.File {
-		if strings.HasSuffix(f.Name, ".etl") {
-			r, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			b, err := io.ReadAll(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-	}
-	t.Fatal("no .etl in the zip")
-	return nil
-}
 
 type etwOut struct {
 	samples []attach.Sample
@@ -119,7 +90,7 @@ func fileOptions() Options {
 // same count per thread and, sample by sample, the same addresses (cached
 // stack keys, kernel and user parts joined), with 1 ms of CPU each.
 func TestLiveAndFileAgree(t *testing.T) {
-	data := perfViewTrace(t)
+	data := etwtest.PerfViewTrace(t)
 	var file etwOut
 	replaySorted(t, data, New(file.handle, fileOptions()))
 	want := map[int][]attach.Sample{}
@@ -177,7 +148,7 @@ func TestLiveAndFileAgree(t *testing.T) {
 // last one, say) breaks this for a third of the samples.
 func TestStackLeafIsSampleIP(t *testing.T) {
 	var out etwOut
-	ips := replaySorted(t, perfViewTrace(t), New(out.handle, fileOptions()))
+	ips := replaySorted(t, etwtest.PerfViewTrace(t), New(out.handle, fileOptions()))
 	if len(out.samples) != 88_809 {
 		t.Errorf("%d samples, want the trace's 88,809 SampledProfile events", len(out.samples))
 	}

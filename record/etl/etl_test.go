@@ -1,9 +1,8 @@
 package etl
 
 import (
-	"archive/zip"
 	"bytes"
-	"io"
+	"github.com/gprof-dev/gprof/etw/etwtest"
 	"os"
 	"strings"
 	"testing"
@@ -11,32 +10,6 @@ import (
 	"github.com/gprof-dev/gprof/etw"
 	"github.com/gprof-dev/gprof/profile"
 )
-
-// perfView reads the PerfView trace from etw's testdata.
-func perfView(t testing.TB) []byte {
-	t.Helper()
-	zr, err := zip.OpenReader("../../etw/testdata/perfview-net.4.5.2.x86.etl.zip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	for _, f := range zr.File {
-		if strings.HasSuffix(f.Name, ".etl") {
-			r, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			b, err := io.ReadAll(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-	}
-	t.Fatal("no .etl in the zip")
-	return nil
-}
 
 func process(p *profile.Profile, pid int) *profile.Process {
 	for _, pr := range p.Processes {
@@ -51,7 +24,7 @@ func process(p *profile.Profile, pid int) *profile.Process {
 // reading of the trace give: processes, Test.x86.exe's 4,900 samples with
 // whole stacks, and image identities from the RSDS events.
 func TestPerfViewTrace(t *testing.T) {
-	data := perfView(t)
+	data := etwtest.PerfViewTrace(t)
 	if !Sniff(data) {
 		t.Fatal("Sniff does not recognize the trace")
 	}
@@ -284,7 +257,7 @@ func firstSample(t *testing.T, data []byte) int64 {
 // existed before it began are named only by the end rundown, after their
 // samples. Their samples must still be kept.
 func TestCircularTraceKeepsSamples(t *testing.T) {
-	data := perfView(t)
+	data := etwtest.PerfViewTrace(t)
 	first := firstSample(t, data)
 	count := func(circular bool) map[string]int {
 		p, err := read(bytes.NewReader(data), func(e *etw.Event) bool {
@@ -319,7 +292,7 @@ func TestCircularTraceKeepsSamples(t *testing.T) {
 // A merger that does not put the identity events right before their image
 // still gets them joined, by process and base.
 func TestLooseIdentityJoin(t *testing.T) {
-	data := perfView(t)
+	data := etwtest.PerfViewTrace(t)
 	libsOf := func(loose bool) map[string]string {
 		p, err := read(bytes.NewReader(data), func(e *etw.Event) bool {
 			if loose && (etw.KindOf(e) == etw.KindImageID || etw.KindOf(e) == etw.KindDbgIDRSDS) {

@@ -3,6 +3,7 @@ package etl
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/gprof-dev/gprof/etw/etwtest"
 	"os"
 	"testing"
 
@@ -180,7 +181,7 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 // it reads as a profile with samples, stacks and identified images, so
 // that fuzzing it reaches the whole reader.
 func TestSmallETL(t *testing.T) {
-	cut := smallETL(perfView(t), 3644, 12)
+	cut := smallETL(etwtest.PerfViewTrace(t), 3644, 12)
 	if os.Getenv("GPROF_WRITE_SEEDS") == "1" {
 		if err := os.WriteFile("../../etw/testdata/small.etl", cut, 0o644); err != nil {
 			t.Fatal(err)

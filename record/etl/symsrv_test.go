@@ -2,6 +2,7 @@ package etl
 
 import (
 	"bytes"
+	"github.com/gprof-dev/gprof/etw/etwtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // the PDB name and ID (GUID and age) its RSDS events give, in the
 // server's layout, each PDB once however many processes loaded it.
 func TestSymbolServerRequests(t *testing.T) {
-	p, err := Read(bytes.NewReader(perfView(t)))
+	p, err := Read(bytes.NewReader(etwtest.PerfViewTrace(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

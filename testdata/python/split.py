@@ -1,8 +1,11 @@
 # A known CPU split for gprof's Python tests: main calls a, b and c, whose
 # bodies are the same loop, run 5:3:2 times, until the process has used
-# the CPU seconds given as the first argument. With a second argument it
-# prints "ready" and waits for SIGUSR1 first (for tests that attach).
+# the CPU seconds given as the first argument, then prints its own CPU time
+# as the C fixtures do ("rusage_ns N", which bench/run takes away from the
+# profiler's). With a second argument it prints "ready" and waits for
+# SIGUSR1 first (for tests that attach).
 import os
+import resource
 import signal
 import sys
 import time
@@ -35,6 +38,8 @@ def main(seconds):
         a()
         b()
         c()
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print("rusage_ns %d" % int((ru.ru_utime + ru.ru_stime) * 1e9), flush=True)
 
 
 if __name__ == "__main__":

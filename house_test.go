@@ -45,8 +45,8 @@ func TestOneTestCommand(t *testing.T) {
 
 // TestAttachBackendsApart: each live backend is a package of its own under
 // attach/ (every folder there but internal/ and backends/), so that a
-// reader of one sampler sees only it. attach/ itself holds the neutral
-// events and the dispatcher, which the backends register with, so it
+// reader of one sampler sees only it. attach/ itself holds the options
+// and the dispatcher, which the backends register with, so it
 // imports none of them (that would be a cycle); no backend imports
 // another; and outside attach/, only attach/backends links them in.
 // Tests may link in another backend: perf's test Auto's fallback to
@@ -112,8 +112,8 @@ func TestAttachBackendsApart(t *testing.T) {
 	}
 }
 
-// TestETWTranslatedOnce: ETW events become attach's neutral events in one
-// place, etw/translate, which only the live backend (attach/etw) and the
+// TestETWTranslatedOnce: ETW events become the neutral events (package event) in one
+// place, etwevent/translate, which only the live backend (attach/etw) and the
 // ETL file replayer (record/etl) import; and only the replayer, which
 // registers with package format, builds profiles from them: no other
 // package that imports an ETW package imports the recorder or the model.
@@ -151,15 +151,15 @@ func TestETWTranslatedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"attach/etw", "record/etl"} {
-		if !imports[want]["etw/translate"] {
-			t.Errorf("%s does not import etw/translate", want)
+		if !imports[want]["etwevent/translate"] {
+			t.Errorf("%s does not import etwevent/translate", want)
 		}
 	}
 	for dir, imp := range imports {
-		etw := imp["etw"] || imp["etw/translate"]
+		etw := imp["etwevent"] || imp["etwevent/translate"]
 		switch {
-		case imp["etw/translate"] && dir != "attach/etw" && dir != "record/etl":
-			t.Errorf("%s imports etw/translate: only the live ETW backend and the ETL replayer translate ETW events", dir)
+		case imp["etwevent/translate"] && dir != "attach/etw" && dir != "record/etl":
+			t.Errorf("%s imports etwevent/translate: only the live ETW backend and the ETL replayer translate ETW events", dir)
 		case etw && (imp["record"] || imp["profile"]) && dir != "record/etl":
 			t.Errorf("%s builds profiles from ETW events: only record/etl does, through record.Replay", dir)
 		case (dir == "format" || strings.HasPrefix(dir, "format/")) && (etw || imp["record/etl"]):

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Backend names a way of sampling threads. The zero value, Auto, picks the
@@ -34,7 +36,7 @@ type Driver struct {
 	// Start records as Record says, with opts already checked by the
 	// dispatcher. An error made with Unavailable lets Auto go on to the
 	// next backend.
-	Start func(ctx context.Context, opts Options, h Handler) (Result, error)
+	Start func(ctx context.Context, opts Options, h event.Handler) (Result, error)
 	// SystemWide: the backend can record every process on the machine
 	// (Options.SystemWide).
 	SystemWide bool
@@ -142,7 +144,7 @@ func Unavailable(err error, what, why string, notices ...string) error {
 // record is the one place a backend is chosen: it checks the options once,
 // then runs the backend asked for or, for Auto, the first of Backends that
 // is available.
-func record(ctx context.Context, opts Options, h Handler) (Result, error) {
+func record(ctx context.Context, opts Options, h event.Handler) (Result, error) {
 	switch {
 	case opts.SystemWide:
 		if len(opts.Pids)+len(opts.Tids) > 0 {

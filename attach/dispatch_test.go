@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/gprof-dev/gprof/event"
 )
 
 // withDrivers registers ds, and only them, for the rest of the test (this
@@ -27,7 +29,7 @@ func withDrivers(t *testing.T, ds ...Driver) {
 
 // fakeDriver is a backend that records nothing, returning err.
 func fakeDriver(name Backend, order int, err error) Driver {
-	return Driver{Name: name, Order: order, Start: func(context.Context, Options, Handler) (Result, error) {
+	return Driver{Name: name, Order: order, Start: func(context.Context, Options, event.Handler) (Result, error) {
 		return Result{ExitCode: -1, Backend: string(name)}, err
 	}}
 }
@@ -55,7 +57,7 @@ func TestParseBackendNone(t *testing.T) {
 	if _, err := ParseBackend("dtrace"); err == nil || err.Error() != `unknown backend "dtrace": this platform has none yet` {
 		t.Errorf(`ParseBackend("dtrace") = %v`, err)
 	}
-	_, err := Record(context.Background(), Options{Command: []string{"true"}}, func(Event) {})
+	_, err := Record(context.Background(), Options{Command: []string{"true"}}, func(event.Event) {})
 	if !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Record with no backend: %v, want ErrUnsupported", err)
 	}
@@ -75,12 +77,12 @@ func TestRegisterTwicePanics(t *testing.T) {
 // caller passed.
 func TestRecordRejectsUnknownBackend(t *testing.T) {
 	ran := false
-	d := Driver{Name: "real", Start: func(context.Context, Options, Handler) (Result, error) {
+	d := Driver{Name: "real", Start: func(context.Context, Options, event.Handler) (Result, error) {
 		ran = true
 		return Result{}, nil
 	}}
 	withDrivers(t, d)
-	_, err := Record(context.Background(), Options{Command: []string{"true"}, Backend: "dtrace"}, func(Event) {})
+	_, err := Record(context.Background(), Options{Command: []string{"true"}, Backend: "dtrace"}, func(event.Event) {})
 	if err == nil || ran {
 		t.Errorf("Record with backend dtrace: err %v, ran %v; want an error and nothing run", err, ran)
 	}
@@ -95,7 +97,7 @@ func TestAutoFallsBack(t *testing.T) {
 		fakeDriver("second", 20, nil))
 	var notices []string
 	opts := Options{Command: []string{"true"}, Notice: func(s string) { notices = append(notices, s) }}
-	res, err := Record(context.Background(), opts, func(Event) {})
+	res, err := Record(context.Background(), opts, func(event.Event) {})
 	want := []string{"the first backend's notice", "first events are not available (not allowed); using the second backend"}
 	if err != nil || res.Backend != "second" || !slices.Equal(notices, want) {
 		t.Errorf("Auto: backend %q, err %v, notices %q; want second, nil, %q", res.Backend, err, notices, want)
@@ -103,7 +105,7 @@ func TestAutoFallsBack(t *testing.T) {
 
 	notices = nil
 	opts.Backend = "first"
-	_, err = Record(context.Background(), opts, func(Event) {})
+	_, err = Record(context.Background(), opts, func(event.Event) {})
 	if err != denied || len(notices) != 0 {
 		t.Errorf("first alone: err %v, notices %q; want its own error and no notice", err, notices)
 	}

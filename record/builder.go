@@ -8,14 +8,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
 // mapping is one executable mapping seen in a process.
 type mapping struct {
-	attach.Map
-	// unmap marks an attach.Unmap of [Start, End): the unwinder forgets
+	event.Map
+	// unmap marks an event.Unmap of [Start, End): the unwinder forgets
 	// the range, but libraries keep it for samples taken before.
 	unmap bool
 	// samples is how many samples the process had when it was mapped.
@@ -38,7 +38,7 @@ type proc struct {
 }
 
 // builder consumes attach events in nearly time order. It is used from one
-// goroutine only (attach.Handler's contract).
+// goroutine only (event.Handler's contract).
 type builder struct {
 	t0      int64 // monotonic ns of time zero
 	profile *profile.Profile
@@ -54,7 +54,7 @@ type builder struct {
 	threadCount int
 
 	// onMap, when set, sees every mapping as it arrives.
-	onMap func(pid int, m *attach.Map)
+	onMap func(pid int, m *event.Map)
 	// onProcessStart, when set, runs when a pid is first seen.
 	onProcessStart func(pid int)
 	// onProcessExit, when set, runs when a process's main thread exits,
@@ -66,7 +66,7 @@ type builder struct {
 
 	// unwindUser, when set, replaces the user part of a sample's stack
 	// (for backends that deliver registers and a stack copy).
-	unwindUser func(pr *proc, s *attach.Sample, out []uint64) []uint64
+	unwindUser func(pr *proc, s *event.Sample, out []uint64) []uint64
 
 	// label, when set, names user frames that no image holds (methods a
 	// JIT compiled, as a trace's runtime events name them): such a frame
@@ -142,17 +142,17 @@ func (b *builder) thread(pr *proc, tid int, t int64) *profile.Thread {
 // tickEvery is how often (in event time) onTick runs.
 const tickEvery = 250e6
 
-func (b *builder) handle(ev attach.Event) {
+func (b *builder) handle(ev event.Event) {
 	if b.onTick != nil {
-		if t := attach.EventTime(ev); t-b.lastTick >= tickEvery {
+		if t := event.EventTime(ev); t-b.lastTick >= tickEvery {
 			b.lastTick = t
 			b.onTick()
 		}
 	}
 	switch e := ev.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		b.sample(e)
-	case *attach.Map:
+	case *event.Map:
 		pr := b.process(e.Pid, e.Time)
 		m := mapping{Map: *e, samples: pr.samples}
 		m.BuildID = append([]byte(nil), e.BuildID...)
@@ -160,7 +160,7 @@ func (b *builder) handle(ev attach.Event) {
 		if b.onMap != nil {
 			b.onMap(e.Pid, &m.Map)
 		}
-	case *attach.Unmap:
+	case *event.Unmap:
 		pr := b.process(e.Pid, e.Time)
 		// An image unloaded before any sample of its process landed
 		// (Windows maps DLLs as data, to read their resources) was no
@@ -173,21 +173,21 @@ func (b *builder) handle(ev attach.Event) {
 				break
 			}
 		}
-		pr.mappings = append(pr.mappings, mapping{Map: attach.Map{Time: e.Time, Pid: e.Pid, Start: e.Start, End: e.End}, unmap: true})
-	case *attach.Comm:
+		pr.mappings = append(pr.mappings, mapping{Map: event.Map{Time: e.Time, Pid: e.Pid, Start: e.Start, End: e.End}, unmap: true})
+	case *event.Comm:
 		b.comm(e)
-	case *attach.Fork:
+	case *event.Fork:
 		b.fork(e)
-	case *attach.Exit:
+	case *event.Exit:
 		b.exit(e)
-	case *attach.Lost:
+	case *event.Lost:
 		b.lost += e.Count
-	case *attach.Switch:
+	case *event.Switch:
 		b.contextSwitch(e)
 	}
 }
 
-func (b *builder) comm(e *attach.Comm) {
+func (b *builder) comm(e *event.Comm) {
 	pr := b.process(e.Pid, e.Time)
 	if e.Exec {
 		// The new image's mappings are those reported at or after the
@@ -225,7 +225,7 @@ func (b *builder) comm(e *attach.Comm) {
 	}
 }
 
-func (b *builder) fork(e *attach.Fork) {
+func (b *builder) fork(e *event.Fork) {
 	if e.NewThread() {
 		pr := b.process(e.Pid, e.Time)
 		th := b.thread(pr, e.Tid, e.Time)
@@ -248,7 +248,7 @@ func (b *builder) fork(e *attach.Fork) {
 	b.thread(pr, e.Tid, e.Time)
 }
 
-func (b *builder) exit(e *attach.Exit) {
+func (b *builder) exit(e *event.Exit) {
 	pr := b.procs[e.Pid]
 	if pr == nil {
 		return
@@ -283,7 +283,7 @@ func (b *builder) endProcess(pr *proc, t int64) {
 	}
 }
 
-func (b *builder) sample(s *attach.Sample) {
+func (b *builder) sample(s *event.Sample) {
 	pr := b.procs[s.Pid]
 	if pr == nil {
 		if d := b.dying[s.Pid]; d != nil && d.threads[s.Tid] != nil {

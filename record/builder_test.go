@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -15,12 +15,12 @@ func newTestBuilder() *builder {
 	return newBuilder(1000*ms, &profile.Profile{})
 }
 
-func sample(t int64, pid, tid int, stack ...uint64) *attach.Sample {
-	return &attach.Sample{Time: t, Pid: pid, Tid: tid, CPUDelta: ms, Stack: stack}
+func sample(t int64, pid, tid int, stack ...uint64) *event.Sample {
+	return &event.Sample{Time: t, Pid: pid, Tid: tid, CPUDelta: ms, Stack: stack}
 }
 
-func mapEv(t int64, pid int, start, end uint64, path string) *attach.Map {
-	return &attach.Map{Time: t, Pid: pid, Start: start, End: end, Path: path}
+func mapEv(t int64, pid int, start, end uint64, path string) *event.Map {
+	return &event.Map{Time: t, Pid: pid, Start: start, End: end, Path: path}
 }
 
 func procNamed(t *testing.T, procs []*proc, name string) []*proc {
@@ -46,7 +46,7 @@ func TestBuilderLaunchExec(t *testing.T) {
 			if order == "maps with exec (ptrace)" {
 				b.handle(mapEv(execAt, 10, 0x5000, 0x6000, "/bin/app"))
 			}
-			b.handle(&attach.Comm{Time: execAt, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app", "-x"}})
+			b.handle(&event.Comm{Time: execAt, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app", "-x"}})
 			if order == "maps after exec (perf)" {
 				b.handle(mapEv(execAt+1, 10, 0x5000, 0x6000, "/bin/app"))
 			}
@@ -74,10 +74,10 @@ func TestBuilderLaunchExec(t *testing.T) {
 // before keeps the old name and mappings.
 func TestBuilderExecAfterSamples(t *testing.T) {
 	b := newTestBuilder()
-	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 7, Tid: 7, Name: "sh", Argv: []string{"sh"}})
+	b.handle(&event.Comm{Time: 1000 * ms, Pid: 7, Tid: 7, Name: "sh", Argv: []string{"sh"}})
 	b.handle(mapEv(1000*ms, 7, 0x1000, 0x2000, "/bin/sh"))
 	b.handle(sample(1001*ms, 7, 7, 0x1010))
-	b.handle(&attach.Comm{Time: 1002 * ms, Pid: 7, Tid: 7, Name: "split", Exec: true, Argv: []string{"./split"}})
+	b.handle(&event.Comm{Time: 1002 * ms, Pid: 7, Tid: 7, Name: "split", Exec: true, Argv: []string{"./split"}})
 	b.handle(mapEv(1002*ms+1, 7, 0x8000, 0x9000, "/tmp/split"))
 	b.handle(sample(1003*ms, 7, 7, 0x8010))
 	procs := b.finish(1010 * ms)
@@ -104,12 +104,12 @@ func TestBuilderExecAfterSamples(t *testing.T) {
 // them) and name; a new thread inherits its creator's name.
 func TestBuilderForkAndClone(t *testing.T) {
 	b := newTestBuilder()
-	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 1, Tid: 1, Name: "srv", Argv: []string{"srv"}})
+	b.handle(&event.Comm{Time: 1000 * ms, Pid: 1, Tid: 1, Name: "srv", Argv: []string{"srv"}})
 	b.handle(mapEv(1000*ms, 1, 0x1000, 0x2000, "/bin/srv"))
-	b.handle(&attach.Fork{Time: 1001 * ms, Pid: 1, Tid: 2, Ppid: 1, Ptid: 1})
-	b.handle(&attach.Fork{Time: 1002 * ms, Pid: 3, Tid: 3, Ppid: 1, Ptid: 1})
+	b.handle(&event.Fork{Time: 1001 * ms, Pid: 1, Tid: 2, Ppid: 1, Ptid: 1})
+	b.handle(&event.Fork{Time: 1002 * ms, Pid: 3, Tid: 3, Ppid: 1, Ptid: 1})
 	b.handle(sample(1003*ms, 3, 3, 0x1010))
-	b.handle(&attach.Exit{Time: 1004 * ms, Pid: 1, Tid: 2})
+	b.handle(&event.Exit{Time: 1004 * ms, Pid: 1, Tid: 2})
 	procs := b.finish(1010 * ms)
 	if len(procs) != 2 {
 		t.Fatalf("%d processes, want 2", len(procs))
@@ -195,8 +195,8 @@ func TestBuilderExitCode(t *testing.T) {
 	b := newTestBuilder()
 	b.handle(sample(1001*ms, 10, 11, 0x1000))
 	b.handle(sample(1001*ms, 12, 13, 0x1000))
-	b.handle(&attach.Exit{Time: 1002 * ms, Pid: 10, Tid: 10, ExitCode: 3, ExitKnown: true})
-	b.handle(&attach.Exit{Time: 1002 * ms, Pid: 12, Tid: 12})
+	b.handle(&event.Exit{Time: 1002 * ms, Pid: 10, Tid: 10, ExitCode: 3, ExitKnown: true})
+	b.handle(&event.Exit{Time: 1002 * ms, Pid: 12, Tid: 12})
 	procs := b.finish(1003 * ms)
 	if procs[0].p.ExitCode != 3 || procs[1].p.ExitCode != -1 || procs[0].p.End != 2*ms {
 		t.Errorf("exit codes %d and %d, want 3 and -1 (unknown)", procs[0].p.ExitCode, procs[1].p.ExitCode)
@@ -210,10 +210,10 @@ func TestBuilderExitCode(t *testing.T) {
 func TestBuilderThreadOutlivesLeader(t *testing.T) {
 	b := newTestBuilder()
 	b.handle(mapEv(1001*ms, 10, 0x5000, 0x6000, "/bin/app"))
-	b.handle(&attach.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app"}})
-	b.handle(&attach.Fork{Time: 1002 * ms, Pid: 10, Ppid: 10, Tid: 11, Ptid: 10})
+	b.handle(&event.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app"}})
+	b.handle(&event.Fork{Time: 1002 * ms, Pid: 10, Ppid: 10, Tid: 11, Ptid: 10})
 	b.handle(sample(1003*ms, 10, 10, 0x5010))
-	b.handle(&attach.Exit{Time: 1004 * ms, Pid: 10, Tid: 10})
+	b.handle(&event.Exit{Time: 1004 * ms, Pid: 10, Tid: 10})
 	b.handle(sample(1005*ms, 10, 11, 0x5020))
 	procs := b.finish(1010 * ms)
 	if len(procs) != 1 || procs[0].p.Name != "app" {
@@ -236,10 +236,10 @@ func TestBuilderThreadOutlivesLeader(t *testing.T) {
 
 	// A new process that takes the pid is a process of its own.
 	b = newTestBuilder()
-	b.handle(&attach.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true})
+	b.handle(&event.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true})
 	b.handle(sample(1002*ms, 10, 10, 0x5010))
-	b.handle(&attach.Exit{Time: 1003 * ms, Pid: 10, Tid: 10})
-	b.handle(&attach.Fork{Time: 1004 * ms, Pid: 10, Ppid: 1, Tid: 10, Ptid: 1})
+	b.handle(&event.Exit{Time: 1003 * ms, Pid: 10, Tid: 10})
+	b.handle(&event.Fork{Time: 1004 * ms, Pid: 10, Ppid: 1, Tid: 10, Ptid: 1})
 	b.handle(sample(1005*ms, 10, 10, 0x5010))
 	if procs := b.finish(1010 * ms); len(procs) != 2 {
 		t.Errorf("%d processes, want the old and the new", len(procs))

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
-
-	"github.com/gprof-dev/gprof/attach"
 )
 
 // linuxProbe reads /proc/PID/statm and the process's CPU clock.
@@ -126,7 +125,7 @@ func (p *linuxProbe) selfCPU() int64 { return clockNs(unix.CLOCK_PROCESS_CPUTIME
 
 func (p *linuxProbe) threadCPU() int64 { return clockNs(unix.CLOCK_THREAD_CPUTIME_ID) }
 
-func (p *linuxProbe) now() int64 { return attach.MonotonicNow() }
+func (p *linuxProbe) now() int64 { return event.Now() }
 
 func clockNs(id int32) int64 {
 	var ts unix.Timespec

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/analysis/report"
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/format/processed"
 	"github.com/gprof-dev/gprof/profile"
@@ -20,12 +20,12 @@ import (
 // execs twice (a pyenv shim: bash, bash, python3).
 func execProfile() *profile.Profile {
 	b := newTestBuilder()
-	b.handle(&attach.Comm{Time: 1000 * ms, Pid: 10, Tid: 10, Name: "sh", Argv: []string{"sh"}})
+	b.handle(&event.Comm{Time: 1000 * ms, Pid: 10, Tid: 10, Name: "sh", Argv: []string{"sh"}})
 	b.handle(mapEv(1000*ms, 10, 0x1000, 0x2000, "/bin/sh"))
 	b.handle(sample(1001*ms, 10, 10, 0x1010))
 	t := 1002 * ms
 	for _, pid := range []int{11, 12} {
-		b.handle(&attach.Fork{Time: t, Pid: pid, Tid: pid, Ppid: 10, Ptid: 10})
+		b.handle(&event.Fork{Time: t, Pid: pid, Tid: pid, Ppid: 10, Ptid: 10})
 		b.handle(sample(t+1, pid, pid, 0x1020))
 		images := []string{"perl"}
 		if pid == 12 {
@@ -33,16 +33,16 @@ func execProfile() *profile.Profile {
 		}
 		for i, name := range images {
 			t += 2 * ms
-			b.handle(&attach.Comm{Time: t, Pid: pid, Tid: pid, Name: name, Exec: true, Argv: []string{"/usr/bin/" + name}})
+			b.handle(&event.Comm{Time: t, Pid: pid, Tid: pid, Name: name, Exec: true, Argv: []string{"/usr/bin/" + name}})
 			b.handle(mapEv(t+1, pid, 0x4000+uint64(i)*0x1000, 0x5000+uint64(i)*0x1000, "/usr/bin/"+name))
 			b.handle(sample(t+2, pid, pid, 0x4010+uint64(i)*0x1000))
 		}
 		if pid == 11 {
-			b.handle(&attach.Fork{Time: t + 3, Pid: 11, Tid: 21, Ppid: 11, Ptid: 11})
+			b.handle(&event.Fork{Time: t + 3, Pid: 11, Tid: 21, Ppid: 11, Ptid: 11})
 			b.handle(sample(t+4, 11, 21, 0x4020))
 		}
 		t += 2 * ms
-		b.handle(&attach.Exit{Time: t, Pid: pid, Tid: pid})
+		b.handle(&event.Exit{Time: t, Pid: pid, Tid: pid})
 	}
 	p := &profile.Profile{Meta: profile.Meta{Interval: time.Millisecond, Duration: 100 * ms}}
 	for _, pr := range b.finish(t + ms) {

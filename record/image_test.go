@@ -3,7 +3,7 @@ package record
 import (
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // An unmapped image stays a library of the process, since samples taken
@@ -13,7 +13,7 @@ func TestBuilderUnmap(t *testing.T) {
 	b := newTestBuilder()
 	b.handle(mapEv(1001*ms, 10, 0x1000, 0x2000, "/lib/a.so"))
 	b.handle(sample(1002*ms, 10, 10, 0x1010))
-	b.handle(&attach.Unmap{Time: 1003 * ms, Pid: 10, Start: 0x1000, End: 0x2000})
+	b.handle(&event.Unmap{Time: 1003 * ms, Pid: 10, Start: 0x1000, End: 0x2000})
 	pr := b.procs[10]
 	var sp space
 	syncSpace(&sp, pr)
@@ -39,7 +39,7 @@ func TestBuilderUnmap(t *testing.T) {
 func TestBuilderImageWithoutFile(t *testing.T) {
 	b := newTestBuilder()
 	m := mapEv(1001*ms, 10, 0x7ff800001000, 0x7ff800009000, "/usr/lib/system/libsystem_kernel.dylib")
-	m.Image = &attach.Image{
+	m.Image = &event.Image{
 		DebugName:  "libsystem_kernel.dylib",
 		BreakpadID: "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E0",
 		CodeID:     "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E",
@@ -65,10 +65,10 @@ func TestBuilderImageWithoutFile(t *testing.T) {
 
 // A new thread and a new process are told apart by Fork.NewThread.
 func TestForkNewThread(t *testing.T) {
-	if !(&attach.Fork{Pid: 10, Tid: 11, Ppid: 10, Ptid: 10}).NewThread() {
+	if !(&event.Fork{Pid: 10, Tid: 11, Ppid: 10, Ptid: 10}).NewThread() {
 		t.Error("a clone within process 10 is not a new thread")
 	}
-	if (&attach.Fork{Pid: 12, Tid: 12, Ppid: 10, Ptid: 10}).NewThread() {
+	if (&event.Fork{Pid: 12, Tid: 12, Ppid: 10, Ptid: 10}).NewThread() {
 		t.Error("a fork of process 10 is a new thread")
 	}
 }
@@ -82,7 +82,7 @@ func syncSpace(sp *space, pr *proc) { sp.gen = pr.mapGen; sp.catchUp(pr) }
 func TestBuilderUnmapBeforeSamples(t *testing.T) {
 	b := newTestBuilder()
 	b.handle(mapEv(1001*ms, 10, 0x1000, 0x3000, "/lib/data.so"))
-	b.handle(&attach.Unmap{Time: 1002 * ms, Pid: 10, Start: 0x1000, End: 0x3000})
+	b.handle(&event.Unmap{Time: 1002 * ms, Pid: 10, Start: 0x1000, End: 0x3000})
 	b.handle(mapEv(1003*ms, 10, 0x1000, 0x2000, "/lib/code.so"))
 	b.handle(sample(1004*ms, 10, 10, 0x1010))
 	libs := newLibResolver(nil).libsFor(b.procs[10])
@@ -98,11 +98,11 @@ func TestBuilderUnmapBeforeSamples(t *testing.T) {
 func TestBuilderWindowsImage(t *testing.T) {
 	b := newTestBuilder()
 	m := mapEv(1001*ms, 10, 0x7ff800000000, 0x7ff8001be000, `C:\Windows\System32\ntdll.dll`)
-	m.Image = &attach.Image{DebugName: "ntdll.pdb", DebugPath: `ntdll.pdb`, BreakpadID: "6048FDB62DCD41C18835594844CE71432",
+	m.Image = &event.Image{DebugName: "ntdll.pdb", DebugPath: `ntdll.pdb`, BreakpadID: "6048FDB62DCD41C18835594844CE71432",
 		CodeID: "5010ACD21be000", Base: 0x7ff800000000}
 	b.handle(m)
 	m2 := mapEv(1001*ms, 10, 0x10000000, 0x10010000, `C:\app\plugin.dll`)
-	m2.Image = &attach.Image{CodeID: "5010ACD210000", Base: 0x10000000}
+	m2.Image = &event.Image{CodeID: "5010ACD210000", Base: 0x10000000}
 	b.handle(m2)
 	r := newLibResolver(nil)
 	libs := r.libsFor(b.procs[10])

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
@@ -268,7 +268,7 @@ func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 	})
 }
 
-func keyOf(m *attach.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }
+func keyOf(m *event.Map) fileKey { return fileKey{m.Path, m.Dev, m.Inode} }
 
 // isFile reports whether a mapping is backed by a file gprof can open.
 func isFile(path string) bool {
@@ -277,7 +277,7 @@ func isFile(path string) bool {
 }
 
 // observe identifies the file behind m, once per file.
-func (r *libResolver) observe(pid int, m *attach.Map) {
+func (r *libResolver) observe(pid int, m *event.Map) {
 	if m.Image != nil {
 		return // identified by the backend
 	}
@@ -307,7 +307,7 @@ func (r *libResolver) observe(pid int, m *attach.Map) {
 	}
 }
 
-func (r *libResolver) open(m *attach.Map) *libFile {
+func (r *libResolver) open(m *event.Map) *libFile {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
 	opts := []symbolize.Option{symbolize.SymbolDirs(r.symbolDirs...)}
 	bin, err := symbolize.Open(path, opts...)
@@ -340,7 +340,7 @@ func (r *libResolver) open(m *attach.Map) *libFile {
 
 // isMappedFile reports whether the file bin opened at path is the one the
 // mapping m came from, by build-id when the kernel sent one, else by inode.
-func isMappedFile(bin *symbolize.Binary, path string, m *attach.Map) bool {
+func isMappedFile(bin *symbolize.Binary, path string, m *event.Map) bool {
 	if len(m.BuildID) > 0 {
 		return bytes.Equal(bin.Identity().BuildID, m.BuildID)
 	}
@@ -381,7 +381,7 @@ func (r *libResolver) libsFor(pr *proc) []profile.Lib {
 	return profile.SortLibs(libs)
 }
 
-func (r *libResolver) lib(m *attach.Map) (profile.Lib, bool) {
+func (r *libResolver) lib(m *event.Map) (profile.Lib, bool) {
 	l := profile.Lib{Start: m.Start, End: m.End, Arch: archName()}
 	var lf *libFile
 	fileOffset := m.FileOffset

@@ -3,7 +3,7 @@ package record
 import (
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // An image the backend identified from memory (a macOS dyld shared cache
@@ -11,9 +11,9 @@ import (
 // addresses count from its start.
 func TestLibFromMemoryImage(t *testing.T) {
 	r := newLibResolver(nil)
-	m := &attach.Map{Pid: 7, Start: 0x18c000000, End: 0x18c080000,
+	m := &event.Map{Pid: 7, Start: 0x18c000000, End: 0x18c080000,
 		Path: "/usr/lib/system/libsystem_kernel.dylib",
-		Image: &attach.Image{DebugName: "libsystem_kernel.dylib", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
+		Image: &event.Image{DebugName: "libsystem_kernel.dylib", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
 			CodeID: "0123456789ABCDEF0123456789ABCDEF", Arch: "arm64e", Base: 0x18c000000}}
 	l, ok := r.lib(m)
 	if !ok {

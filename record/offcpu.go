@@ -3,13 +3,13 @@ package record
 import (
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
 // Off-CPU sampling: a backend with attach.Options.OffCPU reports when each
-// thread leaves and returns to a CPU (attach.Switch) and the stack it left
-// in (attach.Sample with Switch set). The builder turns each stretch off
+// thread leaves and returns to a CPU (event.Switch) and the stack it left
+// in (event.Sample with Switch set). The builder turns each stretch off
 // the CPU into samples at the recording interval with that stack, a CPU
 // delta of zero, and a leaf label whose category says blocked or
 // preempted, so that every thread has a sample per interval of its life,
@@ -60,7 +60,7 @@ func (b *builder) switchSample(pr *proc, th *profile.Thread, frames []profile.Fr
 	st.hasPending = true
 }
 
-func (b *builder) contextSwitch(e *attach.Switch) {
+func (b *builder) contextSwitch(e *event.Switch) {
 	b.offCPU = true
 	pr := b.procs[e.Pid]
 	if pr == nil {

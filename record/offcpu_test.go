@@ -3,7 +3,7 @@ package record
 import (
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -16,21 +16,21 @@ func TestBuilderOffCPU(t *testing.T) {
 	b.handle(mapEv(1000*ms, 10, 0x1000, 0x9000, "/bin/app"))
 	b.handle(sample(1001*ms, 10, 10, 0x1100, 0x1200))
 	// Blocked for 3.5 ms in 0x1300 called from 0x1200.
-	b.handle(&attach.Sample{Time: 1002 * ms, Pid: 10, Tid: 10, Switch: true, InKernel: true, Stack: []uint64{0x1300, 0x1200}})
-	b.handle(&attach.Switch{Time: 1002 * ms, Pid: 10, Tid: 10, Out: true})
-	b.handle(&attach.Switch{Time: 1005*ms + ms/2, Pid: 10, Tid: 10})
+	b.handle(&event.Sample{Time: 1002 * ms, Pid: 10, Tid: 10, Switch: true, InKernel: true, Stack: []uint64{0x1300, 0x1200}})
+	b.handle(&event.Switch{Time: 1002 * ms, Pid: 10, Tid: 10, Out: true})
+	b.handle(&event.Switch{Time: 1005*ms + ms/2, Pid: 10, Tid: 10})
 	// Preempted twice for 0.3 ms: together short of an interval, until
 	// the second brings the credit of 0.5 ms to 1.1 ms.
-	b.handle(&attach.Sample{Time: 1006 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1100, 0x1200}})
-	b.handle(&attach.Switch{Time: 1006 * ms, Pid: 10, Tid: 10, Out: true, Preempt: true})
-	b.handle(&attach.Switch{Time: 1006*ms + 3*ms/10, Pid: 10, Tid: 10})
+	b.handle(&event.Sample{Time: 1006 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1100, 0x1200}})
+	b.handle(&event.Switch{Time: 1006 * ms, Pid: 10, Tid: 10, Out: true, Preempt: true})
+	b.handle(&event.Switch{Time: 1006*ms + 3*ms/10, Pid: 10, Tid: 10})
 	// No stack taken at this switch: the latest one stands in.
-	b.handle(&attach.Switch{Time: 1007 * ms, Pid: 10, Tid: 10, Out: true, Preempt: true})
-	b.handle(&attach.Switch{Time: 1007*ms + 3*ms/10, Pid: 10, Tid: 10})
+	b.handle(&event.Switch{Time: 1007 * ms, Pid: 10, Tid: 10, Out: true, Preempt: true})
+	b.handle(&event.Switch{Time: 1007*ms + 3*ms/10, Pid: 10, Tid: 10})
 	// Off when recording stops: sampled up to the end, the credit of
 	// 0.1 ms left from before included.
-	b.handle(&attach.Sample{Time: 1008 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1300, 0x1200}})
-	b.handle(&attach.Switch{Time: 1008 * ms, Pid: 10, Tid: 10, Out: true})
+	b.handle(&event.Sample{Time: 1008 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1300, 0x1200}})
+	b.handle(&event.Switch{Time: 1008 * ms, Pid: 10, Tid: 10, Out: true})
 	procs := b.finish(1010 * ms)
 	if b.profile.Meta.Categories == nil {
 		t.Error("off-CPU categories not declared")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/python"
 )
@@ -63,7 +64,7 @@ func inEval(eval []python.Range, addr uint64, leaf bool) bool {
 // after that frame, the innermost calls go where the native eval frames
 // are, and the others follow, outermost last. fileBacked says whether an
 // address is in a file's mapping.
-func (ps *pyStage) merge(s *attach.Sample, frames, out []profile.Frame, fileBacked func(uint64) bool) ([]profile.Frame, []profile.Frame, bool) {
+func (ps *pyStage) merge(s *event.Sample, frames, out []profile.Frame, fileBacked func(uint64) bool) ([]profile.Frame, []profile.Frame, bool) {
 	st, _ := s.Interp.(*python.Stack)
 	eval := ps.eval[s.Pid]
 	if st != nil {

@@ -3,7 +3,7 @@ package record
 import (
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/python"
 )
@@ -28,7 +28,7 @@ func TestPythonMerge(t *testing.T) {
 		{Address: 0x4000, Category: profile.CategoryUser}, // main
 	}
 	ps := newPyStage()
-	s := &attach.Sample{Pid: 1, Tid: 1, Interp: st}
+	s := &event.Sample{Pid: 1, Tid: 1, Interp: st}
 	got, _, ok := ps.merge(s, append([]profile.Frame(nil), native...), nil, nil)
 	if !ok {
 		t.Fatal("not merged")
@@ -55,7 +55,7 @@ func TestPythonMerge(t *testing.T) {
 		t.Errorf("mismatched groups: merged %v, %d frames, counts %d/%d/%d", ok, len(got), ps.samples, ps.merged, ps.unread)
 	}
 	// No stack read, in a process known to run Python: counted.
-	_, _, ok = ps.merge(&attach.Sample{Pid: 1, Tid: 2}, append([]profile.Frame(nil), native...), nil, nil)
+	_, _, ok = ps.merge(&event.Sample{Pid: 1, Tid: 2}, append([]profile.Frame(nil), native...), nil, nil)
 	if ok || ps.unread != 2 {
 		t.Errorf("unread sample: merged %v, unread %d", ok, ps.unread)
 	}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // busySamples returns n samples of pid/tid, each carrying cpu of CPU time,
 // one ms apart from t0.
-func busySamples(t0 int64, pid, tid, n int, cpu time.Duration) []attach.Event {
-	var evs []attach.Event
+func busySamples(t0 int64, pid, tid, n int, cpu time.Duration) []event.Event {
+	var evs []event.Event
 	for i := 0; i < n; i++ {
 		s := sample(t0+int64(i+1)*ms, pid, tid, 0x1000)
 		s.CPUDelta = int64(cpu)
@@ -37,8 +38,8 @@ func TestRunSampleRatio(t *testing.T) {
 		{"just above the limit", 1220 * time.Microsecond, 1 / 1.22, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fakeBackend(t, func(t0 int64) []attach.Event {
-				evs := []attach.Event{&attach.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"}}
+			fakeBackend(t, func(t0 int64) []event.Event {
+				evs := []event.Event{&event.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"}}
 				evs = append(evs, busySamples(t0, 7, 7, 200, tc.each)...)
 				// A thread with too little CPU time to judge is left out.
 				return append(evs, busySamples(t0, 7, 8, 10, 3*time.Millisecond)...)
@@ -73,7 +74,7 @@ func TestRunSampleRatio(t *testing.T) {
 // A backend that knows it cannot sample as often as asked reports the
 // interval it aimed for, and is judged by it.
 func TestRunSampleRatioAtBackendInterval(t *testing.T) {
-	fakeBackend(t, func(t0 int64) []attach.Event {
+	fakeBackend(t, func(t0 int64) []event.Event {
 		return busySamples(t0, 7, 7, 100, 4*time.Millisecond)
 	}, attach.Result{ExitCode: -1, Backend: "suspend", Interval: 4 * time.Millisecond})
 	res, err := Run(context.Background(), Options{Attach: attach.Options{Pids: []int{7}, Interval: time.Millisecond}})
@@ -87,7 +88,7 @@ func TestRunSampleRatioAtBackendInterval(t *testing.T) {
 
 // Samples of files from other tools carry no CPU time: no figure.
 func TestRunSampleRatioUnknownCPU(t *testing.T) {
-	fakeBackend(t, func(t0 int64) []attach.Event {
+	fakeBackend(t, func(t0 int64) []event.Event {
 		return busySamples(t0, 7, 7, 100, -1)
 	}, attach.Result{ExitCode: -1})
 	res, err := Run(context.Background(), Options{Attach: attach.Options{Pids: []int{7}}})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize/remote"
 )
@@ -94,7 +95,7 @@ type Result struct {
 // profile: libraries identified, names resolved (if asked).
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	start := time.Now()
-	t0 := attach.MonotonicNow()
+	t0 := event.Now()
 	prof := &profile.Profile{Meta: hostMeta(start, opts)}
 	b := newBuilder(t0, prof)
 	b.bound = bound{maxBytes: opts.MaxBytes, keep: int64(opts.Keep)}
@@ -145,7 +146,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	var samples, lost atomic.Uint64
 	var threads atomic.Int64
-	handler := func(ev attach.Event) {
+	handler := func(ev event.Event) {
 		b.handle(ev)
 		samples.Store(b.samples)
 		lost.Store(b.lost)
@@ -173,7 +174,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if counters != nil {
 		counters.stop()
 	}
-	end := attach.MonotonicNow()
+	end := event.Now()
 	if err != nil {
 		return nil, err
 	}

@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // fakeBackend replaces attach.Record for the duration of a test with one
 // that sends events and returns res.
-func fakeBackend(t *testing.T, events func(t0 int64) []attach.Event, res attach.Result) {
+func fakeBackend(t *testing.T, events func(t0 int64) []event.Event, res attach.Result) {
 	t.Helper()
 	old := backendRecord
 	t.Cleanup(func() { backendRecord = old })
-	backendRecord = func(ctx context.Context, o attach.Options, h attach.Handler) (attach.Result, error) {
-		for _, e := range events(attach.MonotonicNow()) {
+	backendRecord = func(ctx context.Context, o attach.Options, h event.Handler) (attach.Result, error) {
+		for _, e := range events(event.Now()) {
 			h(e)
 		}
 		return res, nil
@@ -25,13 +26,13 @@ func fakeBackend(t *testing.T, events func(t0 int64) []attach.Event, res attach.
 // A backend reports each lost record once as a Lost event and once in its
 // Result's total: the profile must count it once.
 func TestRunCountsLostOnce(t *testing.T) {
-	fakeBackend(t, func(t0 int64) []attach.Event {
-		return []attach.Event{
-			&attach.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"},
+	fakeBackend(t, func(t0 int64) []event.Event {
+		return []event.Event{
+			&event.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"},
 			sample(t0+ms, 7, 7, 0x1000),
-			&attach.Lost{Time: t0 + 2*ms, Count: 1500},
+			&event.Lost{Time: t0 + 2*ms, Count: 1500},
 			sample(t0+3*ms, 7, 7, 0x1000),
-			&attach.Lost{Time: t0 + 4*ms, Count: 75},
+			&event.Lost{Time: t0 + 4*ms, Count: 75},
 		}
 	}, attach.Result{ExitCode: -1, Lost: 1575, Backend: "perf"})
 	res, err := Run(context.Background(), Options{Attach: attach.Options{Pids: []int{7}}})
@@ -45,8 +46,8 @@ func TestRunCountsLostOnce(t *testing.T) {
 
 // A backend that only counts its losses (no Lost events) is still heard.
 func TestRunCountsBackendOnlyLost(t *testing.T) {
-	fakeBackend(t, func(t0 int64) []attach.Event {
-		return []attach.Event{sample(t0+ms, 7, 7, 0x1000)}
+	fakeBackend(t, func(t0 int64) []event.Event {
+		return []event.Event{sample(t0+ms, 7, 7, 0x1000)}
 	}, attach.Result{ExitCode: -1, Lost: 3})
 	res, err := Run(context.Background(), Options{Attach: attach.Options{Pids: []int{7}}})
 	if err != nil {
@@ -61,8 +62,8 @@ func TestRunCountsBackendOnlyLost(t *testing.T) {
 // the discarded ones are counted apart: together, every sample taken.
 func TestRunSamplesExcludeDiscarded(t *testing.T) {
 	const taken = 20000
-	fakeBackend(t, func(t0 int64) []attach.Event {
-		evs := []attach.Event{&attach.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"}}
+	fakeBackend(t, func(t0 int64) []event.Event {
+		evs := []event.Event{&event.Comm{Time: t0, Pid: 7, Tid: 7, Name: "app"}}
 		for i := 1; i <= taken; i++ {
 			evs = append(evs, sample(t0+int64(i)*ms, 7, 7, 0x1000))
 		}

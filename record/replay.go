@@ -3,7 +3,7 @@ package record
 import (
 	"fmt"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -37,7 +37,7 @@ type ReplayOptions struct {
 // unwinding, library identification and symbolication. Events must be in
 // time order; their mappings' BuildIDs, when set, must match the binaries
 // on disk (else their MapFile, when set, is tried).
-func Replay(events []attach.Event, opts ReplayOptions) *profile.Profile {
+func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 	prof := &profile.Profile{Meta: opts.Meta}
 	if prof.Meta.Extra == nil {
 		prof.Meta.Extra = map[string]string{}

@@ -3,7 +3,7 @@ package record
 import (
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/symbolize/jitdump"
 	"github.com/gprof-dev/gprof/unwind"
 )
@@ -69,7 +69,7 @@ func (sp *space) catchUp(pr *proc) {
 
 // unwindPath picks the path that opens the mapped file: the file's own
 // path normally, the map_files link when the path no longer leads to it.
-func unwindPath(m *attach.Map) string {
+func unwindPath(m *event.Map) string {
 	if strings.HasSuffix(m.Path, " (deleted)") && m.MapFile != "" {
 		return m.MapFile
 	}
@@ -84,7 +84,7 @@ func unwindPath(m *attach.Map) string {
 // unwind appends the user frames of s to out. When the stack copy runs out
 // before the outermost frame, the kernel's frame-pointer chain (if the
 // backend sent one) continues from the last frame both agree on.
-func (uw *userUnwinder) unwind(pr *proc, s *attach.Sample, out []uint64) []uint64 {
+func (uw *userUnwinder) unwind(pr *proc, s *event.Sample, out []uint64) []uint64 {
 	sp := uw.sync(pr)
 	n := len(out)
 	out, short := uw.u.UnwindCopy(&sp.as, unwind.Regs(*s.Regs), s.StackCopy, out)

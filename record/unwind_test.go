@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // TestCutShortCountsOnlyLostFrames: a stack copy that ends before the
@@ -25,7 +25,7 @@ func TestCutShortCountsOnlyLostFrames(t *testing.T) {
 	binary.LittleEndian.PutUint64(stack[8:], code+0x20) // return address
 	// stack[16:32]: the next record would be at sp+16.. but the copy is
 	// only 24 bytes long below.
-	pr := &proc{mappings: []mapping{{Map: attach.Map{Start: code, End: code + 0x1000, Path: "[anon:jit]"}}}}
+	pr := &proc{mappings: []mapping{{Map: event.Map{Start: code, End: code + 0x1000, Path: "[anon:jit]"}}}}
 	for _, c := range []struct {
 		name      string
 		chain     []uint64 // the kernel's frame-pointer chain, leaf first
@@ -38,7 +38,7 @@ func TestCutShortCountsOnlyLostFrames(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			uw := newUserUnwinder()
 			defer uw.close()
-			s := &attach.Sample{Regs: &attach.Regs{IP: code + 0x10, SP: sp, FP: sp}, StackCopy: stack[:24], Stack: c.chain}
+			s := &event.Sample{Regs: &event.Regs{IP: code + 0x10, SP: sp, FP: sp}, StackCopy: stack[:24], Stack: c.chain}
 			out := uw.unwind(pr, s, nil)
 			if len(out) != c.wantDepth {
 				t.Errorf("frames %#x, want %d", out, c.wantDepth)

@@ -3,7 +3,7 @@ package record
 import (
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -15,14 +15,14 @@ func TestWaitMarkers(t *testing.T) {
 	b.handle(mapEv(1000*ms, 10, 0x1000, 0x9000, "/bin/app"))
 	b.handle(sample(1001*ms, 10, 10, 0x1100))
 	kern := uint64(0xffffffff81000000)
-	wait := &attach.Sample{Time: 1002 * ms, Pid: 10, Tid: 10, Switch: true, InKernel: true,
+	wait := &event.Sample{Time: 1002 * ms, Pid: 10, Tid: 10, Switch: true, InKernel: true,
 		Stack: []uint64{kern + 0x10, kern + 0x20, kern + 0x30, 0x1300, 0x1310, 0x1200}, KernelFrames: 3}
 	b.handle(wait)
-	b.handle(&attach.Switch{Time: 1002 * ms, Pid: 10, Tid: 10, Out: true})
-	b.handle(&attach.Switch{Time: 1022 * ms, Pid: 10, Tid: 10})
+	b.handle(&event.Switch{Time: 1002 * ms, Pid: 10, Tid: 10, Out: true})
+	b.handle(&event.Switch{Time: 1022 * ms, Pid: 10, Tid: 10})
 	b.handle(wait)
-	b.handle(&attach.Switch{Time: 1030 * ms, Pid: 10, Tid: 10, Out: true})
-	b.handle(&attach.Switch{Time: 1035 * ms, Pid: 10, Tid: 10})
+	b.handle(&event.Switch{Time: 1030 * ms, Pid: 10, Tid: 10, Out: true})
+	b.handle(&event.Switch{Time: 1035 * ms, Pid: 10, Tid: 10})
 	procs := b.finish(1040 * ms)
 	pr := procs[0].p
 	pr.Libs = []profile.Lib{{Start: 0x1000, End: 0x9000, Name: "app", DebugName: "app", BreakpadID: "A"}}
@@ -60,9 +60,9 @@ func TestWaitMarkerWchanFromBackend(t *testing.T) {
 	b := newTestBuilder()
 	b.profile.Meta.Interval = 1e6
 	b.handle(mapEv(1000*ms, 10, 0x1000, 0x9000, "/bin/app"))
-	b.handle(&attach.Sample{Time: 1001 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1300}})
-	b.handle(&attach.Switch{Time: 1001 * ms, Pid: 10, Tid: 10, Out: true, Wchan: "pipe_read"})
-	b.handle(&attach.Switch{Time: 1031 * ms, Pid: 10, Tid: 10})
+	b.handle(&event.Sample{Time: 1001 * ms, Pid: 10, Tid: 10, Switch: true, Stack: []uint64{0x1300}})
+	b.handle(&event.Switch{Time: 1001 * ms, Pid: 10, Tid: 10, Out: true, Wchan: "pipe_read"})
+	b.handle(&event.Switch{Time: 1031 * ms, Pid: 10, Tid: 10})
 	procs := b.finish(1040 * ms)
 	nameWaits(b.profile, b.waits)
 	m := procs[0].p.Threads[0].Markers

@@ -39,7 +39,7 @@ import (
 )
 
 // Regs are the registers unwinding starts from. The shape matches
-// attach.Regs, so one converts to the other.
+// event.Regs, so one converts to the other.
 type Regs struct {
 	IP, SP, FP uint64
 	LR         uint64 // arm64 only

@@ -1,7 +1,7 @@
 // Package etw is the Windows ETW live backend: a private real-time kernel
 // session with process, thread, image and profile events and stack walks
 // on samples (live_windows.go), whose events are decoded by package
-// github.com/gprof-dev/gprof/etw and translated into attach's neutral
+// github.com/gprof-dev/gprof/etwevent and translated into the neutral
 // events by package github.com/gprof-dev/gprof/etw/translate (tested on
 // every OS by replaying a real trace), the one translation ETL files go
 // through too.

@@ -3,7 +3,7 @@ package etw
 import (
 	"unsafe"
 
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent"
 )
 
 // The structures a real-time ETW consumer shares with advapi32, in their

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent"
 )
 
 // TestETWLayouts checks the 64-bit offsets evntcons.h and evntrace.h give
@@ -55,7 +55,7 @@ var classicGUIDs = map[uint8]etwevent.GUID{
 // the EVENT_RECORDs a real-time session delivers for them and checks that
 // etwEvent gives back events KindOf and the decoders read the same.
 func TestETWEventFromRecord(t *testing.T) {
-	data, err := os.ReadFile("../../etw/testdata/cut.etl")
+	data, err := os.ReadFile("../../etwevent/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}

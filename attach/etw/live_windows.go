@@ -20,8 +20,9 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/winproc"
-	etwevent "github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/etw/translate"
+	"github.com/gprof-dev/gprof/etwevent"
+	"github.com/gprof-dev/gprof/etwevent/translate"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // The ETW backend: a private real-time kernel session (system logger mode)
@@ -325,7 +326,7 @@ func init() {
 
 // startETW runs etwRecord, its errors that mean "use the suspend backend
 // instead" marked so for the dispatcher.
-func startETW(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
+func startETW(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {
 	res, err := etwRecord(ctx, opts, h)
 	if err != nil && etwUnavailable(err) {
 		// It failed before emitting anything (and killed a command it
@@ -336,7 +337,7 @@ func startETW(ctx context.Context, opts attach.Options, h attach.Handler) (attac
 }
 
 // etwRecord records with a kernel ETW session.
-func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res attach.Result, err error) {
+func etwRecord(ctx context.Context, opts attach.Options, h event.Handler) (res attach.Result, err error) {
 	res = attach.Result{ExitCode: -1, Backend: "etw", Event: "cpu-clock"}
 	notice := opts.Notice
 	if notice == nil {
@@ -395,7 +396,7 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 	}
 
 	counter0, freq := qpc()
-	mono0 := attach.MonotonicNow()
+	mono0 := event.Now()
 	toNS := func(t int64) int64 {
 		d := t - counter0
 		return mono0 + d/freq*1e9 + d%freq*1e9/freq
@@ -403,7 +404,7 @@ func etwRecord(ctx context.Context, opts attach.Options, h attach.Handler) (res 
 	s.tr = translate.New(h, translate.Options{
 		Targets: targets, ToNS: toNS, Interval: int64(units) * 100, Kernel: opts.Kernel,
 		Path: dosDevices(),
-		Identify: func(im *etwevent.Image, path string) *attach.Image {
+		Identify: func(im *etwevent.Image, path string) *event.Image {
 			return translate.DiskIdentity(path, im.Size, im.TimeDateStamp)
 		},
 		MaxWait: freq, // a second: a stack's user part comes long before

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // These tests run the ETW backend for real; they need an elevated prompt
@@ -66,15 +67,15 @@ func ownSessionRunning() bool {
 func TestETWLiveLaunch(t *testing.T) {
 	spin := buildETWSpin(t)
 	var samples, deep int
-	var maps []attach.Map
-	res, err := attach.Record(context.Background(), attach.Options{Command: []string{spin}, Interval: time.Millisecond, Backend: "etw"}, func(e attach.Event) {
+	var maps []event.Map
+	res, err := attach.Record(context.Background(), attach.Options{Command: []string{spin}, Interval: time.Millisecond, Backend: "etw"}, func(e event.Event) {
 		switch e := e.(type) {
-		case *attach.Sample:
+		case *event.Sample:
 			samples++
 			if len(e.Stack) >= 3 {
 				deep++
 			}
-		case *attach.Map:
+		case *event.Map:
 			maps = append(maps, *e)
 		}
 	})

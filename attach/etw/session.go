@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf16"
 
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent"
 )
 
 // The platform-neutral parts of starting an ETW session, tested on Linux;

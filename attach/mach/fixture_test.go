@@ -8,11 +8,12 @@ import (
 	"bytes"
 	"debug/macho"
 	"encoding/binary"
-	"github.com/gprof-dev/gprof/objfile"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // darwinGo cross-builds a small Go program for darwin/arch and returns

@@ -6,10 +6,11 @@ package mach
 
 import (
 	"fmt"
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
-	"github.com/gprof-dev/gprof/objfile"
 	"path/filepath"
+
+	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // machImages tracks the images of one task and reports each new one once.
@@ -33,7 +34,7 @@ func newMachImages(task machTask, pid int, infoAddr uint64) *machImages {
 // of dyld_all_image_infos unless the list changed: dyld bumps
 // infoArrayChangeTimestamp (version 15 and later) on every change, and
 // sets infoArray to null while it makes one.
-func (m *machImages) poll(emit func(attach.Event), now int64) error {
+func (m *machImages) poll(emit func(event.Event), now int64) error {
 	if err := m.task.read(m.infoAddr, m.head[:]); err != nil {
 		// Versions before 15 are shorter; their head still fits 16 bytes
 		// at least.
@@ -83,7 +84,7 @@ func (m *machImages) poll(emit func(attach.Event), now int64) error {
 }
 
 // image reads and identifies one image from the target's memory.
-func (m *machImages) image(im dyldImage) (*attach.Map, error) {
+func (m *machImages) image(im dyldImage) (*event.Map, error) {
 	var h [objfile.MachHeaderSize64]byte
 	if err := m.task.read(im.Header, h[:]); err != nil {
 		return nil, err
@@ -107,13 +108,13 @@ func (m *machImages) image(im dyldImage) (*attach.Map, error) {
 	if path == "" && img.Type == machoTypeDylinker {
 		path = "/usr/lib/dyld"
 	}
-	return &attach.Map{
+	return &event.Map{
 		Pid:   m.pid,
 		Start: im.Header,
 		End:   im.Header + img.TextSize,
 		Path:  path,
 		// Its __TEXT starts at the header: relative addresses count from there.
-		Image: &attach.Image{DebugName: filepath.Base(path), BreakpadID: img.BreakpadID(), CodeID: img.CodeID(), Arch: img.Arch, Base: im.Header},
+		Image: &event.Image{DebugName: filepath.Base(path), BreakpadID: img.BreakpadID(), CodeID: img.CodeID(), Arch: img.Arch, Base: im.Header},
 	}, nil
 }
 

@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gprof-dev/gprof/objfile"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // allImageInfos lays out a version-17 dyld_all_image_infos as dyld does in

@@ -12,8 +12,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 )
 
 var le = binary.LittleEndian
@@ -56,20 +56,20 @@ func stateFlavor(a suspendwalk.Arch) (flavor, count uint32) {
 //
 // x86_thread_state64: rax rbx rcx rdx rdi rsi rbp rsp r8-r15 rip rflags cs
 // fs gs, 21 u64.
-func decodeThreadState(a suspendwalk.Arch, b []byte) (attach.Regs, error) {
+func decodeThreadState(a suspendwalk.Arch, b []byte) (event.Regs, error) {
 	_, words := stateFlavor(a)
 	if len(b) < int(words)*4 {
-		return attach.Regs{}, fmt.Errorf("%v thread state: %d bytes, want %d", a, len(b), words*4)
+		return event.Regs{}, fmt.Errorf("%v thread state: %d bytes, want %d", a, len(b), words*4)
 	}
 	if a == suspendwalk.AMD64 {
-		return attach.Regs{
+		return event.Regs{
 			BX: le.Uint64(b[1*8:]),
 			FP: le.Uint64(b[6*8:]),
 			SP: le.Uint64(b[7*8:]),
 			IP: le.Uint64(b[16*8:]),
 		}, nil
 	}
-	return attach.Regs{
+	return event.Regs{
 		FP: suspendwalk.StripPAC(le.Uint64(b[29*8:])),
 		LR: suspendwalk.StripPAC(le.Uint64(b[30*8:])),
 		SP: suspendwalk.StripPAC(le.Uint64(b[31*8:])),

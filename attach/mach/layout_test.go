@@ -4,12 +4,13 @@ import (
 	"debug/macho"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
-	"github.com/gprof-dev/gprof/objfile"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // The identity of a real Mach-O image, decoded from the bytes a target's
@@ -105,7 +106,7 @@ func TestDecodeThreadState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := attach.Regs{IP: 0x100003f58, SP: 0x16fdfefe0, FP: 0x16fdff000, LR: 0x100003f20}
+		want := event.Regs{IP: 0x100003f58, SP: 0x16fdfefe0, FP: 0x16fdff000, LR: 0x100003f20}
 		if r != want {
 			t.Errorf("regs %+x, want %+x", r, want)
 		}
@@ -128,7 +129,7 @@ func TestDecodeThreadState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (attach.Regs{IP: vals["rip"], SP: vals["rsp"], FP: vals["rbp"], BX: vals["rbx"]}); r != want {
+		if want := (event.Regs{IP: vals["rip"], SP: vals["rsp"], FP: vals["rbp"], BX: vals["rbx"]}); r != want {
 			t.Errorf("regs %+x, want %+x", r, want)
 		}
 	})
@@ -246,7 +247,7 @@ func TestWalkFPRealFrameLayout(t *testing.T) {
 			rec(0x20, base+0x40, inTop)
 			rec(0x40, base+0x60, inMain)
 			rec(0x60, 0, 0)
-			regs := attach.Regs{IP: leafPC, SP: base, FP: base + 0x20, LR: ret}
+			regs := event.Regs{IP: leafPC, SP: base, FP: base + 0x20, LR: ret}
 			got := suspendwalk.WalkFP(a, regs, stack, base, nil, 64)
 			if want := []uint64{leafPC, inTop, inMain}; !slices.Equal(got, want) {
 				t.Errorf("frames %x, want %x", got, want)

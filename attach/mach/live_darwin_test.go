@@ -10,8 +10,6 @@ package mach
 import (
 	"context"
 	"errors"
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/objfile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,10 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 
 	"github.com/ebitengine/purego"
 )
@@ -104,13 +106,13 @@ func TestMachLiveLaunch(t *testing.T) {
 	before := selfPortNames(t)
 	var (
 		samples, deep int
-		maps          []attach.Map
+		maps          []event.Map
 		execFirst     = true
 		sawComm       bool
 	)
-	res, err := attach.Record(context.Background(), attach.Options{Command: []string{spin}, Interval: time.Millisecond}, func(e attach.Event) {
+	res, err := attach.Record(context.Background(), attach.Options{Command: []string{spin}, Interval: time.Millisecond}, func(e event.Event) {
 		switch e := e.(type) {
-		case *attach.Sample:
+		case *event.Sample:
 			if !sawComm {
 				execFirst = false
 			}
@@ -118,9 +120,9 @@ func TestMachLiveLaunch(t *testing.T) {
 			if len(e.Stack) >= 4 {
 				deep++
 			}
-		case *attach.Comm:
+		case *event.Comm:
 			sawComm = sawComm || (e.Exec && e.Tid == e.Pid)
-		case *attach.Map:
+		case *event.Map:
 			maps = append(maps, *e)
 		}
 	})
@@ -182,8 +184,8 @@ func TestMachLiveAttachLeavesThreadsRunning(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	samples := 0
-	_, err := attach.Record(ctx, attach.Options{Pids: []int{cmd.Process.Pid}, Interval: time.Millisecond}, func(e attach.Event) {
-		if _, ok := e.(*attach.Sample); ok {
+	_, err := attach.Record(ctx, attach.Options{Pids: []int{cmd.Process.Pid}, Interval: time.Millisecond}, func(e event.Event) {
+		if _, ok := e.(*event.Sample); ok {
 			samples++
 		}
 	})

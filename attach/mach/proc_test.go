@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 func TestMachSchedule(t *testing.T) {
@@ -38,7 +38,7 @@ func TestMachProcLaunchOrder(t *testing.T) {
 	app := darwinGo(t, "arm64", "launched")
 	const aii, arr, hdr, paths = 0x1f0000000, 0x600000000, 0x100000000, 0x600002000
 	task := newFakeTask(t)
-	regs := attach.Regs{IP: 0x100001000, SP: stackBase, FP: stackBase + 0x10}
+	regs := event.Regs{IP: 0x100001000, SP: stackBase, FP: stackBase + 0x10}
 	task.live = []*fakeThread{{id: 77, regs: regs}} // suspended: not running
 	log := &eventLog{}
 	s := newTestSampler(task, log)

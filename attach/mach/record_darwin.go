@@ -18,6 +18,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // The mach backend: a timer samples every thread of the targets through
@@ -62,7 +63,7 @@ func init() {
 	attach.Register(attach.Driver{Name: attach.Mach, Order: 10, Start: recordMach, Settle: suspendwalk.Settle})
 }
 
-func recordMach(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
+func recordMach(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {
 	res := attach.Result{ExitCode: -1, Backend: "mach", Event: "mach-timer"}
 	if (len(opts.Pids)+len(opts.Tids) == 0) == (len(opts.Command) == 0) {
 		return res, fmt.Errorf("record: exactly one of Pids (or Tids) and Command must be set")
@@ -173,7 +174,7 @@ func pidExists(pid int) bool {
 // attachMach gets pid's task ports: a read port first where macOS has
 // task_read_for_pid (reading memory and the image list needs no more),
 // then the control port that suspending threads needs.
-func attachMach(pid int, stackSize int, h attach.Handler) (*machTarget, error) {
+func attachMach(pid int, stackSize int, h event.Handler) (*machTarget, error) {
 	if pid == os.Getpid() {
 		return nil, fmt.Errorf("pid %d is gprof itself, which cannot profile itself", pid)
 	}
@@ -211,7 +212,7 @@ func attachMach(pid int, stackSize int, h attach.Handler) (*machTarget, error) {
 	if readPort != 0 {
 		reader = &darwinTask{port: readPort}
 	}
-	sampler := newMachSampler(t.task, arch, pid, stackSize, func(e attach.Event) { h(e) }, attach.MonotonicNow)
+	sampler := newMachSampler(t.task, arch, pid, stackSize, func(e event.Event) { h(e) }, event.Now)
 	sampler.procName = name
 	t.machProc = newMachProc(pid, sampler, reader, reader.dyldInfoAddr, func() bool { return pidExists(pid) })
 	return t, nil

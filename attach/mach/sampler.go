@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // machTask is the Mach interface of one target task. Thread ports are
@@ -50,7 +50,7 @@ type machSampler struct {
 	task      machTask
 	arch      suspendwalk.Arch
 	pid       int
-	emit      func(attach.Event)
+	emit      func(event.Event)
 	now       func() int64
 	minRun    int64 // CPU ns that makes a sleeping thread worth a sample
 	maxFrames int
@@ -63,7 +63,7 @@ type machSampler struct {
 	infoBuf  []byte
 	stack    []byte
 	frames   []uint64
-	sample   attach.Sample
+	sample   event.Sample
 
 	suspended uint32 // the thread suspended right now, 0 if none (tests)
 	samples   int
@@ -76,7 +76,7 @@ type machSampler struct {
 	execd    bool
 }
 
-func newMachSampler(task machTask, arch suspendwalk.Arch, pid int, stackSize int, emit func(attach.Event), now func() int64) *machSampler {
+func newMachSampler(task machTask, arch suspendwalk.Arch, pid int, stackSize int, emit func(event.Event), now func() int64) *machSampler {
 	_, words := stateFlavor(arch)
 	return &machSampler{
 		task: task, arch: arch, pid: pid, emit: emit, now: now,
@@ -157,7 +157,7 @@ func (s *machSampler) tick(slow bool) error {
 	for p, th := range s.threads {
 		if th.gen != s.gen {
 			if th.tid != s.pid { // the main thread's exit is the process's
-				s.emit(&attach.Exit{Time: now, Pid: s.pid, Tid: th.tid})
+				s.emit(&event.Exit{Time: now, Pid: s.pid, Tid: th.tid})
 			}
 			delete(s.threads, p)
 			s.task.deallocate(p)
@@ -166,9 +166,9 @@ func (s *machSampler) tick(slow bool) error {
 	slices.SortFunc(fresh, func(a, b *machThread) int { return a.tid - b.tid })
 	for _, th := range fresh {
 		if !first {
-			s.emit(&attach.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
+			s.emit(&event.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
 		}
-		c := &attach.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: th.name}
+		c := &event.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: th.name}
 		if th.tid == s.pid {
 			c.Argv, c.Exec = s.argv, s.execd
 		}
@@ -178,7 +178,7 @@ func (s *machSampler) tick(slow bool) error {
 		if slow && !slices.Contains(fresh, th) {
 			if name, ok := s.threadName(th.port); ok && name != "" && name != th.name {
 				th.name = name
-				s.emit(&attach.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: name})
+				s.emit(&event.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: name})
 			}
 		}
 		s.sampleThread(th)
@@ -255,7 +255,7 @@ func (s *machSampler) sampleThread(th *machThread) {
 	th.lastCPU = bi.CPU
 	s.frames = suspendwalk.WalkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
 	s.samples++
-	s.sample = attach.Sample{
+	s.sample = event.Sample{
 		Time: s.now(), Pid: s.pid, Tid: th.tid, CPU: -1,
 		CPUDelta: delta, Stack: s.frames,
 	}
@@ -266,11 +266,11 @@ func (s *machSampler) sampleThread(th *machThread) {
 // stack, and resumes it: on every path out, a panic included. The window
 // holds a few Mach calls and nothing else (no handler call, no lock but
 // suspendwalk.Mu); only a GC pause of gprof itself can lengthen it.
-func (s *machSampler) capture(port uint32) (regs attach.Regs, stack []byte, err error) {
+func (s *machSampler) capture(port uint32) (regs event.Regs, stack []byte, err error) {
 	suspendwalk.Mu.Lock()
 	defer suspendwalk.Mu.Unlock()
 	if err := s.task.suspend(port); err != nil {
-		return attach.Regs{}, nil, err
+		return event.Regs{}, nil, err
 	}
 	s.suspended = port
 	defer func() {
@@ -282,11 +282,11 @@ func (s *machSampler) capture(port uint32) (regs attach.Regs, stack []byte, err 
 	}()
 	flavor, _ := stateFlavor(s.arch)
 	if err := s.task.state(port, flavor, s.stateBuf); err != nil {
-		return attach.Regs{}, nil, err
+		return event.Regs{}, nil, err
 	}
 	regs, err = decodeThreadState(s.arch, s.stateBuf)
 	if err != nil {
-		return attach.Regs{}, nil, err
+		return event.Regs{}, nil, err
 	}
 	return regs, s.readStack(regs.SP), nil
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // fakeRegion is target memory at addr.
@@ -25,7 +25,7 @@ type fakeThread struct {
 	cpu     int64 // ns
 	running bool
 	dead    bool
-	regs    attach.Regs
+	regs    event.Regs
 }
 
 // fakeTask is a Mach task as the kernel would present it to gprof, which
@@ -188,17 +188,17 @@ func (f *fakeTask) checkBooks() {
 
 type eventLog struct{ evs []string }
 
-func (l *eventLog) emit(e attach.Event) {
+func (l *eventLog) emit(e event.Event) {
 	switch e := e.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		l.evs = append(l.evs, fmt.Sprintf("sample %d cpu=%d %x", e.Tid, e.CPUDelta, e.Stack))
-	case *attach.Fork:
+	case *event.Fork:
 		l.evs = append(l.evs, fmt.Sprintf("fork %d", e.Tid))
-	case *attach.Exit:
+	case *event.Exit:
 		l.evs = append(l.evs, fmt.Sprintf("exit %d", e.Tid))
-	case *attach.Comm:
+	case *event.Comm:
 		l.evs = append(l.evs, fmt.Sprintf("comm %d %s exec=%v", e.Tid, e.Name, e.Exec))
-	case *attach.Map:
+	case *event.Map:
 		l.evs = append(l.evs, fmt.Sprintf("map %#x-%#x %s %s", e.Start, e.End, e.Path, e.Image.BreakpadID))
 	}
 }
@@ -226,7 +226,7 @@ func newTestSampler(task *fakeTask, log *eventLog) *machSampler {
 
 func TestMachSamplerThreadsAndCPU(t *testing.T) {
 	task := newFakeTask(t)
-	regs := attach.Regs{IP: 0x100000100, SP: stackBase, FP: stackBase + 0x10}
+	regs := event.Regs{IP: 0x100000100, SP: stackBase, FP: stackBase + 0x10}
 	main := &fakeThread{id: 901, cpu: 5e6, running: true, regs: regs}
 	worker := &fakeThread{id: 902, name: "worker", cpu: 1e6, regs: regs}
 	task.live = []*fakeThread{main, worker}
@@ -298,7 +298,7 @@ func TestMachSamplerNeverLeaksOrLeavesSuspended(t *testing.T) {
 	task := newFakeTask(t)
 	log := &eventLog{}
 	s := newTestSampler(task, log)
-	regs := attach.Regs{IP: 0x100000100, SP: stackBase, FP: stackBase + 0x10}
+	regs := event.Regs{IP: 0x100000100, SP: stackBase, FP: stackBase + 0x10}
 	var all []*fakeThread
 	for i := 0; i < 200; i++ {
 		// Threads come and go.
@@ -368,7 +368,7 @@ func TestMachSamplerNeverLeaksOrLeavesSuspended(t *testing.T) {
 // part that is mapped, ending at a page boundary.
 func TestMachReadStackShortens(t *testing.T) {
 	task := newFakeTask(t)
-	s := newMachSampler(task, suspendwalk.ARM64, 1, 64<<10, func(attach.Event) {}, func() int64 { return 0 })
+	s := newMachSampler(task, suspendwalk.ARM64, 1, 64<<10, func(event.Event) {}, func() int64 { return 0 })
 	// 20 KiB of stack above sp = base+0x800: readable up to base+0x5000.
 	task.mem = []fakeRegion{{stackBase, make([]byte, 0x5000)}}
 	got := s.readStack(stackBase + 0x800)

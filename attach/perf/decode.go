@@ -10,6 +10,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Decoding of perf ring records (kernel include/uapi/linux/perf_event.h).
@@ -36,7 +37,7 @@ type regsLayout struct {
 	bx             int
 	n              int // registers in the array
 	// callee, when nCallee > 0, is the index of the first of nCallee
-	// more registers (x86-64 r12-r15) for attach.Sample.CalleeRegs.
+	// more registers (x86-64 r12-r15) for event.Sample.CalleeRegs.
 	callee, nCallee int
 }
 
@@ -57,10 +58,10 @@ func userRegs(goarch string) (regsLayout, bool) {
 // batch owns the events of one drain and the memory they point into, so a
 // batch can be handed to the handler goroutine while the next one fills.
 type batch struct {
-	events  []attach.Event
-	samples []attach.Sample // chunk; samples[nsamp:] free
+	events  []event.Event
+	samples []event.Sample // chunk; samples[nsamp:] free
 	nsamp   int
-	regs    []attach.Regs
+	regs    []event.Regs
 	nregs   int
 	frames  []uint64
 	bytes   []byte
@@ -79,8 +80,8 @@ func (b *batch) reset() {
 	b.notices = b.notices[:0]
 }
 
-func (b *batch) newSample() *attach.Sample { return nextInChunk(&b.samples, &b.nsamp) }
-func (b *batch) newRegs() *attach.Regs     { return nextInChunk(&b.regs, &b.nregs) }
+func (b *batch) newSample() *event.Sample { return nextInChunk(&b.samples, &b.nsamp) }
+func (b *batch) newRegs() *event.Regs     { return nextInChunk(&b.regs, &b.nregs) }
 
 // nextInChunk returns the next zeroed element of *chunk, *used of which are
 // taken, starting a new chunk (twice as long, at least 256) when it is full.
@@ -254,12 +255,12 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if s := d.decodeSample(rec, misc, b); s != nil {
 			if d.interp != nil && !s.Switch {
 				// The thread ran on since the sample: what it runs now
-				// may not be what it ran then (attach.Sample.InterpLate),
+				// may not be what it ran then (event.Sample.InterpLate),
 				// and the later, the likelier. Past maxInterpLate it is
 				// not read at all: which samples that drops depends on
 				// when gprof got a CPU, not on what the target ran.
 				s.InterpLate = true
-				if !d.interpSeen || attach.MonotonicNow()-s.Time <= maxInterpLate {
+				if !d.interpSeen || event.Now()-s.Time <= maxInterpLate {
 					s.Interp = d.interp(s.Pid, s.Tid, attach.ProcessMemory(s.Pid))
 					d.interpSeen = d.interpSeen || s.Interp != nil
 				}
@@ -280,7 +281,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if d.filter != nil && !d.filter.keep(int(ne.Uint32(rec[8:])), int(ne.Uint32(rec[12:]))) {
 			return
 		}
-		c := &attach.Comm{
+		c := &event.Comm{
 			Time: d.trailerTimeOf(rec),
 			Pid:  int(ne.Uint32(rec[8:])),
 			Tid:  int(ne.Uint32(rec[12:])),
@@ -307,9 +308,9 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			}
 		}
 		if typ == unix.PERF_RECORD_FORK {
-			b.events = append(b.events, &attach.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
+			b.events = append(b.events, &event.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
 		} else {
-			b.events = append(b.events, &attach.Exit{Time: t, Pid: pid, Tid: tid})
+			b.events = append(b.events, &event.Exit{Time: t, Pid: pid, Tid: tid})
 			if d.readCPU {
 				d.exited = append(d.exited, tid)
 			}
@@ -320,14 +321,14 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		}
 		n := ne.Uint64(rec[16:])
 		b.lost += n
-		b.events = append(b.events, &attach.Lost{Time: d.trailerTimeOf(rec), Count: n})
+		b.events = append(b.events, &event.Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_LOST_SAMPLES:
 		if len(rec) < 16 {
 			return
 		}
 		n := ne.Uint64(rec[8:])
 		b.lost += n
-		b.events = append(b.events, &attach.Lost{Time: d.trailerTimeOf(rec), Count: n})
+		b.events = append(b.events, &event.Lost{Time: d.trailerTimeOf(rec), Count: n})
 	case unix.PERF_RECORD_THROTTLE:
 		d.throttled = true
 	case unix.PERF_RECORD_SWITCH, unix.PERF_RECORD_SWITCH_CPU_WIDE:
@@ -342,7 +343,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if d.filter != nil && !d.filter.keep(pid, tid) {
 			return
 		}
-		b.events = append(b.events, &attach.Switch{
+		b.events = append(b.events, &event.Switch{
 			Time:    d.trailerTimeOf(rec),
 			Pid:     pid,
 			Tid:     tid,
@@ -352,7 +353,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	}
 }
 
-func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *attach.Sample {
+func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *event.Sample {
 	st := d.sampleType
 	p := 8
 	need := func(n int) bool { return p+n <= len(rec) }
@@ -542,7 +543,7 @@ func (d *decoder) decodeSample(rec []byte, misc uint16, b *batch) *attach.Sample
 // MMAP2 body: pid u32, tid u32, addr, len, pgoff u64; then either maj u32,
 // min u32, ino u64, ino_generation u64 or build_id_size u8, 3 bytes pad,
 // build_id[20]; then prot u32, flags u32, filename.
-func (d *decoder) decodeMmap2(rec []byte, misc uint16) *attach.Map {
+func (d *decoder) decodeMmap2(rec []byte, misc uint16) *event.Map {
 	const fixed = 8 + 8 + 24 + 24 + 8
 	if len(rec) < fixed+d.trailerLen {
 		return nil
@@ -551,7 +552,7 @@ func (d *decoder) decodeMmap2(rec []byte, misc uint16) *attach.Map {
 	if prot&unix.PROT_EXEC == 0 {
 		return nil
 	}
-	m := &attach.Map{
+	m := &event.Map{
 		Time:       d.trailerTimeOf(rec),
 		Pid:        int(ne.Uint32(rec[8:])),
 		Start:      ne.Uint64(rec[16:]),

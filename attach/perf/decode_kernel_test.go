@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // kernelTestRecord builds a sample record of tid 1235 on cpu with the
@@ -57,14 +58,14 @@ func TestDecodeKernelModeSample(t *testing.T) {
 	if len(bt.events) != 3 {
 		t.Fatalf("%d events", len(bt.events))
 	}
-	s := bt.events[0].(*attach.Sample)
+	s := bt.events[0].(*event.Sample)
 	if !s.InKernel || s.KernelFrames != 0 || fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010}) || s.CPUDelta != 1e6 {
 		t.Errorf("kernel-mode sample decoded as %+v", s)
 	}
-	if s := bt.events[1].(*attach.Sample); !s.InKernel || len(s.Stack) != 0 {
+	if s := bt.events[1].(*event.Sample); !s.InKernel || len(s.Stack) != 0 {
 		t.Errorf("kernel-mode sample with no user chain decoded as %+v; want no frames", s)
 	}
-	if s := bt.events[2].(*attach.Sample); s.InKernel {
+	if s := bt.events[2].(*event.Sample); s.InKernel {
 		t.Errorf("user-mode sample decoded as in the kernel: %+v", s)
 	}
 }
@@ -87,7 +88,7 @@ func TestDecodeSampleReadCPU(t *testing.T) {
 	}
 	var deltas []int64
 	for _, e := range bt.events {
-		deltas = append(deltas, e.(*attach.Sample).CPUDelta)
+		deltas = append(deltas, e.(*event.Sample).CPUDelta)
 	}
 	if fmt.Sprint(deltas) != fmt.Sprint([]int64{1e6, 4e6, 2e6, 1e6}) {
 		t.Errorf("CPU deltas %v, want [1ms 4ms 2ms 1ms] in ns", deltas)

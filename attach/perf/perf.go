@@ -19,6 +19,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // The perf_event backend.
@@ -87,7 +88,7 @@ type perfSession struct {
 	switchStacksDenied bool
 	// layout is how the events are opened (see layout.go).
 	layout layout
-	// sampling is when every event was open (MonotonicNow).
+	// sampling is when every event was open (event.Now).
 	sampling int64
 	// watch, when set, are the processes whose end ends the recording
 	// (a system-wide recording of a command: the command).
@@ -104,7 +105,7 @@ func init() {
 	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true})
 }
 
-func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res attach.Result, err error) {
+func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res attach.Result, err error) {
 	res = attach.Result{ExitCode: -1, Backend: "perf",
 		// The kernel samples a thread every interval of its CPU time, so
 		// it falls short only when it throttles the event (past
@@ -139,7 +140,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res
 
 	first := &batch{}
 	var l *proc.Launched
-	setup := attach.MonotonicNow()
+	setup := event.Now()
 	switch {
 	case len(opts.Command) > 0:
 		var err error
@@ -181,7 +182,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h attach.Handler) (res
 	// Sampling began when the last event was opened; the names and
 	// mappings read after that wait in the rings.
 	if s.sampling == 0 {
-		s.sampling = attach.MonotonicNow()
+		s.sampling = event.Now()
 	}
 	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(s.sampling-setup)/1e6)}
 
@@ -290,7 +291,7 @@ func (s *perfSession) configure() error {
 			// r12-r15 too (perf_regs.h: R12=20 ... R15=23, after the
 			// others in the array), where CPython's eval loop keeps
 			// what tells whether a Python stack read after the sample
-			// is the sample's (attach.Sample.CalleeRegs).
+			// is the sample's (event.Sample.CalleeRegs).
 			regs.mask |= 0xf << 20
 			regs.callee, regs.nCallee = regs.n, 4
 			regs.n += 4
@@ -630,7 +631,7 @@ func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 // attach opens events on every thread of every pid and synthesizes the
 // state perf does not report for existing tasks: names and mappings.
 func (s *perfSession) attach(b *batch) error {
-	t0 := attach.MonotonicNow()
+	t0 := event.Now()
 	for _, pid := range s.opts.Pids {
 		if !proc.ProcessExists(pid) {
 			return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
@@ -650,7 +651,7 @@ func (s *perfSession) attach(b *batch) error {
 			return s.openError(err, 0, "every task")
 		}
 		s.dec.filter = newTargets(s.opts.Pids, s.opts.Tids)
-		s.sampling = attach.MonotonicNow()
+		s.sampling = event.Now()
 		var err error
 		s.whileDraining(b, func() { err = s.synthesize(b, t0) })
 		return err
@@ -708,7 +709,7 @@ func (s *perfSession) attach(b *batch) error {
 		s.drain(b)
 		inherited := map[int]bool{}
 		for _, e := range b.events {
-			if f, ok := e.(*attach.Fork); ok {
+			if f, ok := e.(*event.Fork); ok {
 				inherited[f.Tid] = true
 			}
 		}
@@ -722,7 +723,7 @@ func (s *perfSession) attach(b *batch) error {
 			}
 		}
 	}
-	s.sampling = attach.MonotonicNow()
+	s.sampling = event.Now()
 	s.whileDraining(b, func() { err = s.synthesize(b, t0) })
 	return err
 }
@@ -779,7 +780,7 @@ func (s *perfSession) synthesize(b *batch, t0 int64) error {
 // synthesizeTasks adds to b the names of the threads procTids lists, by
 // process, and their processes' mappings, dated t0.
 func (s *perfSession) synthesizeTasks(b *batch, t0 int64, procTids map[int][]int) {
-	var synth []attach.Event
+	var synth []event.Event
 	for pid, tids := range procTids {
 		argv := proc.ReadCmdline(pid)
 		for _, tid := range tids {
@@ -787,7 +788,7 @@ func (s *perfSession) synthesizeTasks(b *batch, t0 int64, procTids map[int][]int
 			if name == "" {
 				continue
 			}
-			synth = append(synth, &attach.Comm{Time: t0, Pid: pid, Tid: tid, Name: name, Argv: argv})
+			synth = append(synth, &event.Comm{Time: t0, Pid: pid, Tid: tid, Name: name, Argv: argv})
 		}
 		maps, err := procmaps.Read(pid, t0)
 		if err != nil && proc.ProcessExists(pid) {
@@ -815,7 +816,7 @@ func (s *perfSession) synthesizeTasks(b *batch, t0 int64, procTids map[int][]int
 // kernel's threads with -k (the events come first, so that a process
 // starting meanwhile is in one or the other).
 func (s *perfSession) openSystem(b *batch) error {
-	t0 := attach.MonotonicNow()
+	t0 := event.Now()
 	s.layout = perCPU
 	if err := s.tryCPUWide(); err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
@@ -851,7 +852,7 @@ func (s *perfSession) openSystem(b *batch) error {
 	}
 	s.dec.filter = systemTargets(kthreads, s.opts.Kernel)
 	s.dec.filter.self = os.Getpid()
-	s.sampling = attach.MonotonicNow()
+	s.sampling = event.Now()
 	s.whileDraining(b, func() { s.synthesizeTasks(b, t0, procTids) })
 	return nil
 }
@@ -859,7 +860,7 @@ func (s *perfSession) openSystem(b *batch) error {
 // rescanMaps adds to b the mappings of processes sampled by thread alone
 // that were not reported yet.
 func (s *perfSession) rescanMaps(b *batch) {
-	now := attach.MonotonicNow()
+	now := event.Now()
 	for pid, seen := range s.threadMaps {
 		maps, _ := procmaps.Read(pid, now)
 		for _, m := range maps {
@@ -888,7 +889,7 @@ const (
 
 // run drains the rings until ctx is cancelled or all targets have exited,
 // calling h on this goroutine.
-func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, res *attach.Result, notify func(string)) stopReason {
+func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, res *attach.Result, notify func(string)) stopReason {
 	batches := make(chan *batch, 256)
 	free := make(chan *batch, 8)
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -926,8 +927,8 @@ func (s *perfSession) run(ctx context.Context, first *batch, h attach.Handler, r
 				}
 				return
 			}
-			slices.SortStableFunc(b.events, func(x, y attach.Event) int {
-				tx, ty := attach.EventTime(x), attach.EventTime(y)
+			slices.SortStableFunc(b.events, func(x, y event.Event) int {
+				tx, ty := event.EventTime(x), event.EventTime(y)
 				switch {
 				case tx < ty:
 					return -1

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/event"
 
 	// Registered for Auto to fall back to, as in gprof
 	// (TestPerfDeniedFallsBack).
@@ -90,25 +91,25 @@ func testProgram(t testing.TB, name string) string {
 
 // recording is what a test saw, deep-copied out of the handler.
 type recording struct {
-	samples []attach.Sample
-	maps    []attach.Map
-	comms   []attach.Comm
-	forks   []attach.Fork
-	exits   []attach.Exit
+	samples []event.Sample
+	maps    []event.Map
+	comms   []event.Comm
+	forks   []event.Fork
+	exits   []event.Exit
 	lost    uint64
 	notices []string
 	lastT   int64
 	order   int // events out of time order by more than a batch could explain
 }
 
-func (r *recording) handle(e attach.Event) {
-	if t := attach.EventTime(e); t < r.lastT-int64(time.Second) {
+func (r *recording) handle(e event.Event) {
+	if t := event.EventTime(e); t < r.lastT-int64(time.Second) {
 		r.order++
 	} else if t > r.lastT {
 		r.lastT = t
 	}
 	switch e := e.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		s := *e
 		s.Stack = append([]uint64(nil), e.Stack...)
 		s.StackCopy = append([]byte(nil), e.StackCopy...)
@@ -117,15 +118,15 @@ func (r *recording) handle(e attach.Event) {
 			s.Regs = &r
 		}
 		r.samples = append(r.samples, s)
-	case *attach.Map:
+	case *event.Map:
 		r.maps = append(r.maps, *e)
-	case *attach.Comm:
+	case *event.Comm:
 		r.comms = append(r.comms, *e)
-	case *attach.Fork:
+	case *event.Fork:
 		r.forks = append(r.forks, *e)
-	case *attach.Exit:
+	case *event.Exit:
 		r.exits = append(r.exits, *e)
-	case *attach.Lost:
+	case *event.Lost:
 		r.lost += e.Count
 	}
 }
@@ -158,12 +159,12 @@ func readBuildID(t *testing.T, path string) []byte {
 // symbolizer resolves absolute addresses in one mapping of an ELF file to
 // function names.
 type symbolizer struct {
-	maps  []attach.Map
+	maps  []event.Map
 	progs []elf.ProgHeader
 	syms  []elf.Symbol
 }
 
-func newSymbolizer(t *testing.T, path string, maps []attach.Map) *symbolizer {
+func newSymbolizer(t *testing.T, path string, maps []event.Map) *symbolizer {
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func (s *symbolizer) lookup(addr uint64) string {
 }
 
 // stackNames names a sample's user frames (return addresses minus one).
-func (s *symbolizer) stackNames(smp *attach.Sample) []string {
+func (s *symbolizer) stackNames(smp *event.Sample) []string {
 	var names []string
 	for i, a := range smp.Stack[smp.KernelFrames:] {
 		if i > 0 {
@@ -215,8 +216,8 @@ func (s *symbolizer) stackNames(smp *attach.Sample) []string {
 	return names
 }
 
-func mapsOf(maps []attach.Map, pid int, path string) []attach.Map {
-	var out []attach.Map
+func mapsOf(maps []event.Map, pid int, path string) []event.Map {
+	var out []event.Map
 	for _, m := range maps {
 		if m.Pid == pid && m.Path == path {
 			out = append(out, m)
@@ -573,14 +574,14 @@ func TestAttachExits(t *testing.T) {
 
 func TestAttachMissingPid(t *testing.T) {
 	skipIfNoPerf(t)
-	_, err := attach.Record(context.Background(), attach.Options{Pids: []int{1 << 30}}, func(attach.Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Pids: []int{1 << 30}}, func(event.Event) {})
 	if !errors.Is(err, attach.ErrNoSuchProcess) || !strings.Contains(err.Error(), strconv.Itoa(1<<30)) {
 		t.Errorf("err = %v, want ErrNoSuchProcess naming the pid", err)
 	}
 }
 
 func TestLaunchMissingCommand(t *testing.T) {
-	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"gprof-no-such-command"}}, func(attach.Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"gprof-no-such-command"}}, func(event.Event) {})
 	if err == nil || err.Error() != "cannot run gprof-no-such-command: command not found in $PATH" {
 		t.Errorf("err = %v", err)
 	}
@@ -637,7 +638,7 @@ func TestDwarf(t *testing.T) {
 
 func TestCyclesUnavailable(t *testing.T) {
 	skipIfNoPerf(t)
-	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"true"}, Event: "cycles"}, func(attach.Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{"true"}, Event: "cycles"}, func(event.Event) {})
 	if err != nil {
 		t.Logf("cycles: %v", err)
 		if !strings.Contains(err.Error(), "cycles") {
@@ -690,7 +691,7 @@ func TestDecodeSampleRecord(t *testing.T) {
 	if len(bt.events) != 1 {
 		t.Fatalf("%d events", len(bt.events))
 	}
-	s := bt.events[0].(*attach.Sample)
+	s := bt.events[0].(*event.Sample)
 	if s.Pid != 1234 || s.Tid != 1235 || s.Time != 1e9 || s.CPU != 1 || s.CPUDelta != 1e6 || s.KernelFrames != 0 ||
 		fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010, 0x401020}) {
 		t.Errorf("decoded %+v", s)
@@ -790,7 +791,7 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 
 	var notices []string
 	opts := attach.Options{Command: []string{"true"}, Backend: "", Notice: func(s string) { notices = append(notices, s) }}
-	res, err := attach.Record(context.Background(), opts, func(attach.Event) {})
+	res, err := attach.Record(context.Background(), opts, func(event.Event) {})
 	t.Logf("fallback: backend %q, err %v, notices %q", res.Backend, err, notices)
 	if len(notices) != 1 || !strings.Contains(notices[0], "ptrace") || !strings.Contains(notices[0], "seccomp") {
 		t.Errorf("notices %q, want one naming the ptrace fallback and why", notices)
@@ -802,13 +803,13 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	// paranoid 3 and up: EACCES, the commonest case.
 	perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, unix.EACCES }
 	notices = nil
-	res, err = attach.Record(context.Background(), opts, func(attach.Event) {})
+	res, err = attach.Record(context.Background(), opts, func(event.Event) {})
 	if err != nil || res.Backend == "perf" || len(notices) != 1 || !strings.Contains(notices[0], "ptrace") {
 		t.Errorf("EACCES: backend %q, err %v, notices %q: want the ptrace fallback", res.Backend, err, notices)
 	}
 
 	opts.Backend = "perf"
-	_, err = attach.Record(context.Background(), opts, func(attach.Event) {})
+	_, err = attach.Record(context.Background(), opts, func(event.Event) {})
 	if !errors.Is(err, attach.ErrPermission) || !strings.Contains(err.Error(), "perf_event_paranoid") {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_paranoid", err)
 	}
@@ -824,7 +825,7 @@ func TestPerfDeniedFallsBack(t *testing.T) {
 	}{{unix.ENOSYS, false}, {unix.EPERM, true}} {
 		perfEventOpen = func(*unix.PerfEventAttr, int, int, int, int) (int, error) { return -1, c.errno }
 		seccompFiltered = func() bool { return c.filtered }
-		_, err = attach.Record(context.Background(), opts, func(attach.Event) {})
+		_, err = attach.Record(context.Background(), opts, func(event.Event) {})
 		msg := fmt.Sprint(err)
 		t.Logf("perf only, %v: %s", c.errno, msg)
 		if p, _ := proc.ReadSysctlInt("perf_event_paranoid"); c.errno == unix.EPERM && p > 2 {
@@ -885,7 +886,7 @@ func TestRingMlockFallback(t *testing.T) {
 	}
 
 	perfMmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.EPERM }
-	_, err := attach.Record(context.Background(), attach.Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "10"}}, func(attach.Event) {})
+	_, err := attach.Record(context.Background(), attach.Options{Command: []string{busy, filepath.Join(t.TempDir(), "cpu"), "10"}}, func(event.Event) {})
 	if !errors.Is(err, attach.ErrPermission) || !strings.Contains(err.Error(), "perf_event_mlock_kb") {
 		t.Errorf("err = %v, want ErrPermission naming perf_event_mlock_kb", err)
 	}
@@ -973,21 +974,21 @@ func TestDecodeSideband(t *testing.T) {
 	if b.lost != 15 || len(b.events) != 6 {
 		t.Fatalf("lost %d, %d events: %+v", b.lost, len(b.events), b.events)
 	}
-	if l := b.events[0].(*attach.Lost); l.Count != 12 || l.Time != 5555 {
+	if l := b.events[0].(*event.Lost); l.Count != 12 || l.Time != 5555 {
 		t.Errorf("lost %+v", l)
 	}
-	m := b.events[2].(*attach.Map)
+	m := b.events[2].(*event.Map)
 	if m.Pid != 7 || m.Start != 0x1000 || m.End != 0x3000 || m.FileOffset != 0x3000 || m.Path != "/usr/bin/x" ||
 		len(m.BuildID) != 20 || m.BuildID[19] != 19 || m.Time != 5555 || m.MapFile != "/proc/7/map_files/1000-3000" {
 		t.Errorf("map %+v", m)
 	}
-	if c := b.events[3].(*attach.Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
+	if c := b.events[3].(*event.Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
 		t.Errorf("comm %+v", c)
 	}
-	if f := b.events[4].(*attach.Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
+	if f := b.events[4].(*event.Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
 		t.Errorf("fork %+v", f)
 	}
-	if e := b.events[5].(*attach.Exit); e.Pid != 7 || e.Tid != 9 {
+	if e := b.events[5].(*event.Exit); e.Pid != 7 || e.Tid != 9 {
 		t.Errorf("exit %+v", e)
 	}
 }
@@ -1051,16 +1052,16 @@ func TestDecodeSwitch(t *testing.T) {
 	if len(b.events) != 5 {
 		t.Fatalf("%d events: %+v", len(b.events), b.events)
 	}
-	want := []attach.Switch{{Time: 5555, Pid: 7, Tid: 8, Out: true}, {Time: 5555, Pid: 7, Tid: 8, Out: true, Preempt: true}, {Time: 5555, Pid: 7, Tid: 8}}
+	want := []event.Switch{{Time: 5555, Pid: 7, Tid: 8, Out: true}, {Time: 5555, Pid: 7, Tid: 8, Out: true, Preempt: true}, {Time: 5555, Pid: 7, Tid: 8}}
 	for i, w := range want {
-		if got := *b.events[i].(*attach.Switch); got != w {
+		if got := *b.events[i].(*event.Switch); got != w {
 			t.Errorf("switch %d: %+v, want %+v", i, got, w)
 		}
 	}
-	if s := b.events[3].(*attach.Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
+	if s := b.events[3].(*event.Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
 		t.Errorf("switch sample %+v", s)
 	}
-	if s := b.events[4].(*attach.Sample); s.Switch || s.CPUDelta != 1000000 {
+	if s := b.events[4].(*event.Sample); s.Switch || s.CPUDelta != 1000000 {
 		t.Errorf("clock sample %+v", s)
 	}
 }

@@ -10,9 +10,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
-
-	"github.com/gprof-dev/gprof/attach"
 )
 
 // deliver takes every entry the stoppers have published, in time order.
@@ -66,7 +65,7 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 		s.refused(pr, e.tid)
 		return
 	case switchIn:
-		s.emit(&attach.Switch{Time: e.time, Pid: e.pid, Tid: e.tid})
+		s.emit(&event.Switch{Time: e.time, Pid: e.pid, Tid: e.tid})
 		return
 	}
 	// The IP or SP in memory mapped since the last look: report the new
@@ -79,7 +78,7 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 		s.refreshMaps(pr, e.time)
 	}
 	s.one[0] = e.regs.IP
-	s.sample = attach.Sample{
+	s.sample = event.Sample{
 		Time:      e.time,
 		Pid:       e.pid,
 		Tid:       e.tid,
@@ -93,7 +92,7 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 	if e.kind == switchOut {
 		s.sample.Switch = true
 		s.emit(&s.sample)
-		s.emit(&attach.Switch{Time: e.asleepAt, Pid: e.pid, Tid: e.tid, Out: true, Wchan: e.wchan})
+		s.emit(&event.Switch{Time: e.asleepAt, Pid: e.pid, Tid: e.tid, Out: true, Wchan: e.wchan})
 		return
 	}
 	// The CPU time since the thread's previous sample. Two stoppers can

@@ -18,6 +18,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // The ptrace backend samples where perf_event_open is denied. A stopper
@@ -51,7 +52,7 @@ func init() {
 	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace})
 }
 
-func recordPtrace(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
+func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {
 	res := attach.Result{ExitCode: -1, Backend: "ptrace", Event: "ptrace-timer"}
 	s := &ptSampler{started: time.Now(),
 		ctx:        ctx,
@@ -187,7 +188,7 @@ var ptStatsHook func(ptStats)
 type ptSampler struct {
 	ctx      context.Context
 	opts     attach.Options
-	h        attach.Handler
+	h        event.Handler
 	interval time.Duration
 
 	// mu guards abandoned. waiting is the thread the coordinator waits
@@ -228,7 +229,7 @@ type ptSampler struct {
 
 	// sample is handed to the handler for every sample, which must not
 	// keep it (see Handler).
-	sample attach.Sample
+	sample event.Sample
 	one    [1]uint64
 	buf    []byte
 	path   []byte
@@ -295,7 +296,7 @@ type ptThread struct {
 type ptRange struct{ start, end uint64 }
 
 // emit hands e to the handler unless recordPtrace has returned.
-func (s *ptSampler) emit(e attach.Event) {
+func (s *ptSampler) emit(e event.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.abandoned {

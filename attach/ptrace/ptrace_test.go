@@ -24,6 +24,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/event"
 )
 
 func init() {
@@ -90,17 +91,17 @@ func ptRequire(t testing.TB, pid int) {
 // ptCollected is what a recording handed to its handler, copied out because
 // the backend reuses events.
 type ptCollected struct {
-	samples []attach.Sample
-	maps    []attach.Map
-	comms   []attach.Comm
-	forks   []attach.Fork
-	exits   []attach.Exit
+	samples []event.Sample
+	maps    []event.Map
+	comms   []event.Comm
+	forks   []event.Fork
+	exits   []event.Exit
 	stats   ptStats
 }
 
-func (c *ptCollected) handle(e attach.Event) {
+func (c *ptCollected) handle(e event.Event) {
 	switch e := e.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		s := *e
 		s.Stack = append([]uint64(nil), e.Stack...)
 		s.StackCopy = append([]byte(nil), e.StackCopy...)
@@ -109,13 +110,13 @@ func (c *ptCollected) handle(e attach.Event) {
 			s.Regs = &r
 		}
 		c.samples = append(c.samples, s)
-	case *attach.Map:
+	case *event.Map:
 		c.maps = append(c.maps, *e)
-	case *attach.Comm:
+	case *event.Comm:
 		c.comms = append(c.comms, *e)
-	case *attach.Fork:
+	case *event.Fork:
 		c.forks = append(c.forks, *e)
-	case *attach.Exit:
+	case *event.Exit:
 		c.exits = append(c.exits, *e)
 	}
 }
@@ -255,7 +256,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	}
 
 	// The binary's executable mapping was reported, with map_files.
-	var text *attach.Map
+	var text *event.Map
 	for i, m := range c.maps {
 		if m.Path == prog {
 			text = &c.maps[i]
@@ -540,7 +541,7 @@ func TestPtraceLaunchKilled(t *testing.T) {
 func TestPtraceNoSuchProcess(t *testing.T) {
 	cmd := exec.Command("true")
 	cmd.Run()
-	_, err := recordPtrace(context.Background(), attach.Options{Pids: []int{cmd.Process.Pid}}, func(attach.Event) {})
+	_, err := recordPtrace(context.Background(), attach.Options{Pids: []int{cmd.Process.Pid}}, func(event.Event) {})
 	if !errors.Is(err, attach.ErrNoSuchProcess) {
 		t.Errorf("got %v, want ErrNoSuchProcess", err)
 	}
@@ -557,8 +558,8 @@ func TestPtraceKillDriver(t *testing.T) {
 		t.Skip("helper for TestPtraceSurvivesSIGKILL")
 	}
 	started := false
-	recordPtrace(context.Background(), attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(e attach.Event) {
-		if _, ok := e.(*attach.Sample); ok && !started {
+	recordPtrace(context.Background(), attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(e event.Event) {
+		if _, ok := e.(*event.Sample); ok && !started {
 			started = true
 			fmt.Println("sampling")
 		}
@@ -632,7 +633,7 @@ func BenchmarkPtraceSample(b *testing.B) {
 	ptRequire(b, pid)
 
 	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096),
-		h: func(attach.Event) {}, interval: time.Millisecond, stackSize: 16384, byCPU: []int{0}}
+		h: func(event.Event) {}, interval: time.Millisecond, stackSize: 16384, byCPU: []int{0}}
 	var stop atomic.Bool
 	w := newWorker(s, 0, 0, &stop)
 	s.workers = []*worker{w}
@@ -704,7 +705,7 @@ func TestPtraceKeepsSignals(t *testing.T) {
 	go func() {
 		var st ptStats
 		ptStatsHook = func(s ptStats) { st = s }
-		_, err := recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(attach.Event) {})
+		_, err := recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(event.Event) {})
 		ptStatsHook = nil
 		if err != nil {
 			t.Error(err)
@@ -784,7 +785,7 @@ func TestPtraceLeavesJobControlStop(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(attach.Event) {})
+		recordPtrace(ctx, attach.Options{Pids: []int{pid}, Interval: time.Millisecond}, func(event.Event) {})
 	}()
 	time.Sleep(100 * time.Millisecond)
 	unix.Kill(pid, unix.SIGSTOP)
@@ -887,7 +888,7 @@ func TestPtracePermDriver(t *testing.T) {
 	if err != nil {
 		t.Skip("helper for TestPtracePermission")
 	}
-	_, err = recordPtrace(context.Background(), attach.Options{Pids: []int{pid}}, func(attach.Event) {})
+	_, err = recordPtrace(context.Background(), attach.Options{Pids: []int{pid}}, func(event.Event) {})
 	fmt.Printf("permission=%v\n%v\n", errors.Is(err, attach.ErrPermission), err)
 	os.Exit(0)
 }

@@ -3,9 +3,8 @@
 package ptrace
 
 import (
+	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
-
-	"github.com/gprof-dev/gprof/attach"
 )
 
 // ptGetRegs reads tid's registers, and how the thread last entered the
@@ -15,12 +14,12 @@ import (
 // call, where rcx also equals rip because the syscall instruction saved
 // the return address there (an interrupt or fault essentially never
 // leaves them equal).
-func ptGetRegs(tid int, r *attach.Regs) (entry kernelEntry, err error) {
+func ptGetRegs(tid int, r *event.Regs) (entry kernelEntry, err error) {
 	var pr unix.PtraceRegs
 	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
 		return entryUnknown, err
 	}
-	*r = attach.Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp, BX: pr.Rbx}
+	*r = event.Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp, BX: pr.Rbx}
 	switch {
 	case int64(pr.Orig_rax) < 0:
 		return entryInterrupt, nil

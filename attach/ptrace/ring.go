@@ -5,9 +5,8 @@ package ptrace
 import (
 	"sync/atomic"
 
+	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
-
-	"github.com/gprof-dev/gprof/attach"
 )
 
 // What the stoppers hand the coordinator, through one ring each.
@@ -31,7 +30,7 @@ type entry struct {
 	cpu      int
 	time     int64 // the tick, on the monotonic clock
 	run      int64 // the thread's CPU time at the tick
-	regs     attach.Regs
+	regs     event.Regs
 	inKernel bool
 	stack    []byte
 	interp   any // Options.Interp's, read while stopped

@@ -18,9 +18,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // addProcess starts tracking pid (a child of ppid when ppid is nonzero) and
@@ -35,7 +35,7 @@ func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
 }
 
 func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
-	now := attach.MonotonicNow()
+	now := event.Now()
 	pr := &ptProc{pid: pid, sh: &sharedProc{pid: pid}, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
 	// The CPU time its threads used before they were found is not theirs
 	// to be sampled for (see checkCold).
@@ -45,7 +45,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	s.procs[pid] = pr
 	s.order = append(s.order, pid)
 	if ppid != 0 {
-		s.emit(&attach.Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
+		s.emit(&event.Fork{Time: now, Pid: pid, Tid: pid, Ppid: ppid, Ptid: ppid})
 	}
 	s.refreshMaps(pr, now)
 	tids, err := proc.ListTasks(pid)
@@ -70,7 +70,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	for _, tid := range tids {
 		th := s.newThread(pr, tid)
 		pr.threads[tid] = th
-		c := &attach.Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
+		c := &event.Comm{Time: now, Pid: pid, Tid: tid, Name: th.comm}
 		if tid == pid || only != nil {
 			c.Argv, c.Exec = argv, execd
 		}
@@ -185,16 +185,16 @@ func processCPU(pid int) (int64, bool) {
 
 // processGone reports the exit of all of pr's threads, the main one last.
 func (s *ptSampler) processGone(pr *ptProc) {
-	now := attach.MonotonicNow()
+	now := event.Now()
 	for _, tid := range pr.tids {
 		if th := pr.threads[tid]; th != nil {
 			s.threadGone(th)
 		}
 		if tid != pr.pid {
-			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&event.Exit{Time: now, Pid: pr.pid, Tid: tid})
 		}
 	}
-	s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	s.emit(&event.Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
 	delete(s.procs, pr.pid)
 }
 
@@ -209,20 +209,20 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 	if pr.only != nil {
 		if tids = pr.filter(tids); len(tids) == 0 {
 			// The threads sampled alone are gone; the process may not be.
-			now := attach.MonotonicNow()
+			now := event.Now()
 			for _, tid := range pr.tids {
 				s.threadGone(pr.threads[tid])
-				s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
+				s.emit(&event.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			}
 			delete(s.procs, pr.pid)
 			return false
 		}
 	}
-	now := attach.MonotonicNow()
+	now := event.Now()
 	for _, tid := range pr.tids {
 		if _, found := slices.BinarySearch(tids, tid); !found {
 			s.threadGone(pr.threads[tid])
-			s.emit(&attach.Exit{Time: now, Pid: pr.pid, Tid: tid})
+			s.emit(&event.Exit{Time: now, Pid: pr.pid, Tid: tid})
 			delete(pr.threads, tid)
 		}
 	}
@@ -235,8 +235,8 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		s.noticeExec(pr, now)
 		th := s.newThread(pr, tid)
 		pr.threads[tid] = th
-		s.emit(&attach.Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
-		s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+		s.emit(&event.Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
+		s.emit(&event.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
 	}
 	pr.tids = append(pr.tids[:0], tids...)
 	if !slow {
@@ -254,7 +254,7 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 		}
 		if c := proc.ReadTaskComm(pr.pid, tid); c != "" && c != th.comm {
 			th.comm = c
-			s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
+			s.emit(&event.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: c})
 		}
 	}
 	if now-pr.mapsAt >= int64(ptSlowPeriod) {
@@ -278,7 +278,7 @@ func (s *ptSampler) noticeExec(pr *ptProc, now int64) {
 	pr.mapsAt = 0
 	if th := pr.threads[pr.pid]; th != nil {
 		th.comm = proc.ReadTaskComm(pr.pid, pr.pid)
-		s.emit(&attach.Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: proc.ReadCmdline(pr.pid)})
+		s.emit(&event.Comm{Time: now, Pid: pr.pid, Tid: pr.pid, Name: th.comm, Exec: true, Argv: proc.ReadCmdline(pr.pid)})
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // worker is one stopper. cpu is the CPU its thread is pinned to, or -1
@@ -59,9 +60,9 @@ type worker struct {
 	cursor int    // where the next background look at cold threads starts
 	// coldCredit counts the cold threads due a look in turn.
 	coldCredit float64
-	woke       int64     // when the current tick began (MonotonicNow)
+	woke       int64     // when the current tick began (event.Now)
 	wokeAt     time.Time // the same, for durations
-	regs       attach.Regs
+	regs       event.Regs
 	iov        []unix.RemoteIovec
 	buf        []byte
 	stats      ptStats
@@ -242,7 +243,7 @@ func jitter(d time.Duration) time.Duration {
 // are running on its CPU and due for a sample.
 func (w *worker) tick(next time.Time) {
 	w.wokeAt = time.Now()
-	w.woke = attach.MonotonicNow()
+	w.woke = event.Now()
 	w.stats.ticks++
 	w.mine = w.inbox.take(w.mine)
 	w.due = w.due[:0]

@@ -21,6 +21,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
 	"github.com/gprof-dev/gprof/attach/internal/winproc"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/unwind"
 	"golang.org/x/sys/windows"
@@ -258,11 +259,11 @@ func (t *liveWinThread) resume() error {
 	return err
 }
 
-func (t *liveWinThread) context() (attach.Regs, uint64, error) {
+func (t *liveWinThread) context() (event.Regs, uint64, error) {
 	setContextFlags(t.ctx)
 	r, _, err := procGetThreadContext.Call(uintptr(t.h), uintptr(unsafe.Pointer(&t.ctx[0])))
 	if r == 0 {
-		return attach.Regs{}, 0, fmt.Errorf("GetThreadContext: %w", err)
+		return event.Regs{}, 0, fmt.Errorf("GetThreadContext: %w", err)
 	}
 	return decodeContext(t.ctx), fingerprint(t.ctx[intRegsStart:intRegsEnd]), nil
 }
@@ -323,14 +324,14 @@ const suspendModuleInMemory = 256 << 20
 // loadModule reads a module's .pdata for the unwinder and its identity,
 // by which the recorder keys the library and PE symbols are looked up
 // later.
-func loadModule(path string) (*unwind.PEImage, *attach.Image) {
+func loadModule(path string) (*unwind.PEImage, *event.Image) {
 	f, err := openModule(path)
 	if err != nil {
 		return nil, nil
 	}
 	defer f.Close()
 	id := f.Identity()
-	img := &attach.Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
+	img := &event.Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
 	if f.Format() != objfile.PE {
 		return nil, img
 	}
@@ -375,7 +376,7 @@ func init() {
 }
 
 // recordSuspend is the suspend backend.
-func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (attach.Result, error) {
+func recordSuspend(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {
 	res := attach.Result{ExitCode: -1, Backend: "suspend", Event: "suspend-timer"}
 	notice := opts.Notice
 	if notice == nil {
@@ -407,7 +408,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		if err != nil {
 			return err
 		}
-		s := newSuspendSampler(p, pid, stackSize, func(e attach.Event) { h(e) }, attach.MonotonicNow)
+		s := newSuspendSampler(p, pid, stackSize, func(e event.Event) { h(e) }, event.Now)
 		s.loadModule = loadModule
 		s.async = make(chan loadedModule)
 		s.asyncLists, s.lists = true, make(chan listResult)
@@ -419,7 +420,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		if fpOnlyArch {
 			s.fpOnly, s.arch = true, suspendwalk.ARM64
 		}
-		targets = append(targets, &suspendTarget{proc: p, sampler: s, launched: child, listedAt: attach.MonotonicNow()})
+		targets = append(targets, &suspendTarget{proc: p, sampler: s, launched: child, listedAt: event.Now()})
 		return nil
 	}
 	if len(opts.Command) > 0 {
@@ -433,7 +434,7 @@ func recordSuspend(ctx context.Context, opts attach.Options, h attach.Handler) (
 		}
 		// The first tick (modules, main thread) runs before the command
 		// is let go.
-		tickSuspend(&targets, attach.MonotonicNow(), true, &res)
+		tickSuspend(&targets, event.Now(), true, &res)
 		if err := child.Resume(); err != nil {
 			child.Kill()
 			return res, err
@@ -466,13 +467,13 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 	defer sl.close()
 	pc := newPacer(interval)
 	var failed, unchanged int
-	cpu0, wall0 := processCPU(), attach.MonotonicNow()
+	cpu0, wall0 := processCPU(), event.Now()
 	defer func() {
 		out.Interval = pc.interval()
 		out.Stats = suspendStats(pc, wine)
 		out.Stats["suspend_captures"] = fmt.Sprintf("%d failed, %d of threads that had not run since", failed, unchanged)
 		if cpu0 >= 0 {
-			own, wall := processCPU()-cpu0, time.Duration(attach.MonotonicNow()-wall0)
+			own, wall := processCPU()-cpu0, time.Duration(event.Now()-wall0)
 			out.Stats["suspend_gprof_cpu"] = fmt.Sprintf("%v (%.0f%% of %v)", own.Round(time.Millisecond), 100*own.Seconds()/wall.Seconds(), wall.Round(time.Millisecond))
 		}
 		if wine != "" {
@@ -489,8 +490,8 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 				why, pc.perThread().Microseconds(), costWhy(wine), got.Round(100*time.Microsecond), interval, 100*suspendWorkShare))
 		}
 	}()
-	lastSlow := attach.MonotonicNow()
-	deadline := attach.MonotonicNow() + int64(pc.next())
+	lastSlow := event.Now()
+	deadline := event.Now() + int64(pc.next())
 	for len(*targets) > 0 {
 		if ctx.Err() != nil {
 			for _, t := range *targets {
@@ -500,7 +501,7 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 			}
 			return res, nil
 		}
-		start := attach.MonotonicNow()
+		start := event.Now()
 		if d := time.Duration(deadline - start); d > 0 {
 			sl.sleep(min(d, suspendMaxSleep))
 			continue
@@ -511,7 +512,7 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 		}
 		n := tickSuspend(targets, start, slow, &res)
 		failed, unchanged = failed+n.failed, unchanged+n.unchanged
-		end := attach.MonotonicNow()
+		end := event.Now()
 		pc.tick(start, time.Duration(end-start)-n.startWork, n.captured, n.cpu)
 		deadline += int64(pc.next())
 		if deadline < end {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // TestSuspendLiveAttach records a running program (GPROF_SPLIT_EXE: a
@@ -40,8 +41,8 @@ func TestSuspendLiveAttach(t *testing.T) {
 		cpu           int64
 	}
 	byTid := map[int]*counts{}
-	res, err := attach.Record(ctx, attach.Options{Pids: []int{pid}, Backend: "suspend", Interval: time.Millisecond}, func(e attach.Event) {
-		if s, ok := e.(*attach.Sample); ok {
+	res, err := attach.Record(ctx, attach.Options{Pids: []int{pid}, Backend: "suspend", Interval: time.Millisecond}, func(e event.Event) {
+		if s, ok := e.(*event.Sample); ok {
 			samples++
 			c := byTid[s.Tid]
 			if c == nil {

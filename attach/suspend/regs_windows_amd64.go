@@ -1,6 +1,6 @@
 package suspend
 
-import "github.com/gprof-dev/gprof/attach"
+import "github.com/gprof-dev/gprof/event"
 
 // The x64 CONTEXT (winnt.h): ContextFlags at 0x30, Rsp 0x98, Rbp 0xa0,
 // Rip 0xf8.
@@ -17,6 +17,6 @@ func setContextFlags(ctx []byte) {
 	le.PutUint32(ctx[0x30:], contextControlInteger)
 }
 
-func decodeContext(ctx []byte) attach.Regs {
-	return attach.Regs{SP: le.Uint64(ctx[0x98:]), FP: le.Uint64(ctx[0xa0:]), IP: le.Uint64(ctx[0xf8:])}
+func decodeContext(ctx []byte) event.Regs {
+	return event.Regs{SP: le.Uint64(ctx[0x98:]), FP: le.Uint64(ctx[0xa0:]), IP: le.Uint64(ctx[0xf8:])}
 }

@@ -1,6 +1,6 @@
 package suspend
 
-import "github.com/gprof-dev/gprof/attach"
+import "github.com/gprof-dev/gprof/event"
 
 // The arm64 CONTEXT (winnt.h): ContextFlags at 0, X0..X28 from 8, Fp
 // (x29) 0xf0, Lr (x30) 0xf8, Sp 0x100, Pc 0x108. arm64 .pdata is not read
@@ -18,6 +18,6 @@ func setContextFlags(ctx []byte) {
 	le.PutUint32(ctx[0:], contextControlInteger)
 }
 
-func decodeContext(ctx []byte) attach.Regs {
-	return attach.Regs{FP: le.Uint64(ctx[0xf0:]), LR: le.Uint64(ctx[0xf8:]), SP: le.Uint64(ctx[0x100:]), IP: le.Uint64(ctx[0x108:])}
+func decodeContext(ctx []byte) event.Regs {
+	return event.Regs{FP: le.Uint64(ctx[0xf0:]), LR: le.Uint64(ctx[0xf8:]), SP: le.Uint64(ctx[0x100:]), IP: le.Uint64(ctx[0x108:])}
 }

@@ -18,8 +18,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/unwind"
 )
 
@@ -53,7 +53,7 @@ type winThread interface {
 	resume() error
 	// context returns the registers and a fingerprint of every integer
 	// register, which tells a thread that ran from one that did not.
-	context() (attach.Regs, uint64, error)
+	context() (event.Regs, uint64, error)
 	// cpu returns the thread's user plus kernel time in ns, or
 	// errThreadExited once it has exited.
 	cpu() (int64, error)
@@ -124,13 +124,13 @@ var errThreadExited = errors.New("thread exited")
 type suspendSampler struct {
 	proc      winProcess
 	pid       int
-	emit      func(attach.Event)
+	emit      func(event.Event)
 	now       func() int64
 	maxFrames int
 	// loadModule reads a module's unwind tables (nil leaves its frames
 	// to be unwound as leaves) and its identity for its Map event (nil
 	// if unknown).
-	loadModule func(path string) (*unwind.PEImage, *attach.Image)
+	loadModule func(path string) (*unwind.PEImage, *event.Image)
 	// fpOnly walks frame pointers instead of .pdata (arm64).
 	fpOnly bool
 	arch   suspendwalk.Arch
@@ -164,7 +164,7 @@ type suspendSampler struct {
 	cands  []*winThreadState
 	window windowWork
 	frames []uint64
-	sample attach.Sample
+	sample event.Sample
 	// deferred holds the samples taken while module tables are being
 	// read, with copies of their stacks, to be unwound once the tables
 	// are in; deferredBytes is the size of those copies.
@@ -192,7 +192,7 @@ type suspendSampler struct {
 	modsStale bool
 }
 
-func newSuspendSampler(p winProcess, pid, stackSize int, emit func(attach.Event), now func() int64) *suspendSampler {
+func newSuspendSampler(p winProcess, pid, stackSize int, emit func(event.Event), now func() int64) *suspendSampler {
 	s := &suspendSampler{
 		proc: p, pid: pid, emit: emit, now: now, maxFrames: 1024,
 		threads: map[uint32]*winThreadState{}, modSeen: map[uint64]bool{},
@@ -223,7 +223,7 @@ type deferredSample struct {
 	time  int64
 	tid   int
 	delta int64
-	regs  attach.Regs
+	regs  event.Regs
 	stack []byte
 }
 
@@ -278,7 +278,7 @@ func (s *suspendSampler) sorted() []*winThreadState {
 type loadedModule struct {
 	mod   winModule
 	image *unwind.PEImage
-	id    *attach.Image
+	id    *event.Image
 }
 
 // load reads m's tables and identity.
@@ -382,14 +382,14 @@ func (s *suspendSampler) addModule(l loadedModule) {
 // loaded sets a read module's tables and sends its Map.
 func (s *suspendSampler) loaded(l loadedModule) {
 	s.addModule(l)
-	var img *attach.Image
+	var img *event.Image
 	if l.id != nil {
 		// A PE's relative addresses are RVAs: from where it loaded.
 		c := *l.id
 		c.Base = l.mod.Base
 		img = &c
 	}
-	s.emit(&attach.Map{Time: s.now(), Pid: s.pid, Start: l.mod.Base, End: l.mod.Base + l.mod.Size, Path: l.mod.Path, Image: img})
+	s.emit(&event.Map{Time: s.now(), Pid: s.pid, Start: l.mod.Base, End: l.mod.Base + l.mod.Size, Path: l.mod.Path, Image: img})
 }
 
 // baseName is filepath.Base for both Windows and slash paths.
@@ -581,9 +581,9 @@ func (s *suspendSampler) addThreads(ids []uint32, now int64, first bool) {
 	slices.SortFunc(fresh, func(a, b *winThreadState) int { return a.tid - b.tid })
 	for _, th := range fresh {
 		if !first {
-			s.emit(&attach.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
+			s.emit(&event.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
 		}
-		c := &attach.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: s.procName}
+		c := &event.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: s.procName}
 		if th.tid == s.pid {
 			c.Argv, c.Exec = s.argv, s.execd
 		}
@@ -595,7 +595,7 @@ func (s *suspendSampler) addThreads(ids []uint32, now int64, first bool) {
 func (s *suspendSampler) dropThread(th *winThreadState, now int64) {
 	s.flush(false)       // its samples come before its exit
 	if th.tid != s.pid { // the main thread's exit is the process's
-		s.emit(&attach.Exit{Time: now, Pid: s.pid, Tid: th.tid})
+		s.emit(&event.Exit{Time: now, Pid: s.pid, Tid: th.tid})
 	}
 	th.h.close()
 	delete(s.threads, th.id)
@@ -795,7 +795,7 @@ func (s *suspendSampler) holding() bool {
 }
 
 // emitSample unwinds a sample's stack and emits it.
-func (s *suspendSampler) emitSample(at int64, tid int, delta int64, regs attach.Regs, stack []byte) {
+func (s *suspendSampler) emitSample(at int64, tid int, delta int64, regs event.Regs, stack []byte) {
 	if s.fpOnly {
 		s.frames = suspendwalk.WalkFP(s.arch, regs, stack, regs.SP, s.frames[:0], s.maxFrames)
 	} else {
@@ -804,7 +804,7 @@ func (s *suspendSampler) emitSample(at int64, tid int, delta int64, regs attach.
 	if len(s.frames) < 2 {
 		s.modsStale = true
 	}
-	s.sample = attach.Sample{Time: at, Pid: s.pid, Tid: tid, CPU: -1, CPUDelta: delta, Stack: s.frames}
+	s.sample = event.Sample{Time: at, Pid: s.pid, Tid: tid, CPU: -1, CPUDelta: delta, Stack: s.frames}
 	s.emit(&s.sample)
 }
 
@@ -814,7 +814,7 @@ type capture struct {
 	th        *winThreadState
 	suspended bool
 	ok        bool
-	regs      attach.Regs
+	regs      event.Regs
 	print     uint64
 	stack     []byte
 	// readCPU says its CPU time is due to be read; cpu and cpuErr are

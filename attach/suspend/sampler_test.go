@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/unwind"
 )
 
@@ -18,7 +18,7 @@ type fakeWinThread struct {
 	p         *fakeWinProc
 	id        uint32
 	cpuNS     int64
-	regs      attach.Regs
+	regs      event.Regs
 	rax       uint64 // stands for the registers only the fingerprint sees
 	ctxErr    error
 	suspErr   error
@@ -51,7 +51,7 @@ func (t *fakeWinThread) resume() error {
 	}
 	return nil
 }
-func (t *fakeWinThread) context() (attach.Regs, uint64, error) {
+func (t *fakeWinThread) context() (event.Regs, uint64, error) {
 	t.p.log("context", t.id)
 	if t.slowStops > 0 && t.p.clock != nil {
 		// A thread in its start stops late.
@@ -157,16 +157,16 @@ func newFakeWinProc() *fakeWinProc {
 	p.mods = []winModule{{Base: 0x140000000, Size: 0x10000, Path: `C:\t\split.exe`}}
 	for _, id := range []uint32{100, 101} {
 		p.ids = append(p.ids, id)
-		p.ths[id] = &fakeWinThread{p: p, id: id, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}}
+		p.ths[id] = &fakeWinThread{p: p, id: id, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
 	}
 	return p
 }
 
 // collectEvents returns a handler that appends events to evs, copying
 // samples' stacks, which the sampler reuses.
-func collectEvents(evs *[]attach.Event) func(attach.Event) {
-	return func(e attach.Event) {
-		if sm, ok := e.(*attach.Sample); ok {
+func collectEvents(evs *[]event.Event) func(event.Event) {
+	return func(e event.Event) {
+		if sm, ok := e.(*event.Sample); ok {
 			c := *sm
 			c.Stack = slices.Clone(sm.Stack)
 			e = &c
@@ -187,7 +187,7 @@ func (c *fakeClock) tick(s *suspendSampler, list, slow bool, d time.Duration) er
 
 func TestSuspendSamplerTicks(t *testing.T) {
 	p := newFakeWinProc()
-	var evs []attach.Event
+	var evs []event.Event
 	clock := &fakeClock{ns: 1e9}
 	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
 	if err := s.tick(true, false); err != nil {
@@ -198,17 +198,17 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	var maps, comms, samples int
 	for _, e := range evs {
 		switch e := e.(type) {
-		case *attach.Map:
+		case *event.Map:
 			maps++
 			if e.Start != 0x140000000 || e.End != 0x140010000 {
 				t.Errorf("map %#x-%#x", e.Start, e.End)
 			}
-		case *attach.Comm:
+		case *event.Comm:
 			comms++
 			if e.Name != "split.exe" || (e.Tid != 7 && e.Tid != 101) {
 				t.Errorf("comm %+v", e)
 			}
-		case *attach.Sample:
+		case *event.Sample:
 			samples++
 		}
 	}
@@ -227,7 +227,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	if len(evs) != 1 {
 		t.Fatalf("second tick: %v", evs)
 	}
-	sm := evs[0].(*attach.Sample)
+	sm := evs[0].(*event.Sample)
 	if sm.Tid != 101 || sm.CPUDelta != 10e6 || !slices.Equal(sm.Stack, []uint64{0x140001000, 0x140001100, 0x140001200}) {
 		t.Fatalf("sample %+v stack %#x", sm, sm.Stack)
 	}
@@ -248,7 +248,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	p.ths[101].cpuNS += 10e6
 	evs = nil
 	clock.tick(s, false, false, suspendIdleTimesEvery)
-	if len(evs) != 1 || evs[0].(*attach.Sample).CPUDelta != 10e6 {
+	if len(evs) != 1 || evs[0].(*event.Sample).CPUDelta != 10e6 {
 		t.Fatalf("a thread whose CPU time moved: %v", evs)
 	}
 	evs = nil
@@ -265,44 +265,44 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	evs = nil
 	clock.tick(s, false, false, time.Millisecond)
 	clock.tick(s, false, false, time.Millisecond)
-	if !slices.ContainsFunc(evs, func(e attach.Event) bool { m, ok := e.(*attach.Map); return ok && m.Start == 0x7b000000 }) {
+	if !slices.ContainsFunc(evs, func(e event.Event) bool { m, ok := e.(*event.Map); return ok && m.Start == 0x7b000000 }) {
 		t.Fatalf("module loaded later not reported: %v", evs)
 	}
 	// A thread exits, seen at the next thread list; then the process.
 	evs = nil
 	p.ids = p.ids[:1]
 	clock.tick(s, true, false, suspendActiveFor)
-	if len(evs) != 1 || evs[0].(*attach.Exit).Tid != 101 || !p.ths[101].closed {
+	if len(evs) != 1 || evs[0].(*event.Exit).Tid != 101 || !p.ths[101].closed {
 		t.Fatalf("exit: %v", evs)
 	}
 	// A thread that appears between lists is found by newThreads, and
 	// sampled from the next tick on: its CPU time counts from its start.
 	p.ids = append(p.ids, 102)
-	p.ths[102] = &fakeWinThread{p: p, id: 102, cpuNS: 5, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}}
+	p.ths[102] = &fakeWinThread{p: p, id: 102, cpuNS: 5, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
 	evs = nil
 	clock.tick(s, false, false, suspendProbeEvery)
 	clock.tick(s, false, false, time.Millisecond)
 	if len(evs) != 3 {
 		t.Fatalf("new thread between lists: %v", evs)
 	}
-	if f, ok := evs[0].(*attach.Fork); !ok || f.Tid != 102 {
+	if f, ok := evs[0].(*event.Fork); !ok || f.Tid != 102 {
 		t.Fatalf("new thread: %v", evs)
 	}
-	if sm, ok := evs[2].(*attach.Sample); !ok || sm.Tid != 102 || sm.CPUDelta != 5 {
+	if sm, ok := evs[2].(*event.Sample); !ok || sm.Tid != 102 || sm.CPUDelta != 5 {
 		t.Fatalf("new thread's first sample: %v", evs[2])
 	}
 	// Where newThreads finds nothing, a new thread waits for the next
 	// list.
 	p.noProbe = true
 	p.ids = append(p.ids, 103)
-	p.ths[103] = &fakeWinThread{p: p, id: 103, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}}
+	p.ths[103] = &fakeWinThread{p: p, id: 103, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
 	evs = nil
 	clock.tick(s, false, false, suspendProbeEvery)
-	if slices.ContainsFunc(evs, func(e attach.Event) bool { f, ok := e.(*attach.Fork); return ok && f.Tid == 103 }) {
+	if slices.ContainsFunc(evs, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
 		t.Fatalf("new thread reported before a list: %v", evs)
 	}
 	clock.tick(s, true, false, time.Millisecond)
-	if !slices.ContainsFunc(evs, func(e attach.Event) bool { f, ok := e.(*attach.Fork); return ok && f.Tid == 103 }) {
+	if !slices.ContainsFunc(evs, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
 		t.Fatalf("new thread not reported at a list: %v", evs)
 	}
 	// A failed thread list while the process lives is not its end.
@@ -323,7 +323,7 @@ func TestSuspendSamplerTicks(t *testing.T) {
 func TestSuspendSamplerAlwaysResumes(t *testing.T) {
 	p := newFakeWinProc()
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, func(attach.Event) {}, clock.now)
+	s := newSuspendSampler(p, 7, 4096, func(event.Event) {}, clock.now)
 	s.tick(true, false)
 	p.ths[100].cpuNS, p.ths[101].cpuNS = 1, 1
 	p.ths[100].ctxErr = errors.New("access denied")
@@ -362,16 +362,16 @@ func TestSuspendReadStack(t *testing.T) {
 // at a tick after its file was read, and the tick did not wait for it.
 func TestSuspendSamplerAsyncModules(t *testing.T) {
 	p := newFakeWinProc()
-	var maps []*attach.Map
-	s := newSuspendSampler(p, 7, 4096, func(e attach.Event) {
-		if m, ok := e.(*attach.Map); ok {
+	var maps []*event.Map
+	s := newSuspendSampler(p, 7, 4096, func(e event.Event) {
+		if m, ok := e.(*event.Map); ok {
 			maps = append(maps, m)
 		}
 	}, func() int64 { return 0 })
 	release := make(chan struct{})
-	s.loadModule = func(path string) (*unwind.PEImage, *attach.Image) {
+	s.loadModule = func(path string) (*unwind.PEImage, *event.Image) {
 		<-release
-		return nil, &attach.Image{CodeID: "x"}
+		return nil, &event.Image{CodeID: "x"}
 	}
 	s.async = make(chan loadedModule)
 	s.tick(true, true)
@@ -398,13 +398,13 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 	for _, end := range []string{"tick", "close", "gone"} {
 		p := newFakeWinProc()
-		var events []attach.Event
+		var events []event.Event
 		clock := &fakeClock{ns: 1e9}
 		s := newSuspendSampler(p, 7, 4096, collectEvents(&events), clock.now)
 		release := make(chan struct{})
-		s.loadModule = func(path string) (*unwind.PEImage, *attach.Image) {
+		s.loadModule = func(path string) (*unwind.PEImage, *event.Image) {
 			<-release
-			return nil, &attach.Image{CodeID: "x"}
+			return nil, &event.Image{CodeID: "x"}
 		}
 		s.async = make(chan loadedModule)
 		for i := 0; i < 3; i++ {
@@ -416,7 +416,7 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		}
 		var held int
 		for _, e := range events {
-			if _, ok := e.(*attach.Sample); ok {
+			if _, ok := e.(*event.Sample); ok {
 				held++
 			}
 		}
@@ -443,11 +443,11 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		mapAt, exited := -1, false
 		for i, e := range events {
 			switch e := e.(type) {
-			case *attach.Map:
+			case *event.Map:
 				mapAt = i
-			case *attach.Exit:
+			case *event.Exit:
 				exited = true
-			case *attach.Sample:
+			case *event.Sample:
 				if len(times) < n {
 					times = append(times, e.Time)
 					if want := []uint64{0x140001000, 0x140001100, 0x140001200}; !slices.Equal(e.Stack, want) {
@@ -480,7 +480,7 @@ func busyFakeWinProc(n int) *fakeWinProc {
 	for i := range n {
 		id := uint32(100 + i)
 		p.ids = append(p.ids, id)
-		p.ths[id] = &fakeWinThread{p: p, id: id, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}}
+		p.ths[id] = &fakeWinThread{p: p, id: id, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
 	}
 	return p
 }
@@ -498,7 +498,7 @@ func (p *fakeWinProc) run(d time.Duration) {
 // suspended.
 func TestSuspendSamplerBatches(t *testing.T) {
 	p := busyFakeWinProc(3)
-	var evs []attach.Event
+	var evs []event.Event
 	clock := &fakeClock{ns: 1e9}
 	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
 	s.tick(true, false)
@@ -517,7 +517,7 @@ func TestSuspendSamplerBatches(t *testing.T) {
 	}
 
 	p = busyFakeWinProc(40)
-	s = newSuspendSampler(p, 7, 4096, func(attach.Event) {}, clock.now)
+	s = newSuspendSampler(p, 7, 4096, func(event.Event) {}, clock.now)
 	s.tick(true, false)
 	p.run(10 * time.Millisecond)
 	clock.tick(s, false, false, suspendIdleTimesEvery)
@@ -546,7 +546,7 @@ func TestSuspendSamplerBatchResumes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := busyFakeWinProc(4)
 			clock := &fakeClock{ns: 1e9}
-			s := newSuspendSampler(p, 7, 4096, func(attach.Event) {}, clock.now)
+			s := newSuspendSampler(p, 7, 4096, func(event.Event) {}, clock.now)
 			s.tick(true, false)
 			p.run(10 * time.Millisecond)
 			c.setup(p)
@@ -585,7 +585,7 @@ func TestSuspendSamplerBatchResumes(t *testing.T) {
 // wineserver); the samples still carry all of it.
 func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 	p := busyFakeWinProc(2)
-	var evs []attach.Event
+	var evs []event.Event
 	clock := &fakeClock{ns: 1e9}
 	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
 	s.execd = true
@@ -608,7 +608,7 @@ func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 	var n int
 	var cpu int64
 	for _, e := range evs {
-		if sm, ok := e.(*attach.Sample); ok && sm.Tid == 7 {
+		if sm, ok := e.(*event.Sample); ok && sm.Tid == 7 {
 			n++
 			cpu += sm.CPUDelta
 		}
@@ -624,7 +624,7 @@ func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 // from it.
 func TestSuspendSamplerAsyncLists(t *testing.T) {
 	p := newFakeWinProc()
-	var evs []attach.Event
+	var evs []event.Event
 	clock := &fakeClock{ns: 1e9}
 	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
 	s.asyncLists, s.lists = true, make(chan listResult)
@@ -640,7 +640,7 @@ func TestSuspendSamplerAsyncLists(t *testing.T) {
 	mu.Lock()
 	clock.tick(s, true, false, time.Millisecond) // asks for a list
 	p.ids = append(p.ids, 102)
-	p.ths[102] = &fakeWinThread{p: p, id: 102, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}}
+	p.ths[102] = &fakeWinThread{p: p, id: 102, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
 	clock.tick(s, false, false, suspendProbeEvery) // finds 102
 	if s.threads[102] == nil {
 		t.Fatal("newThreads' thread not added")
@@ -682,7 +682,7 @@ func TestSuspendSamplerHoldsWithoutModules(t *testing.T) {
 	p := busyFakeWinProc(1)
 	mods := p.mods
 	p.mods = nil
-	var evs []attach.Event
+	var evs []event.Event
 	clock := &fakeClock{ns: 1e9}
 	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
 	s.execd = true
@@ -704,7 +704,7 @@ func TestSuspendSamplerHoldsWithoutModules(t *testing.T) {
 	clock.tick(s, false, false, time.Millisecond)
 	var deep int
 	for _, e := range evs {
-		if sm, ok := e.(*attach.Sample); ok && len(sm.Stack) == 3 {
+		if sm, ok := e.(*event.Sample); ok && len(sm.Stack) == 3 {
 			deep++
 		}
 	}
@@ -720,7 +720,7 @@ func TestSuspendSamplerHoldsWithoutModules(t *testing.T) {
 func TestSuspendSamplerWindowWork(t *testing.T) {
 	p := busyFakeWinProc(2)
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, func(attach.Event) {}, clock.now)
+	s := newSuspendSampler(p, 7, 4096, func(event.Event) {}, clock.now)
 	s.execd = true // 100 runs, 101 idles
 	s.tick(true, false)
 	var ops []string
@@ -755,12 +755,12 @@ func TestSuspendSamplerStartingThreads(t *testing.T) {
 	p := busyFakeWinProc(2)
 	clock := &fakeClock{ns: 1e9}
 	p.clock = clock
-	s := newSuspendSampler(p, 7, 4096, func(attach.Event) {}, clock.now)
+	s := newSuspendSampler(p, 7, 4096, func(event.Event) {}, clock.now)
 	s.tick(true, false)
 	p.run(10 * time.Millisecond)
 	clock.tick(s, false, false, suspendIdleTimesEvery) // 100 and 101 settle
 	p.ids = append(p.ids, 102)
-	p.ths[102] = &fakeWinThread{p: p, id: 102, regs: attach.Regs{IP: 0x140001000, SP: 0x10000}, slowStops: 2}
+	p.ths[102] = &fakeWinThread{p: p, id: 102, regs: event.Regs{IP: 0x140001000, SP: 0x10000}, slowStops: 2}
 	clock.tick(s, false, false, suspendProbeEvery) // finds 102
 	var ops []string
 	p.ops = &ops

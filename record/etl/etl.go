@@ -2,7 +2,7 @@
 // PerfView write them, on any OS and in pure Go, the way record/perfdata
 // reads perf.data files: package etw walks the file's buffers and decodes
 // the events, the live ETW backend's translation (etw/translate) turns
-// them into attach's neutral events, and the recorder's builder
+// them into the neutral events, and the recorder's builder
 // (record.Replay) makes the profile. What only a file has is done around
 // them: the logfile header's clock and system, the trace's volume names
 // for paths, the identity events joined to their images, and the CLR's
@@ -19,9 +19,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/etw/translate"
+	"github.com/gprof-dev/gprof/etwevent"
+	"github.com/gprof-dev/gprof/etwevent/translate"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record"
@@ -42,17 +42,17 @@ func init() {
 }
 
 // Sniff reports whether head, the start of a file, is an ETL file.
-func Sniff(head []byte) bool { return etw.SniffETL(head) }
+func Sniff(head []byte) bool { return etwevent.SniffETL(head) }
 
 // Read reads an ETL file and builds the profile of every process it
 // holds. Stacks keep their kernel frames; names are left to
 // symbolication.
 func Read(r io.Reader) (*profile.Profile, error) { return read(r, nil) }
 
-// event is an event kept for translation, with what the file says about
+// kept is an event kept for translation, with what the file says about
 // it beyond its payload.
-type event struct {
-	e   etw.Event // its payload copied
+type kept struct {
+	e   etwevent.Event // its payload copied
 	cpu int
 	seq int      // file order, to keep it among events of the same time
 	ids *imageID // an image event's identity events
@@ -60,9 +60,9 @@ type event struct {
 
 // trace is what reading the file gathered besides the events.
 type trace struct {
-	header     etw.LogHeader
+	header     etwevent.LogHeader
 	haveHeader bool
-	events     []event
+	events     []kept
 	minTime    int64
 	maxTime    int64
 	haveTime   bool
@@ -75,15 +75,15 @@ type trace struct {
 
 // read reads the file; edit, when set, sees (and may change, or drop)
 // every event as it is read, for tests that make a trace of another shape.
-func read(r io.Reader, edit func(*etw.Event) bool) (*profile.Profile, error) {
+func read(r io.Reader, edit func(*etwevent.Event) bool) (*profile.Profile, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	head, _ := br.Peek(etw.ETLSniffSize)
+	head, _ := br.Peek(etwevent.ETLSniffSize)
 	if !Sniff(head) {
 		return nil, errors.New("not an ETL file: no WMI buffer header with a logfile header")
 	}
 	tr := &trace{methods: map[int64][]method{}}
 	tr.ids.init()
-	if err := etw.WalkETL(br, func(e *etw.Event, cpu, buf int) {
+	if err := etwevent.WalkETL(br, func(e *etwevent.Event, cpu, buf int) {
 		if edit == nil || edit(e) {
 			tr.add(e, cpu, buf)
 		}
@@ -105,18 +105,18 @@ func read(r io.Reader, edit func(*etw.Event) bool) (*profile.Profile, error) {
 }
 
 // add takes one event of the file, in file order.
-func (tr *trace) add(e *etw.Event, cpu, buf int) {
+func (tr *trace) add(e *etwevent.Event, cpu, buf int) {
 	tr.ids.buffer(buf)
-	kind := etw.KindOf(e)
+	kind := etwevent.KindOf(e)
 	switch kind {
-	case etw.KindHeader:
+	case etwevent.KindHeader:
 		if !tr.haveHeader {
-			if h, err := etw.ParseLogHeader(e); err == nil {
+			if h, err := etwevent.ParseLogHeader(e); err == nil {
 				tr.header, tr.haveHeader = h, true
 			}
 		}
 		return
-	case etw.KindOther:
+	case etwevent.KindOther:
 		return
 	}
 	if e.Time > 0 {
@@ -130,26 +130,26 @@ func (tr *trace) add(e *etw.Event, cpu, buf int) {
 	}
 	var ids *imageID
 	switch kind {
-	case etw.KindSample:
+	case etwevent.KindSample:
 		tr.samples++
-	case etw.KindSampleInterval:
-		if iv, ok := etw.DecodeSampleInterval(e.Payload); ok {
+	case etwevent.KindSampleInterval:
+		if iv, ok := etwevent.DecodeSampleInterval(e.Payload); ok {
 			tr.interval = int64(iv)
 		}
 		return
-	case etw.KindImageID, etw.KindDbgIDRSDS:
+	case etwevent.KindImageID, etwevent.KindDbgIDRSDS:
 		tr.ids.event(e)
 		return
-	case etw.KindImageLoad, etw.KindImageRundown, etw.KindImageUnload:
+	case etwevent.KindImageLoad, etwevent.KindImageRundown, etwevent.KindImageUnload:
 		ids = tr.ids.image(e)
-	case etw.KindVolumeMapping:
-		if nt, dos, ok := etw.DecodeVolumeMapping(e.Payload); ok && len(dos) >= 2 && dos[1] == ':' {
+	case etwevent.KindVolumeMapping:
+		if nt, dos, ok := etwevent.DecodeVolumeMapping(e.Payload); ok && len(dos) >= 2 && dos[1] == ':' {
 			tr.volumes = append(tr.volumes, [2]string{nt, dos})
 		}
 		return
-	case etw.KindCLRMethodLoad, etw.KindCLRMethodUnload:
-		m, ok := etw.DecodeMethodLoad(e.Payload)
-		if ok && kind == etw.KindCLRMethodLoad && m.Size > 0 {
+	case etwevent.KindCLRMethodLoad, etwevent.KindCLRMethodUnload:
+		m, ok := etwevent.DecodeMethodLoad(e.Payload)
+		if ok && kind == etwevent.KindCLRMethodLoad && m.Size > 0 {
 			tr.methods[e.PID] = append(tr.methods[e.PID], method{m.Start, m.Start + uint64(m.Size), m.FullName()})
 		}
 		return
@@ -157,7 +157,7 @@ func (tr *trace) add(e *etw.Event, cpu, buf int) {
 	ev := *e
 	ev.Payload = slices.Clone(e.Payload)
 	ev.Stack = nil
-	tr.events = append(tr.events, event{e: ev, cpu: cpu, seq: len(tr.events), ids: ids})
+	tr.events = append(tr.events, kept{e: ev, cpu: cpu, seq: len(tr.events), ids: ids})
 }
 
 // profile replays the events through the translator and the builder.
@@ -195,15 +195,15 @@ func (tr *trace) profile() *profile.Profile {
 	tr.ids.joinLoose()
 	// Buffers of different CPUs interleave: file order is not time
 	// order. seq keeps file order among events of the same time.
-	slices.SortFunc(tr.events, func(x, y event) int { return cmp.Or(cmp.Compare(x.e.Time, y.e.Time), cmp.Compare(x.seq, y.seq)) })
+	slices.SortFunc(tr.events, func(x, y kept) int { return cmp.Or(cmp.Compare(x.e.Time, y.e.Time), cmp.Compare(x.seq, y.seq)) })
 
-	var out []attach.Event
+	var out []event.Event
 	if n := h.EventsLost + h.BuffersLost; n > 0 {
-		out = append(out, &attach.Lost{Count: n})
+		out = append(out, &event.Lost{Count: n})
 	}
-	var cur *event
+	var cur *kept
 	disk := diskIdentities{}
-	t := translate.New(func(ev attach.Event) { out = append(out, clone(ev)) }, translate.Options{
+	t := translate.New(func(ev event.Event) { out = append(out, clone(ev)) }, translate.Options{
 		AllProcesses: true,
 		KeepTids:     true,
 		ToNS:         ns,
@@ -211,7 +211,7 @@ func (tr *trace) profile() *profile.Profile {
 		Interval:     int64(interval),
 		Kernel:       true,
 		Path:         func(p string) string { return dosPath(p, tr.volumes) },
-		Identify: func(im *etw.Image, path string) *attach.Image {
+		Identify: func(im *etwevent.Image, path string) *event.Image {
 			return identify(im, path, cur.ids, disk)
 		},
 	})
@@ -223,7 +223,7 @@ func (tr *trace) profile() *profile.Profile {
 	t.Flush()
 	// The translator sends a sample when its stack is whole, which for
 	// cached stacks is at the end: the builder wants time order.
-	slices.SortStableFunc(out, func(x, y attach.Event) int { return cmp.Compare(attach.EventTime(x), attach.EventTime(y)) })
+	slices.SortStableFunc(out, func(x, y event.Event) int { return cmp.Compare(event.EventTime(x), event.EventTime(y)) })
 
 	jit := newMethods(tr.methods)
 	p := record.Replay(out, record.ReplayOptions{
@@ -240,28 +240,28 @@ func (tr *trace) profile() *profile.Profile {
 
 // clone copies what the builder keeps of an event: the translator may
 // reuse a sample's stack.
-func clone(ev attach.Event) attach.Event {
+func clone(ev event.Event) event.Event {
 	switch e := ev.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		c := *e
 		c.Stack = slices.Clone(e.Stack)
 		return &c
-	case *attach.Map:
+	case *event.Map:
 		c := *e
 		return &c
-	case *attach.Unmap:
+	case *event.Unmap:
 		c := *e
 		return &c
-	case *attach.Comm:
+	case *event.Comm:
 		c := *e
 		return &c
-	case *attach.Fork:
+	case *event.Fork:
 		c := *e
 		return &c
-	case *attach.Exit:
+	case *event.Exit:
 		c := *e
 		return &c
-	case *attach.Lost:
+	case *event.Lost:
 		c := *e
 		return &c
 	}

@@ -2,12 +2,13 @@ package etl
 
 import (
 	"bytes"
-	"github.com/gprof-dev/gprof/etw/etwtest"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent/etwtest"
+
+	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -144,7 +145,7 @@ func TestPerfViewTrace(t *testing.T) {
 }
 
 func TestSniff(t *testing.T) {
-	cut, err := os.ReadFile("../../etw/testdata/cut.etl")
+	cut, err := os.ReadFile("../../etwevent/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,18 +173,18 @@ func FuzzRead(f *testing.F) {
 	// small.etl first: uncompressed events of every kind (see
 	// TestSmallETL), which mutations reach; cut.etl's buffers are XPRESS
 	// streams that most mutations only break.
-	small, err := os.ReadFile("../../etw/testdata/small.etl")
+	small, err := os.ReadFile("../../etwevent/testdata/small.etl")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(small)
-	cut, err := os.ReadFile("../../etw/testdata/cut.etl")
+	cut, err := os.ReadFile("../../etwevent/testdata/cut.etl")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(cut)
 	f.Add(cut[:4096])
-	if um, err := os.ReadFile("../../etw/testdata/usermode.etl"); err == nil {
+	if um, err := os.ReadFile("../../etwevent/testdata/usermode.etl"); err == nil {
 		f.Add(um)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -205,7 +206,7 @@ func FuzzRead(f *testing.F) {
 
 // A trace of user-mode providers only is an ETL file, but not a profile.
 func TestUserModeOnlyTrace(t *testing.T) {
-	data, err := os.ReadFile("../../etw/testdata/usermode.etl")
+	data, err := os.ReadFile("../../etwevent/testdata/usermode.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,20 +222,20 @@ func TestUserModeOnlyTrace(t *testing.T) {
 // An image the trace has no RSDS event for takes its identity from the
 // file on disk, if it is the one that was loaded.
 func TestIdentityFromDisk(t *testing.T) {
-	path := "../../etw/testdata/hello-mingw.exe"
-	id, err := etw.ReadPEIdentity(path)
+	path := "../../etwevent/testdata/hello-mingw.exe"
+	id, err := etwevent.ReadPEIdentity(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	disk := diskIdentities{}
-	im := &etw.Image{Base: 0x400000, Size: uint64(id.SizeOfImage), TimeDateStamp: id.TimeDateStamp, FileName: path}
+	im := &etwevent.Image{Base: 0x400000, Size: uint64(id.SizeOfImage), TimeDateStamp: id.TimeDateStamp, FileName: path}
 	if l := identify(im, path, nil, disk); l.BreakpadID != id.BreakpadID() || l.CodeID != id.CodeID() || l.Arch != "x86_64" {
 		t.Errorf("identity %+v", l)
 	}
 	// Another build at that path (its size differs) is not the image:
 	// it keeps what the trace says.
-	im2 := &etw.Image{Base: 0x400000, Size: uint64(id.SizeOfImage) + 0x1000, TimeDateStamp: 0x5f000000, FileName: path}
-	if l := identify(im2, path, nil, disk); l.BreakpadID != "" || l.CodeID != etw.CodeID(0x5f000000, im2.Size) || l.DebugName != "hello-mingw.exe" {
+	im2 := &etwevent.Image{Base: 0x400000, Size: uint64(id.SizeOfImage) + 0x1000, TimeDateStamp: 0x5f000000, FileName: path}
+	if l := identify(im2, path, nil, disk); l.BreakpadID != "" || l.CodeID != etwevent.CodeID(0x5f000000, im2.Size) || l.DebugName != "hello-mingw.exe" {
 		t.Errorf("identity %+v taken from another build", l)
 	}
 }
@@ -242,8 +243,8 @@ func TestIdentityFromDisk(t *testing.T) {
 // firstSample is the time of the trace's first SampledProfile event.
 func firstSample(t *testing.T, data []byte) int64 {
 	first := int64(-1)
-	err := etw.WalkETL(bytes.NewReader(data), func(e *etw.Event, _, _ int) {
-		if etw.KindOf(e) == etw.KindSample && (first < 0 || e.Time < first) {
+	err := etwevent.WalkETL(bytes.NewReader(data), func(e *etwevent.Event, _, _ int) {
+		if etwevent.KindOf(e) == etwevent.KindSample && (first < 0 || e.Time < first) {
 			first = e.Time
 		}
 	})
@@ -260,9 +261,9 @@ func TestCircularTraceKeepsSamples(t *testing.T) {
 	data := etwtest.PerfViewTrace(t)
 	first := firstSample(t, data)
 	count := func(circular bool) map[string]int {
-		p, err := read(bytes.NewReader(data), func(e *etw.Event) bool {
-			k := etw.KindOf(e)
-			return !circular || e.Time >= first || k != etw.KindThreadRundown && k != etw.KindProcessRundown
+		p, err := read(bytes.NewReader(data), func(e *etwevent.Event) bool {
+			k := etwevent.KindOf(e)
+			return !circular || e.Time >= first || k != etwevent.KindThreadRundown && k != etwevent.KindProcessRundown
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -294,8 +295,8 @@ func TestCircularTraceKeepsSamples(t *testing.T) {
 func TestLooseIdentityJoin(t *testing.T) {
 	data := etwtest.PerfViewTrace(t)
 	libsOf := func(loose bool) map[string]string {
-		p, err := read(bytes.NewReader(data), func(e *etw.Event) bool {
-			if loose && (etw.KindOf(e) == etw.KindImageID || etw.KindOf(e) == etw.KindDbgIDRSDS) {
+		p, err := read(bytes.NewReader(data), func(e *etwevent.Event) bool {
+			if loose && (etwevent.KindOf(e) == etwevent.KindImageID || etwevent.KindOf(e) == etwevent.KindDbgIDRSDS) {
 				e.Time += 1e7 // a second later: no longer adjacent
 			}
 			return true

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/etw"
-	"github.com/gprof-dev/gprof/etw/translate"
+	"github.com/gprof-dev/gprof/etwevent"
+	"github.com/gprof-dev/gprof/etwevent/translate"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // An image's identity comes in KernelTraceControl events that xperf, WPR
@@ -25,8 +25,8 @@ type imageID struct {
 	pid  uint32
 	base uint64
 	size uint64
-	id   *etw.ImageID
-	rsds *etw.RSDS
+	id   *etwevent.ImageID
+	rsds *etwevent.RSDS
 }
 
 type imageKey struct {
@@ -36,8 +36,8 @@ type imageKey struct {
 
 type timedID struct {
 	time int64
-	id   *etw.ImageID
-	rsds *etw.RSDS
+	id   *etwevent.ImageID
+	rsds *etwevent.RSDS
 }
 
 // identities joins identity events to images as the file is read.
@@ -46,18 +46,18 @@ type identities struct {
 	// before them.
 	all      map[imageKey][]timedID
 	unjoined []*imageID
-	joined   map[*etw.RSDS]bool // RSDS events joined to the image right after them
+	joined   map[*etwevent.RSDS]bool // RSDS events joined to the image right after them
 	// The identity events of the buffer being read, waiting for their
 	// Image event.
 	buf         int
-	pendingID   *etw.ImageID
-	pendingRSDS *etw.RSDS
+	pendingID   *etwevent.ImageID
+	pendingRSDS *etwevent.RSDS
 	pendingTime int64
 }
 
 func (s *identities) init() {
 	s.all = map[imageKey][]timedID{}
-	s.joined = map[*etw.RSDS]bool{}
+	s.joined = map[*etwevent.RSDS]bool{}
 }
 
 // buffer notes the buffer the next event is in: identity events are
@@ -70,16 +70,16 @@ func (s *identities) buffer(buf int) {
 }
 
 // event takes an ImageID or DbgID_RSDS event.
-func (s *identities) event(e *etw.Event) {
-	switch etw.KindOf(e) {
-	case etw.KindImageID:
-		if id, ok := etw.DecodeImageID(e.Payload, e.Ptr64); ok {
+func (s *identities) event(e *etwevent.Event) {
+	switch etwevent.KindOf(e) {
+	case etwevent.KindImageID:
+		if id, ok := etwevent.DecodeImageID(e.Payload, e.Ptr64); ok {
 			s.pendingID, s.pendingTime = &id, e.Time
 			k := imageKey{id.PID, id.Base}
 			s.all[k] = append(s.all[k], timedID{e.Time, &id, nil})
 		}
-	case etw.KindDbgIDRSDS:
-		if d, ok := etw.DecodeRSDS(e.Payload, e.Ptr64); ok {
+	case etwevent.KindDbgIDRSDS:
+		if d, ok := etwevent.DecodeRSDS(e.Payload, e.Ptr64); ok {
 			s.pendingRSDS, s.pendingTime = &d, e.Time
 			k := imageKey{d.PID, d.Base}
 			s.all[k] = append(s.all[k], timedID{e.Time, nil, &d})
@@ -89,8 +89,8 @@ func (s *identities) event(e *etw.Event) {
 
 // image takes an Image event and returns the identity events joined to
 // it (more may be joined by joinLoose).
-func (s *identities) image(e *etw.Event) *imageID {
-	im, ok := etw.DecodeImage(e.Payload, e.Ptr64)
+func (s *identities) image(e *etwevent.Event) *imageID {
+	im, ok := etwevent.DecodeImage(e.Payload, e.Ptr64)
 	if !ok {
 		return nil
 	}
@@ -145,8 +145,8 @@ func (s *identities) joinLoose() {
 // on and the file is still the one loaded; with neither, its
 // TimeDateStamp and size, and the name of the file. It always gives one:
 // the image's path names a file of the recording's machine.
-func identify(im *etw.Image, path string, ids *imageID, disk diskIdentities) *attach.Image {
-	out := &attach.Image{DebugName: etw.BaseName(path)}
+func identify(im *etwevent.Image, path string, ids *imageID, disk diskIdentities) *event.Image {
+	out := &event.Image{DebugName: etwevent.BaseName(path)}
 	tds, size := im.TimeDateStamp, im.Size
 	if ids != nil && ids.id != nil {
 		if ids.id.TimeDateStamp != 0 {
@@ -157,12 +157,12 @@ func identify(im *etw.Image, path string, ids *imageID, disk diskIdentities) *at
 		}
 	}
 	if tds != 0 {
-		out.CodeID = etw.CodeID(tds, size)
+		out.CodeID = etwevent.CodeID(tds, size)
 	}
 	if ids != nil && ids.rsds != nil {
 		out.DebugPath = ids.rsds.PDBPath
-		out.DebugName = etw.BaseName(ids.rsds.PDBPath)
-		out.BreakpadID = etw.BreakpadID(ids.rsds.GUID, ids.rsds.Age)
+		out.DebugName = etwevent.BaseName(ids.rsds.PDBPath)
+		out.BreakpadID = etwevent.BreakpadID(ids.rsds.GUID, ids.rsds.Age)
 		return out
 	}
 	if id := disk.identity(path, im.Size, im.TimeDateStamp); id != nil {
@@ -172,7 +172,7 @@ func identify(im *etw.Image, path string, ids *imageID, disk diskIdentities) *at
 }
 
 // diskIdentities caches the identities read from files on disk.
-type diskIdentities map[diskKey]*attach.Image
+type diskIdentities map[diskKey]*event.Image
 
 type diskKey struct {
 	path string
@@ -180,7 +180,7 @@ type diskKey struct {
 	tds  uint32
 }
 
-func (d diskIdentities) identity(path string, size uint64, tds uint32) *attach.Image {
+func (d diskIdentities) identity(path string, size uint64, tds uint32) *event.Image {
 	k := diskKey{path, size, tds}
 	id, seen := d[k]
 	if !seen {
@@ -213,7 +213,7 @@ func dosPath(p string, volumes [][2]string) string {
 		}
 		return v[1] + rest
 	}
-	p = etw.NormalizePath(p)
+	p = etwevent.NormalizePath(p)
 	// A path with no device (\Windows\System32\kernel32.dll, as user-mode
 	// image loads have them) is on the system drive.
 	if strings.HasPrefix(p, `\`) && !strings.HasPrefix(p, `\\`) && !hasPrefixFold(p, `\Device\`) {

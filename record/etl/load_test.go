@@ -10,7 +10,7 @@ import (
 // An ETL file is recognized by its first buffer's header and read as a
 // trace, whatever its name, once record/etl is linked in.
 func TestFileETL(t *testing.T) {
-	p, k, err := format.File("../../etw/testdata/cut.etl")
+	p, k, err := format.File("../../etwevent/testdata/cut.etl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package etl
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/gprof-dev/gprof/etw/etwtest"
 	"os"
 	"testing"
 
-	"github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent/etwtest"
+
+	"github.com/gprof-dev/gprof/etwevent"
 )
 
 // smallETL cuts the PerfView trace to a fuzzing seed around one process
@@ -23,8 +24,8 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 	const hdrSize = 0x48
 	type ev struct {
 		raw []byte
-		e   etw.Event
-		k   etw.Kind
+		e   etwevent.Event
+		k   etwevent.Kind
 	}
 	type buffer struct {
 		hdr    []byte
@@ -50,7 +51,7 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 		events := body
 		if flags&0x40 != 0 {
 			var err error
-			if events, err = etw.AppendXpress(nil, body, saved-hdrSize); err != nil {
+			if events, err = etwevent.AppendXpress(nil, body, saved-hdrSize); err != nil {
 				continue
 			}
 		} else if saved > hdrSize && saved <= size {
@@ -58,11 +59,11 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 		}
 		b := buffer{hdr: hdr, flags: flags}
 		for p := 0; p < len(events); {
-			e, n, ok := etw.ParseEvent(events[p:])
+			e, n, ok := etwevent.ParseEvent(events[p:])
 			if !ok || n <= 0 {
 				break
 			}
-			b.events = append(b.events, ev{events[p : p+n], e, etw.KindOf(&e)})
+			b.events = append(b.events, ev{events[p : p+n], e, etwevent.KindOf(&e)})
 			p += n
 		}
 		bufs = append(bufs, b)
@@ -72,15 +73,15 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 	for _, b := range bufs {
 		for _, x := range b.events {
 			switch x.k {
-			case etw.KindThreadStart, etw.KindThreadEnd, etw.KindThreadRundown:
-				if t, ok := etw.DecodeThread(x.e.Payload, x.e.Ptr64, x.e.Version); ok && int64(t.PID) == pid {
+			case etwevent.KindThreadStart, etwevent.KindThreadEnd, etwevent.KindThreadRundown:
+				if t, ok := etwevent.DecodeThread(x.e.Payload, x.e.Ptr64, x.e.Version); ok && int64(t.PID) == pid {
 					tids[t.TID] = true
 				}
 			}
 		}
 	}
-	taken := map[etw.Kind]int{}
-	take := func(k etw.Kind) bool {
+	taken := map[etwevent.Kind]int{}
+	take := func(k etwevent.Kind) bool {
 		if taken[k] >= quota {
 			return false
 		}
@@ -95,32 +96,32 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 		keep := make([]bool, len(b.events))
 		for i, x := range b.events {
 			switch x.k {
-			case etw.KindOther:
-			case etw.KindProcessStart, etw.KindProcessEnd, etw.KindProcessRundown:
-				pr, ok := etw.DecodeProcess(x.e.Payload, x.e.Ptr64, x.e.Version)
+			case etwevent.KindOther:
+			case etwevent.KindProcessStart, etwevent.KindProcessEnd, etwevent.KindProcessRundown:
+				pr, ok := etwevent.DecodeProcess(x.e.Payload, x.e.Ptr64, x.e.Version)
 				keep[i] = ok && int64(pr.PID) == pid
-			case etw.KindThreadStart, etw.KindThreadEnd, etw.KindThreadRundown:
-				t, ok := etw.DecodeThread(x.e.Payload, x.e.Ptr64, x.e.Version)
+			case etwevent.KindThreadStart, etwevent.KindThreadEnd, etwevent.KindThreadRundown:
+				t, ok := etwevent.DecodeThread(x.e.Payload, x.e.Ptr64, x.e.Version)
 				keep[i] = ok && int64(t.PID) == pid
-			case etw.KindImageLoad, etw.KindImageUnload, etw.KindImageRundown:
-				im, ok := etw.DecodeImage(x.e.Payload, x.e.Ptr64)
+			case etwevent.KindImageLoad, etwevent.KindImageUnload, etwevent.KindImageRundown:
+				im, ok := etwevent.DecodeImage(x.e.Payload, x.e.Ptr64)
 				if keep[i] = ok && int64(im.PID) == pid && take(x.k); keep[i] {
-					for j := i - 1; j >= 0 && j >= i-2 && (b.events[j].k == etw.KindImageID || b.events[j].k == etw.KindDbgIDRSDS); j-- {
+					for j := i - 1; j >= 0 && j >= i-2 && (b.events[j].k == etwevent.KindImageID || b.events[j].k == etwevent.KindDbgIDRSDS); j-- {
 						keep[j] = true
 					}
 				}
-			case etw.KindImageID, etw.KindDbgIDRSDS:
+			case etwevent.KindImageID, etwevent.KindDbgIDRSDS:
 				// with their image
-			case etw.KindSample:
-				sm, ok := etw.DecodeSample(x.e.Payload, x.e.Ptr64)
+			case etwevent.KindSample:
+				sm, ok := etwevent.DecodeSample(x.e.Payload, x.e.Ptr64)
 				if keep[i] = ok && tids[sm.TID] && take(x.k); keep[i] {
 					sampled[[2]int64{int64(sm.TID), x.e.Time}] = true
 				}
-			case etw.KindStack, etw.KindStackKeyKernel, etw.KindStackKeyUser:
+			case etwevent.KindStack, etwevent.KindStackKeyKernel, etwevent.KindStackKeyUser:
 				// The stacks of the samples kept, below.
-			case etw.KindStackKeyDef:
+			case etwevent.KindStackKeyDef:
 				// The cached stacks those reference, below.
-			case etw.KindCLRMethodLoad, etw.KindCLRMethodUnload:
+			case etwevent.KindCLRMethodLoad, etwevent.KindCLRMethodUnload:
 				keep[i] = x.e.PID == pid && take(x.k)
 			default:
 				keep[i] = take(x.k)
@@ -133,11 +134,11 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 	for bi, b := range bufs {
 		for i, x := range b.events {
 			switch x.k {
-			case etw.KindStack, etw.KindStackKeyKernel, etw.KindStackKeyUser:
-				st, ok := etw.DecodeStackKeyRef(x.e.Payload, x.e.Ptr64)
+			case etwevent.KindStack, etwevent.KindStackKeyKernel, etwevent.KindStackKeyUser:
+				st, ok := etwevent.DecodeStackKeyRef(x.e.Payload, x.e.Ptr64)
 				if ok && sampled[[2]int64{int64(st.TID), st.SampleTime}] {
 					kept[bi][i] = true
-					if x.k != etw.KindStack {
+					if x.k != etwevent.KindStack {
 						keys[st.Key] = true
 					}
 				}
@@ -146,8 +147,8 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 	}
 	for bi, b := range bufs {
 		for i, x := range b.events {
-			if x.k == etw.KindStackKeyDef {
-				if key, _, ok := etw.DecodeStackKeyDef(x.e.Payload, x.e.Ptr64); ok && keys[key] {
+			if x.k == etwevent.KindStackKeyDef {
+				if key, _, ok := etwevent.DecodeStackKeyDef(x.e.Payload, x.e.Ptr64); ok && keys[key] {
 					kept[bi][i] = true
 				}
 			}
@@ -176,23 +177,23 @@ func smallETL(data []byte, pid int64, quota int) []byte {
 	return out
 }
 
-// TestSmallETL: the fuzzing seed etw/testdata/small.etl is what smallETL
+// TestSmallETL: the fuzzing seed etwevent/testdata/small.etl is what smallETL
 // cuts from the PerfView trace (GPROF_WRITE_SEEDS=1 writes it again), and
 // it reads as a profile with samples, stacks and identified images, so
 // that fuzzing it reaches the whole reader.
 func TestSmallETL(t *testing.T) {
 	cut := smallETL(etwtest.PerfViewTrace(t), 3644, 12)
 	if os.Getenv("GPROF_WRITE_SEEDS") == "1" {
-		if err := os.WriteFile("../../etw/testdata/small.etl", cut, 0o644); err != nil {
+		if err := os.WriteFile("../../etwevent/testdata/small.etl", cut, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	seed, err := os.ReadFile("../../etw/testdata/small.etl")
+	seed, err := os.ReadFile("../../etwevent/testdata/small.etl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(seed, cut) {
-		t.Error("etw/testdata/small.etl is not what smallETL cuts now: GPROF_WRITE_SEEDS=1 go test -run TestSmallETL ./record/etl")
+		t.Error("etwevent/testdata/small.etl is not what smallETL cuts now: GPROF_WRITE_SEEDS=1 go test -run TestSmallETL ./record/etl")
 	}
 	p, err := Read(bytes.NewReader(seed))
 	if err != nil {

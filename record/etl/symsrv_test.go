@@ -2,12 +2,13 @@ package etl
 
 import (
 	"bytes"
-	"github.com/gprof-dev/gprof/etw/etwtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gprof-dev/gprof/etwevent/etwtest"
 
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"

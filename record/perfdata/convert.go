@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record"
@@ -97,7 +97,7 @@ func (f *File) Profile(opts Options) *profile.Profile {
 		}
 	}
 	for _, e := range f.Events {
-		if m, ok := e.(*attach.Map); ok && len(m.BuildID) > 0 && cacheDir != "" {
+		if m, ok := e.(*event.Map); ok && len(m.BuildID) > 0 && cacheDir != "" {
 			// The cache keeps the binary as it was recorded, even after
 			// the path is rebuilt; the builder tries it when the path's
 			// build-id differs.

@@ -1,12 +1,13 @@
 package perfdata_test
 
 import (
-	"github.com/gprof-dev/gprof/format"
-	"github.com/gprof-dev/gprof/record/perfdata"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/record/perfdata"
 )
 
 // TestFilePerfData: a perf.data file is recognized by its magic and built

@@ -16,7 +16,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Magic starts every perf.data file (written in the recording host's byte
@@ -167,7 +167,7 @@ type File struct {
 
 	// Events are the recording's events for the sampled attr, in time
 	// order. Slices point into the file's bytes.
-	Events []attach.Event
+	Events []event.Event
 	// Samples counts Events' samples; OtherSamples those of other attrs,
 	// which are left out.
 	Samples, OtherSamples, Lost uint64
@@ -438,11 +438,11 @@ func (f *File) readRecords(b []byte, pipe bool) error {
 // in order) and finds the time bounds.
 func (f *File) finish() {
 	sort.SliceStable(f.Events, func(i, j int) bool {
-		return attach.EventTime(f.Events[i]) < attach.EventTime(f.Events[j])
+		return event.EventTime(f.Events[i]) < event.EventTime(f.Events[j])
 	})
 	f.FirstTime, f.LastTime = 0, 0
 	for _, e := range f.Events {
-		t := attach.EventTime(e)
+		t := event.EventTime(e)
 		if t <= 0 {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // The seeds in testdata were recorded by perf 6.1 on x86_64 from
@@ -83,21 +83,21 @@ func checkEvents(t *testing.T, f *File, dwarf bool, buildID string) {
 	var execSeen, splitMapped, kernel bool
 	var pid int
 	for _, e := range f.Events {
-		if tm := attach.EventTime(e); tm < last {
+		if tm := event.EventTime(e); tm < last {
 			t.Fatalf("events out of time order: %d after %d", tm, last)
 		} else {
 			last = tm
 		}
 		switch e := e.(type) {
-		case *attach.Comm:
+		case *event.Comm:
 			if e.Exec && e.Name == "split" {
 				execSeen, pid = true, e.Pid
 			}
-		case *attach.Map:
+		case *event.Map:
 			if e.Path == "/tmp/pd/split" {
 				splitMapped = hex.EncodeToString(e.BuildID) == buildID && e.Inode != 0
 			}
-		case *attach.Sample:
+		case *event.Sample:
 			if e.Pid != pid || e.Tid == 0 || e.Time == 0 {
 				t.Fatalf("sample of pid %d tid %d at %d; split is pid %d", e.Pid, e.Tid, e.Time, pid)
 			}
@@ -174,7 +174,7 @@ func TestParseTiny(t *testing.T) {
 	kinds := map[string]int{}
 	for _, e := range f.Events {
 		switch e := e.(type) {
-		case *attach.Sample:
+		case *event.Sample:
 			if e.Regs != nil && len(e.StackCopy) > 0 {
 				kinds["dwarf sample"]++
 			}
@@ -182,7 +182,7 @@ func TestParseTiny(t *testing.T) {
 			kinds[fmt.Sprintf("%T", e)]++
 		}
 	}
-	if f.Samples != 9 || kinds["dwarf sample"] != 9 || kinds["*attach.Fork"] == 0 || kinds["*attach.Exit"] < 2 || kinds["*attach.Map"] < 3 || kinds["*attach.Comm"] < 1 {
+	if f.Samples != 9 || kinds["dwarf sample"] != 9 || kinds["*event.Fork"] == 0 || kinds["*event.Exit"] < 2 || kinds["*event.Map"] < 3 || kinds["*event.Comm"] < 1 {
 		t.Errorf("%d samples (perf script: 9), events %v", f.Samples, kinds)
 	}
 }
@@ -201,7 +201,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, e := range pf.Events {
-			if s, ok := e.(*attach.Sample); ok && s.KernelFrames > len(s.Stack) {
+			if s, ok := e.(*event.Sample); ok && s.KernelFrames > len(s.Stack) {
 				t.Fatalf("%d kernel frames in a stack of %d", s.KernelFrames, len(s.Stack))
 			}
 		}
@@ -258,12 +258,12 @@ func TestParseAttachSkipsPerfExec(t *testing.T) {
 	pids := map[int]bool{}
 	for _, e := range f.Events {
 		switch e := e.(type) {
-		case *attach.Comm:
+		case *event.Comm:
 			pids[e.Pid] = true
 			if e.Name != "split" {
 				t.Errorf("comm %q of pid %d", e.Name, e.Pid)
 			}
-		case *attach.Sample:
+		case *event.Sample:
 			pids[e.Pid] = true
 		}
 	}

@@ -1,8 +1,6 @@
 package perfdata
 
-import (
-	"github.com/gprof-dev/gprof/attach"
-)
+import "github.com/gprof-dev/gprof/event"
 
 // decode turns one kernel record into events.
 func (f *File) decode(typ uint32, misc uint16, rec []byte) {
@@ -19,7 +17,7 @@ func (f *File) decode(typ uint32, misc uint16, rec []byte) {
 		if len(body) < 8 {
 			return
 		}
-		c := &attach.Comm{
+		c := &event.Comm{
 			Time: f.timeOf(rec),
 			Pid:  int(int32(bo.Uint32(body))),
 			Tid:  int(int32(bo.Uint32(body[4:]))),
@@ -46,26 +44,26 @@ func (f *File) decode(typ uint32, misc uint16, rec []byte) {
 			t = f.lastTime
 		}
 		if typ == recFork {
-			f.add(&attach.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
+			f.add(&event.Fork{Time: t, Pid: pid, Tid: tid, Ppid: ppid, Ptid: ptid})
 		} else {
-			f.add(&attach.Exit{Time: t, Pid: pid, Tid: tid})
+			f.add(&event.Exit{Time: t, Pid: pid, Tid: tid})
 		}
 	case recLost:
 		if len(rec) >= 24 {
 			n := bo.Uint64(rec[16:])
 			f.Lost += n
-			f.add(&attach.Lost{Time: f.timeOf(rec), Count: n})
+			f.add(&event.Lost{Time: f.timeOf(rec), Count: n})
 		}
 	case recLostSamples:
 		if len(rec) >= 16 {
 			n := bo.Uint64(rec[8:])
 			f.Lost += n
-			f.add(&attach.Lost{Time: f.timeOf(rec), Count: n})
+			f.add(&event.Lost{Time: f.timeOf(rec), Count: n})
 		}
 	}
 }
 
-func (f *File) add(e attach.Event) { f.Events = append(f.Events, e) }
+func (f *File) add(e event.Event) { f.Events = append(f.Events, e) }
 
 // trailerLen is the size of the sample_id trailer non-sample records carry
 // when the sampled event has sample_id_all; timeAt is the offset of the
@@ -115,7 +113,7 @@ func (f *File) timeOf(rec []byte) int64 {
 // same, then device and inode or a build-id, prot, flags, filename) into
 // a mapping of executable code in a process; it drops the kernel's (pid -1)
 // and data mappings.
-func (f *File) mmap(typ uint32, misc uint16, rec []byte) *attach.Map {
+func (f *File) mmap(typ uint32, misc uint16, rec []byte) *event.Map {
 	bo := f.bo
 	body := f.body(rec)
 	fixed := 32
@@ -137,7 +135,7 @@ func (f *File) mmap(typ uint32, misc uint16, rec []byte) *attach.Map {
 	if misc&miscMmapData != 0 {
 		return nil
 	}
-	m := &attach.Map{
+	m := &event.Map{
 		Time: f.timeOf(rec), Pid: int(pid),
 		Start: start, End: start + length, FileOffset: pgoff, Path: path,
 	}
@@ -199,7 +197,7 @@ func (f *File) sample(misc uint16, rec []byte) {
 		p += 8
 		return v
 	}
-	s := &attach.Sample{CPUDelta: -1}
+	s := &event.Sample{CPUDelta: -1}
 	var ip uint64
 	if st&sampleIdentifier != 0 {
 		u64()
@@ -304,7 +302,7 @@ func (f *File) sample(misc uint16, rec []byte) {
 				}
 				return bo.Uint64(rec[p+8*i:])
 			}
-			s.Regs = &attach.Regs{IP: at(f.regsAt[0]), SP: at(f.regsAt[1]), FP: at(f.regsAt[2]), LR: at(f.lrAt), BX: at(f.bxAt)}
+			s.Regs = &event.Regs{IP: at(f.regsAt[0]), SP: at(f.regsAt[1]), FP: at(f.regsAt[2]), LR: at(f.lrAt), BX: at(f.bxAt)}
 			p += 8 * f.nregs
 			if s.Regs.IP == 0 || s.Regs.SP == 0 {
 				s.Regs = nil // not the registers an unwinder needs
@@ -331,7 +329,7 @@ func (f *File) sample(misc uint16, rec []byte) {
 	f.keep(s)
 }
 
-func (f *File) keep(s *attach.Sample) {
+func (f *File) keep(s *event.Sample) {
 	if len(s.Stack) == 0 && s.Regs == nil {
 		return
 	}

@@ -1,4 +1,4 @@
 // Package procmaps reads a Linux process's executable mappings from
-// /proc/PID/maps as attach.Map events, for attach/perf and attach/ptrace,
+// /proc/PID/maps as event.Map events, for attach/perf and attach/ptrace,
 // and keys them so that each is reported once.
 package procmaps

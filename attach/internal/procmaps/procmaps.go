@@ -11,18 +11,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Read returns the executable mappings of pid as Map events.
-func Read(pid int, t int64) ([]*attach.Map, error) {
+func Read(pid int, t int64) ([]*event.Map, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var maps []*attach.Map
+	var maps []*event.Map
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -34,7 +34,7 @@ func Read(pid int, t int64) ([]*attach.Map, error) {
 }
 
 // ParseLine parses "start-end perms offset maj:min inode   path".
-func ParseLine(line string, pid int, t int64) *attach.Map {
+func ParseLine(line string, pid int, t int64) *event.Map {
 	fields := strings.Fields(line)
 	if len(fields) < 5 || !strings.Contains(fields[1], "x") {
 		return nil
@@ -63,7 +63,7 @@ func ParseLine(line string, pid int, t int64) *attach.Map {
 		}
 		path = strings.TrimLeft(line[idx:], " \t")
 	}
-	m := &attach.Map{
+	m := &event.Map{
 		Time:       t,
 		Pid:        pid,
 		Start:      start,
@@ -86,6 +86,6 @@ type Key struct {
 }
 
 // KeyOf is the key of m.
-func KeyOf(m *attach.Map) Key {
+func KeyOf(m *event.Map) Key {
 	return Key{m.Start, m.End, m.FileOffset, m.Dev, m.Inode, m.Path}
 }

@@ -3,7 +3,7 @@ package suspendwalk
 import (
 	"encoding/binary"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 var le = binary.LittleEndian
@@ -22,7 +22,7 @@ var le = binary.LittleEndian
 // function that keeps its return address in lr without making a frame
 // record, and the caller of a function sampled before its prologue has
 // pushed its frame.
-func WalkFP(a Arch, regs attach.Regs, stack []byte, base uint64, out []uint64, maxFrames int) []uint64 {
+func WalkFP(a Arch, regs event.Regs, stack []byte, base uint64, out []uint64, maxFrames int) []uint64 {
 	n := len(out)
 	out = append(out, regs.IP)
 	fp := regs.FP

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // ByTid returns the threads of m ordered by thread id.
@@ -27,13 +27,13 @@ func ByTid[K comparable, T any](m map[K]*T, tid func(*T) int) []*T {
 
 // EmitGone reports the exit of every thread in tids but the main one, then
 // of the process (its main thread, whose tid is pid).
-func EmitGone(emit func(attach.Event), now int64, pid int, tids []int) {
+func EmitGone(emit func(event.Event), now int64, pid int, tids []int) {
 	for _, tid := range tids {
 		if tid != pid {
-			emit(&attach.Exit{Time: now, Pid: pid, Tid: tid})
+			emit(&event.Exit{Time: now, Pid: pid, Tid: tid})
 		}
 	}
-	emit(&attach.Exit{Time: now, Pid: pid, Tid: pid})
+	emit(&event.Exit{Time: now, Pid: pid, Tid: pid})
 }
 
 // ErrTaskGone says the task no longer exists (it exited or exec'd).

@@ -1,4 +1,4 @@
-package etw
+package etwevent
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-// Package etw decodes Event Tracing for Windows events: the headers ETW
+// Package etwevent decodes Event Tracing for Windows events: the headers ETW
 // writes into its buffers and the payloads of the kernel and
 // KernelTraceControl events a CPU profiler needs (sampled profile, stack
 // walks and cached stack keys, process, thread and image loads with their
@@ -9,7 +9,7 @@
 // Version and Opcode from the descriptor; Ptr64 from
 // EVENT_HEADER_FLAG_64_BIT_HEADER; PID, TID, TimeStamp; Payload from
 // UserData), and KindOf and the Decode functions then work as for a file.
-package etw
+package etwevent
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-// Package etwtest gives tests the real ETW trace in etw/testdata, for the
+// Package etwtest gives tests the real ETW trace in etwevent/testdata, for the
 // packages that read ETW events (etw/translate, record/etl).
 package etwtest
 

@@ -1,24 +1,17 @@
-// Package attach talks to the operating system about profiling targets:
-// it launches or attaches to processes, samples their threads, and reports
-// what it sees as a stream of platform-neutral events. This package holds
-// those events, the options and the dispatcher (Record); each backend is
-// a package of its own under it (attach/perf, attach/ptrace, attach/etw,
-// attach/suspend, attach/mach) that registers itself (Register), and
-// package attach/backends links in the ones this platform has. Nothing
-// outside attach/ samples the OS.
-package attach
-
-import (
-	"context"
-	"errors"
-	"time"
-)
+// Package event is the neutral event model every source of samples
+// speaks: the live backends under attach/, the file readers (perf.data,
+// ETL) and the recorder that builds a profile from them. A sample, an
+// image mapped or unmapped, a thread or process started, renamed or
+// exited, a context switch, lost data: each is one struct here, with its
+// time on the host's monotonic clock (Now). It imports nothing of gprof's,
+// so that every package can use it without importing another's.
+package event
 
 // Event is one of *Sample, *Map, *Unmap, *Comm, *Fork, *Exit, *Lost, *Switch.
 type Event interface{ eventTime() int64 }
 
 // Times are nanoseconds on the host's monotonic clock (CLOCK_MONOTONIC on
-// Linux), the same clock as MonotonicNow.
+// Linux), the same clock as Now.
 
 // Sample is one stack sample of one thread.
 type Sample struct {
@@ -181,103 +174,7 @@ func (e *Exit) eventTime() int64   { return e.Time }
 func (e *Lost) eventTime() int64   { return e.Time }
 func (e *Switch) eventTime() int64 { return e.Time }
 
-// Options configure a recording.
-type Options struct {
-	// Either Command is set, or Pids and Tids, or SystemWide. Pids are
-	// processes, sampled whole with the threads and processes they create
-	// later; Tids are single threads, sampled alone (not their siblings,
-	// nor the threads they create).
-	Pids    []int
-	Tids    []int
-	Command []string // argv; Command[0] is looked up in PATH
-	// SystemWide samples every process on the machine, those that start
-	// during the recording too, and kernel threads when Kernel is set.
-	// With a Command, the recording ends when the command exits. Only
-	// backends registered with Driver.SystemWide can.
-	SystemWide bool
-	Env        []string // environment for Command; nil means inherit
-	Dir        string   // working directory for Command; "" means inherit
-
-	Interval time.Duration // time between samples of a running thread
-	Kernel   bool          // also record kernel frames, when permitted
-	Event    string        // "cpu-clock" (default), "task-clock" or "cycles"
-	// CallGraph selects how user stacks are taken: "fp" (kernel walks frame
-	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
-	CallGraph string
-	StackSize int
-	// OffCPU also reports each thread's context switches (Switch events)
-	// and a stack sample at each switch out (Sample.Switch), so that time
-	// off the CPU can be sampled too.
-	OffCPU bool
-	// OffCPUCap, when positive, caps the switch-out stacks of each thread
-	// at about this many a second of its time on a CPU (perf's frequency
-	// mode); 0 takes a stack at every switch.
-	OffCPUCap int
-	// Interp, when set, reads what an interpreter (CPython) runs in a
-	// sampled thread, for Sample.Interp: the ptrace backend calls it
-	// while the thread is stopped at the sample, perf (whose threads run
-	// on) as soon as it reads the sample (Sample.InterpLate). mem reads
-	// the process's memory. It may be called from several goroutines at
-	// once, and only for samples on the CPU.
-	Interp func(pid, tid int, mem Memory) any
-	// Backend is the backend to use; Auto picks the best one available.
-	Backend Backend
-	// Notice receives one-line, human-readable notices (fallbacks, lost
-	// data); nil discards them.
-	Notice func(string)
-}
-
-// Result summarizes a finished recording.
-type Result struct {
-	// ExitCode is the launched command's exit status (128+signal when it
-	// was killed), or -1 when not known or nothing was launched.
-	ExitCode int
-	// Lost totals the records the backend dropped: the same ones it
-	// reported as Lost events, not more.
-	Lost    uint64
-	Backend string // the backend that actually ran
-	Event   string // the event that actually sampled
-	// NoStackCPU is CPU time that samples' CPUDelta count but that no
-	// sample's stack shows, because the kernel would not sample there;
-	// NoStackReason says where that was and why.
-	NoStackCPU    time.Duration
-	NoStackReason string
-	// Interval is the time between samples of a running thread that the
-	// backend aimed for: Options.Interval, or the backend's limit where
-	// it cannot sample that often. Zero means Options.Interval.
-	Interval time.Duration
-	// RateAdvice is what the backend suggests should it take fewer
-	// samples than the interval asks for (see record's rate check); ""
-	// for the generic advice.
-	RateAdvice string
-	// Layout says how the backend arranged its sampling when it had a
-	// choice, for the summary (the perf backend: "per-thread" events, as
-	// perf record -p opens them, or "per-cpu" events filtered to the
-	// targets); Files is how many files that took.
-	Layout string
-	Files  int
-	// Stats are the backend's own figures on how sampling went (stop
-	// latencies, say), by name, for the profile's metadata: diagnostics,
-	// not an interface.
-	Stats map[string]string
-}
-
 // Handler receives events. A backend calls it from one goroutine at a time,
 // in nearly time order, and never after Record returns. The event and its
 // slices may be reused after the handler returns.
 type Handler func(Event)
-
-// Record samples the targets named in opts until ctx is cancelled, every
-// target has exited, or an error occurs, and sends what it sees to h.
-// Cancelling ctx is the normal way to stop; it is not an error. Targets that
-// were attached are left running and untraced.
-func Record(ctx context.Context, opts Options, h Handler) (Result, error) {
-	return record(ctx, opts, h)
-}
-
-// Errors that the CLI turns into advice.
-var (
-	ErrNoSuchProcess = errors.New("no such process")
-	ErrPermission    = errors.New("permission denied")
-	ErrUnsupported   = errors.New("not supported on this platform")
-)

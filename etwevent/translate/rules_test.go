@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unicode/utf16"
 
-	"github.com/gprof-dev/gprof/attach"
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Payload builders for the real-time events the translator's rules are
@@ -106,7 +106,7 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	}
 	// The child; its first thread is its main thread, reported with
 	// the pid as tid, not as a new thread.
-	if len(out.forks) != 1 || out.forks[0] != (attach.Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
+	if len(out.forks) != 1 || out.forks[0] != (event.Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
 		t.Errorf("forks %+v", out.forks)
 	}
 	if len(out.maps) != 1 || out.maps[0].Pid != 100 || out.maps[0].Start != 0x140000000 || out.maps[0].End != 0x140010000 {
@@ -116,7 +116,7 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{"app.exe", "-x", "a b"}) {
 		t.Errorf("comms %+v", out.comms)
 	}
-	want := []attach.Exit{{Time: 4000, Pid: 300, Tid: 300, ExitKnown: true}, {Time: 5000, Pid: 100, Tid: 100, ExitKnown: true}}
+	want := []event.Exit{{Time: 4000, Pid: 300, Tid: 300, ExitKnown: true}, {Time: 5000, Pid: 100, Tid: 100, ExitKnown: true}}
 	if !reflect.DeepEqual(out.exits, want) {
 		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.exits)
 	}
@@ -336,7 +336,7 @@ func TestETWRulesWholeTrace(t *testing.T) {
 	if want := []string{"100@100", "200@100", "300@2000"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("kernel maps %v, want one per process", got)
 	}
-	want := []attach.Exit{{Time: 3900, Pid: 300, Tid: 301}, {Time: 4100, Pid: 300, Tid: 300, ExitCode: 7, ExitKnown: true}}
+	want := []event.Exit{{Time: 3900, Pid: 300, Tid: 301}, {Time: 4100, Pid: 300, Tid: 300, ExitCode: 7, ExitKnown: true}}
 	if !reflect.DeepEqual(out.exits, want) {
 		t.Errorf("exits %+v, want %+v", out.exits, want)
 	}
@@ -418,10 +418,10 @@ func TestETWRulesKernelFrames(t *testing.T) {
 func TestETWRulesImages(t *testing.T) {
 	var out etwOut
 	tr := newFileTranslator(&out)
-	var unmaps []attach.Unmap
+	var unmaps []event.Unmap
 	h := tr.h
-	tr.h = func(ev attach.Event) {
-		if u, ok := ev.(*attach.Unmap); ok {
+	tr.h = func(ev event.Event) {
+		if u, ok := ev.(*event.Unmap); ok {
 			unmaps = append(unmaps, *u)
 		}
 		h(ev)
@@ -452,7 +452,7 @@ func TestETWRulesImages(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("maps %v, want %v", got, want)
 	}
-	if len(unmaps) != 1 || unmaps[0] != (attach.Unmap{Time: 600, Pid: 100, Start: 0x10000000, End: 0x10010000}) {
+	if len(unmaps) != 1 || unmaps[0] != (event.Unmap{Time: 600, Pid: 100, Start: 0x10000000, End: 0x10010000}) {
 		t.Errorf("unmaps %+v", unmaps)
 	}
 	if len(out.exits) != 1 || out.exits[0].Time != 800 {

@@ -1,4 +1,4 @@
-// Package translate turns decoded ETW kernel events into attach's neutral
+// Package translate turns decoded ETW kernel events into the neutral
 // events. It is the one translation of ETW events: the live Windows
 // backend (attach/etw) feeds it what its real-time session delivers, and
 // the ETL file replayer (record/etl) what it walks out of a file; nothing
@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gprof-dev/gprof/attach"
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Options configure a Translator.
@@ -25,7 +25,7 @@ type Options struct {
 	Targets      []int
 	AllProcesses bool
 	// ToNS converts an event's raw timestamp (QPC ticks) to the events'
-	// clock (MonotonicNow's for a live session).
+	// clock (event.Now's for a live session).
 	ToNS func(int64) int64
 	// Interval is the sampling interval in ns: each SampledProfile is
 	// that much CPU time of its thread (times its Count).
@@ -36,7 +36,7 @@ type Options struct {
 	// image at path (DiskIdentity reads it from the PE on disk), or nil
 	// to leave it to the recorder. Either may be nil.
 	Path     func(string) string
-	Identify func(im *etwevent.Image, path string) *attach.Image
+	Identify func(im *etwevent.Image, path string) *event.Image
 	// MaxWait is how many ticks a sample waits for the rest of its stack
 	// before it is sent with what it has; 0 waits until the thread ends
 	// or Flush.
@@ -57,13 +57,13 @@ type Options struct {
 // Translator translates one session's or file's events. Not safe for
 // concurrent use: a session's callback calls it from one thread.
 type Translator struct {
-	h        attach.Handler
+	h        event.Handler
 	toNS     func(int64) int64
 	interval int64
 	kernel   bool
 	ptr64    bool // the kernel's pointer size, for what a kernel address is
 	path     func(string) string
-	identify func(im *etwevent.Image, path string) *attach.Image
+	identify func(im *etwevent.Image, path string) *event.Image
 	maxWait  int64
 	start    int64
 	keepTids bool
@@ -92,7 +92,7 @@ type Translator struct {
 	// used in an event, a thread that started earlier takes over.
 	mainStart map[uint32]int64
 	mainUsed  map[uint32]bool
-	kimages   []attach.Map // kernel images (pid 0), given to every target with kernel on
+	kimages   []event.Map // kernel images (pid 0), given to every target with kernel on
 	queue     []*pending
 	byThread  map[uint32][]*pending // each thread's samples not sent yet, oldest first
 	defs      map[uint64][]keyDef
@@ -110,7 +110,7 @@ type Translator struct {
 }
 
 type pending struct {
-	ev     attach.Sample
+	ev     event.Sample
 	raw    int64
 	tid    uint32 // the thread's own id (ev.Tid is the pid for a main thread)
 	frags  []*fragment
@@ -145,7 +145,7 @@ type processEnd struct {
 }
 
 // New returns a translator that sends what the events say to h.
-func New(h attach.Handler, opts Options) *Translator {
+func New(h event.Handler, opts Options) *Translator {
 	t := &Translator{
 		h: h, toNS: opts.ToNS, interval: opts.Interval, kernel: opts.Kernel, ptr64: true,
 		path: opts.Path, identify: opts.Identify, maxWait: opts.MaxWait,
@@ -217,7 +217,7 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 			return
 		}
 		count := int64(max(s.Count, 1))
-		p := &pending{raw: e.Time, tid: s.TID, unowned: !known, ev: attach.Sample{
+		p := &pending{raw: e.Time, tid: s.TID, unowned: !known, ev: event.Sample{
 			Time: t.toNS(e.Time), Pid: int(pid), Tid: int(s.TID), CPU: cpu,
 			CPUDelta: count * t.interval, Stack: []uint64{s.IP},
 			InKernel: t.isKernel(s.IP),
@@ -253,7 +253,7 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 		if start && !t.all && t.targets[p.ParentPID] && !t.targets[p.PID] {
 			// A child of a target: recorded too, as on Linux.
 			t.targets[p.PID] = true
-			t.h(&attach.Fork{Time: t.toNS(e.Time), Pid: int(p.PID), Tid: int(p.PID), Ppid: int(p.ParentPID), Ptid: int(p.ParentPID)})
+			t.h(&event.Fork{Time: t.toNS(e.Time), Pid: int(p.PID), Tid: int(p.PID), Ppid: int(p.ParentPID), Ptid: int(p.ParentPID)})
 		}
 		// DCEnd (the rundown at the end) names a process not seen
 		// before only in a circular trace, whose start was overwritten.
@@ -288,16 +288,16 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 			if f, ok := t.first[th.PID]; !ok || raw < f.raw {
 				t.first[th.PID] = &firstThread{th, raw}
 			}
-			t.h(&attach.Comm{Time: t.toNS(raw), Pid: int(th.PID), Tid: int(th.TID), Name: th.Name, Argv: t.argv[th.PID]})
+			t.h(&event.Comm{Time: t.toNS(raw), Pid: int(th.PID), Tid: int(th.TID), Name: th.Name, Argv: t.argv[th.PID]})
 			return
 		}
 		if m, ok := t.mainTid[th.PID]; !ok || m != th.TID && !t.mainUsed[th.PID] && e.Time < t.mainStart[th.PID] && kind == etwevent.KindThreadStart {
 			t.mainTid[th.PID], t.mainStart[th.PID] = th.TID, e.Time
 		} else if kind == etwevent.KindThreadStart {
-			t.h(&attach.Fork{Time: t.toNS(raw), Pid: int(th.PID), Tid: int(th.TID), Ppid: int(th.PID), Ptid: int(th.PID)})
+			t.h(&event.Fork{Time: t.toNS(raw), Pid: int(th.PID), Tid: int(th.TID), Ppid: int(th.PID), Ptid: int(th.PID)})
 		}
 		if th.Name != "" {
-			t.h(&attach.Comm{Time: t.toNS(raw), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: th.Name})
+			t.h(&event.Comm{Time: t.toNS(raw), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: th.Name})
 		}
 	case etwevent.KindThreadName:
 		th, name, ok := etwevent.DecodeThreadName(e.Payload)
@@ -305,7 +305,7 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 			f.Name = name
 		}
 		if ok && t.isTarget(th.PID) {
-			t.h(&attach.Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: name})
+			t.h(&event.Comm{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: t.outTid(th.PID, th.TID), Name: name})
 		}
 	case etwevent.KindThreadEnd:
 		th, ok := etwevent.DecodeThread(e.Payload, e.Ptr64, e.Version)
@@ -319,7 +319,7 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 		// The main thread's end is not the process's: Exit with the
 		// pid as tid is, so it waits for Process End.
 		if t.isTarget(th.PID) && t.outTid(th.PID, th.TID) != int(th.PID) {
-			t.h(&attach.Exit{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID)})
+			t.h(&event.Exit{Time: t.toNS(e.Time), Pid: int(th.PID), Tid: int(th.TID)})
 		}
 	case etwevent.KindImageLoad, etwevent.KindImageRundown:
 		im, ok := etwevent.DecodeImage(e.Payload, e.Ptr64)
@@ -355,11 +355,11 @@ func (t *Translator) Event(e *etwevent.Event, cpu int) {
 		im, ok := etwevent.DecodeImage(e.Payload, e.Ptr64)
 		if ok && im.PID != 0 && t.mapped[im.PID][im.Base] && t.isTarget(im.PID) {
 			delete(t.mapped[im.PID], im.Base)
-			t.h(&attach.Unmap{Time: t.toNS(e.Time), Pid: int(im.PID), Start: im.Base, End: im.Base + im.Size})
+			t.h(&event.Unmap{Time: t.toNS(e.Time), Pid: int(im.PID), Start: im.Base, End: im.Base + im.Size})
 		}
 	case etwevent.KindLost:
 		t.lost++
-		t.h(&attach.Lost{Time: t.toNS(e.Time), Count: 1})
+		t.h(&event.Lost{Time: t.toNS(e.Time), Count: 1})
 	}
 	t.emit(false)
 }
@@ -405,11 +405,11 @@ func (t *Translator) announce(p *etwevent.Process, start bool, raw int64) {
 	t.argv[p.PID] = argv
 	switch f := t.first[p.PID]; {
 	case !t.keepTids:
-		t.h(&attach.Comm{Time: t.toNS(raw), Pid: int(p.PID), Tid: int(p.PID), Name: p.ImageName, Exec: start, Argv: argv})
+		t.h(&event.Comm{Time: t.toNS(raw), Pid: int(p.PID), Tid: int(p.PID), Name: p.ImageName, Exec: start, Argv: argv})
 	case f != nil:
 		// The rundown at the end can name a process's threads before
 		// the process: its earliest thread names it.
-		t.h(&attach.Comm{Time: t.toNS(f.raw), Pid: int(p.PID), Tid: int(f.TID), Name: f.Name, Argv: argv})
+		t.h(&event.Comm{Time: t.toNS(f.raw), Pid: int(p.PID), Tid: int(f.TID), Name: f.Name, Argv: argv})
 	}
 	if t.kernel {
 		t.giveKernel(p.PID, raw)
@@ -573,7 +573,7 @@ func (t *Translator) sendEnd(i int) {
 	x := t.ends[i]
 	t.ends = slices.Delete(t.ends, i, i+1)
 	delete(t.endOf, x.pid)
-	t.h(&attach.Exit{Time: t.toNS(x.raw), Pid: int(x.pid), Tid: int(x.pid), ExitCode: int(x.code), ExitKnown: true})
+	t.h(&event.Exit{Time: t.toNS(x.raw), Pid: int(x.pid), Tid: int(x.pid), ExitCode: int(x.code), ExitKnown: true})
 }
 
 func (t *Translator) markMapped(pid uint32, base uint64) {
@@ -669,12 +669,12 @@ func (t *Translator) send(p *pending) {
 // Flush sends every sample still waiting for its stack.
 func (t *Translator) Flush() { t.emit(true) }
 
-func (t *Translator) imageMap(im *etwevent.Image, raw int64) attach.Map {
+func (t *Translator) imageMap(im *etwevent.Image, raw int64) event.Map {
 	path := etwevent.NormalizePath(im.FileName)
 	if t.path != nil {
 		path = t.path(im.FileName)
 	}
-	m := attach.Map{Time: t.toNS(raw), Pid: int(im.PID), Start: im.Base, End: im.Base + im.Size, Path: path}
+	m := event.Map{Time: t.toNS(raw), Pid: int(im.PID), Start: im.Base, End: im.Base + im.Size, Path: path}
 	if t.identify != nil {
 		if id := t.identify(im, path); id != nil {
 			// A PE's relative addresses are RVAs: from where it loaded.
@@ -718,7 +718,7 @@ func splitCommandLine(s string) []string {
 // TimeDateStamp when known. A live session gets no identity events, and
 // a trace need not have them; the file on disk then tells, where the
 // trace is read on the machine it was recorded on.
-func DiskIdentity(path string, size uint64, timeDateStamp uint32) *attach.Image {
+func DiskIdentity(path string, size uint64, timeDateStamp uint32) *event.Image {
 	id, err := etwevent.ReadPEIdentity(path)
 	if err != nil || !id.HasRSDS || uint64(id.SizeOfImage) != size || timeDateStamp != 0 && timeDateStamp != id.TimeDateStamp {
 		return nil
@@ -728,5 +728,5 @@ func DiskIdentity(path string, size uint64, timeDateStamp uint32) *attach.Image 
 	if id.PDBPath == "" {
 		name = etwevent.BaseName(path)
 	}
-	return &attach.Image{DebugName: name, DebugPath: id.PDBPath, BreakpadID: id.BreakpadID(), CodeID: id.CodeID(), Arch: id.Arch}
+	return &event.Image{DebugName: name, DebugPath: id.PDBPath, BreakpadID: id.BreakpadID(), CodeID: id.CodeID(), Arch: id.Arch}
 }

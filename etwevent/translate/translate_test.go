@@ -3,38 +3,39 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"github.com/gprof-dev/gprof/etw/etwtest"
 	"slices"
 	"testing"
 
-	"github.com/gprof-dev/gprof/attach"
-	etwevent "github.com/gprof-dev/gprof/etw"
+	"github.com/gprof-dev/gprof/etwevent/etwtest"
+	"github.com/gprof-dev/gprof/event"
+
+	"github.com/gprof-dev/gprof/etwevent"
 )
 
 type etwOut struct {
-	samples []attach.Sample
-	maps    []attach.Map
-	comms   []attach.Comm
-	forks   []attach.Fork
-	exits   []attach.Exit
+	samples []event.Sample
+	maps    []event.Map
+	comms   []event.Comm
+	forks   []event.Fork
+	exits   []event.Exit
 	lost    uint64
 }
 
-func (o *etwOut) handle(ev attach.Event) {
+func (o *etwOut) handle(ev event.Event) {
 	switch e := ev.(type) {
-	case *attach.Sample:
+	case *event.Sample:
 		s := *e
 		s.Stack = slices.Clone(e.Stack)
 		o.samples = append(o.samples, s)
-	case *attach.Map:
+	case *event.Map:
 		o.maps = append(o.maps, *e)
-	case *attach.Comm:
+	case *event.Comm:
 		o.comms = append(o.comms, *e)
-	case *attach.Fork:
+	case *event.Fork:
 		o.forks = append(o.forks, *e)
-	case *attach.Exit:
+	case *event.Exit:
 		o.exits = append(o.exits, *e)
-	case *attach.Lost:
+	case *event.Lost:
 		o.lost += e.Count
 	}
 }
@@ -93,7 +94,7 @@ func TestLiveAndFileAgree(t *testing.T) {
 	data := etwtest.PerfViewTrace(t)
 	var file etwOut
 	replaySorted(t, data, New(file.handle, fileOptions()))
-	want := map[int][]attach.Sample{}
+	want := map[int][]event.Sample{}
 	for _, s := range file.samples {
 		if s.Pid == 3644 {
 			want[s.Tid] = append(want[s.Tid], s)
@@ -103,7 +104,7 @@ func TestLiveAndFileAgree(t *testing.T) {
 	var live etwOut
 	tr := New(live.handle, Options{Targets: []int{3644}, ToNS: func(raw int64) int64 { return raw }, Interval: 1e6, Kernel: true})
 	replay(t, data, tr)
-	got := map[int][]attach.Sample{}
+	got := map[int][]event.Sample{}
 	for _, s := range live.samples {
 		if s.Pid != 3644 {
 			t.Fatalf("sample of pid %d, not the target", s.Pid)
@@ -123,7 +124,7 @@ func TestLiveAndFileAgree(t *testing.T) {
 	total, frames := 0, 0
 	for tid, w := range want {
 		g := got[tid]
-		slices.SortStableFunc(g, func(a, b attach.Sample) int { return cmp.Compare(a.Time, b.Time) })
+		slices.SortStableFunc(g, func(a, b event.Sample) int { return cmp.Compare(a.Time, b.Time) })
 		if len(g) != len(w) {
 			t.Errorf("thread %d: %d samples live, %d from the file", tid, len(g), len(w))
 			continue

@@ -1,10 +1,11 @@
-package etw
+package etwevent
 
 import (
 	"errors"
-	"github.com/gprof-dev/gprof/objfile"
 	"io"
 	"os"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // PEIdentity is what symbol servers need to know of a PE image: its

@@ -1,0 +1,113 @@
+// Package attach talks to the operating system about profiling targets:
+// it launches or attaches to processes, samples their threads, and reports
+// what it sees as a stream of the neutral events of package event. This
+// package holds the options and the dispatcher (Record); each backend is
+// a package of its own under it (attach/perf, attach/ptrace, attach/etw,
+// attach/suspend, attach/mach) that registers itself (Register), and
+// package attach/backends links in the ones this platform has. Nothing
+// outside attach/ samples the OS.
+package attach
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gprof-dev/gprof/event"
+)
+
+// Options configure a recording.
+type Options struct {
+	// Either Command is set, or Pids and Tids, or SystemWide. Pids are
+	// processes, sampled whole with the threads and processes they create
+	// later; Tids are single threads, sampled alone (not their siblings,
+	// nor the threads they create).
+	Pids    []int
+	Tids    []int
+	Command []string // argv; Command[0] is looked up in PATH
+	// SystemWide samples every process on the machine, those that start
+	// during the recording too, and kernel threads when Kernel is set.
+	// With a Command, the recording ends when the command exits. Only
+	// backends registered with Driver.SystemWide can.
+	SystemWide bool
+	Env        []string // environment for Command; nil means inherit
+	Dir        string   // working directory for Command; "" means inherit
+
+	Interval time.Duration // time between samples of a running thread
+	Kernel   bool          // also record kernel frames, when permitted
+	Event    string        // "cpu-clock" (default), "task-clock" or "cycles"
+	// CallGraph selects how user stacks are taken: "fp" (kernel walks frame
+	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
+	CallGraph string
+	StackSize int
+	// OffCPU also reports each thread's context switches (Switch events)
+	// and a stack sample at each switch out (Sample.Switch), so that time
+	// off the CPU can be sampled too.
+	OffCPU bool
+	// OffCPUCap, when positive, caps the switch-out stacks of each thread
+	// at about this many a second of its time on a CPU (perf's frequency
+	// mode); 0 takes a stack at every switch.
+	OffCPUCap int
+	// Interp, when set, reads what an interpreter (CPython) runs in a
+	// sampled thread, for Sample.Interp: the ptrace backend calls it
+	// while the thread is stopped at the sample, perf (whose threads run
+	// on) as soon as it reads the sample (Sample.InterpLate). mem reads
+	// the process's memory. It may be called from several goroutines at
+	// once, and only for samples on the CPU.
+	Interp func(pid, tid int, mem Memory) any
+	// Backend is the backend to use; Auto picks the best one available.
+	Backend Backend
+	// Notice receives one-line, human-readable notices (fallbacks, lost
+	// data); nil discards them.
+	Notice func(string)
+}
+
+// Result summarizes a finished recording.
+type Result struct {
+	// ExitCode is the launched command's exit status (128+signal when it
+	// was killed), or -1 when not known or nothing was launched.
+	ExitCode int
+	// Lost totals the records the backend dropped: the same ones it
+	// reported as Lost events, not more.
+	Lost    uint64
+	Backend string // the backend that actually ran
+	Event   string // the event that actually sampled
+	// NoStackCPU is CPU time that samples' CPUDelta count but that no
+	// sample's stack shows, because the kernel would not sample there;
+	// NoStackReason says where that was and why.
+	NoStackCPU    time.Duration
+	NoStackReason string
+	// Interval is the time between samples of a running thread that the
+	// backend aimed for: Options.Interval, or the backend's limit where
+	// it cannot sample that often. Zero means Options.Interval.
+	Interval time.Duration
+	// RateAdvice is what the backend suggests should it take fewer
+	// samples than the interval asks for (see record's rate check); ""
+	// for the generic advice.
+	RateAdvice string
+	// Layout says how the backend arranged its sampling when it had a
+	// choice, for the summary (the perf backend: "per-thread" events, as
+	// perf record -p opens them, or "per-cpu" events filtered to the
+	// targets); Files is how many files that took.
+	Layout string
+	Files  int
+	// Stats are the backend's own figures on how sampling went (stop
+	// latencies, say), by name, for the profile's metadata: diagnostics,
+	// not an interface.
+	Stats map[string]string
+}
+
+// Record samples the targets named in opts until ctx is cancelled, every
+// target has exited, or an error occurs, and sends what it sees to h.
+// Cancelling ctx is the normal way to stop; it is not an error. Targets that
+// were attached are left running and untraced.
+func Record(ctx context.Context, opts Options, h event.Handler) (Result, error) {
+	return record(ctx, opts, h)
+}
+
+// Errors that the CLI turns into advice.
+var (
+	ErrNoSuchProcess = errors.New("no such process")
+	ErrPermission    = errors.New("permission denied")
+	ErrUnsupported   = errors.New("not supported on this platform")
+)

@@ -4,7 +4,6 @@ package perf
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,107 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/perfrecord"
 )
-
-// kernelTestRecord builds a sample record of tid 1235 on cpu with the
-// given misc (cpu mode), period, READ count (when the sample type has
-// it) and user callchain.
-func kernelTestRecord(st uint64, misc uint16, cpu int, period, count uint64, user ...uint64) []byte {
-	var rec []byte
-	u64 := func(v uint64) { rec = ne.AppendUint64(rec, v) }
-	u64(0) // header, patched below
-	u64(0xffffffff81234567)
-	u64(uint64(1234) | uint64(1235)<<32)
-	u64(1_000_000_000)
-	u64(uint64(cpu))
-	u64(period)
-	if st&unix.PERF_SAMPLE_READ != 0 {
-		u64(count)
-	}
-	if len(user) == 0 {
-		u64(0)
-	} else {
-		u64(uint64(len(user) + 1))
-		u64(ctxUser)
-		for _, a := range user {
-			u64(a)
-		}
-	}
-	ne.PutUint32(rec[0:], unix.PERF_RECORD_SAMPLE)
-	ne.PutUint16(rec[4:], misc)
-	ne.PutUint16(rec[6:], uint16(len(rec)))
-	return rec
-}
-
-// A sample taken in kernel mode without its kernel stack says so, and
-// keeps the user stack that entered the kernel, never the kernel IP.
-func TestDecodeKernelModeSample(t *testing.T) {
-	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
-	d := newDecoder(st, regsLayout{}, true)
-	bt := &batch{}
-	d.decode(kernelTestRecord(st, unix.PERF_RECORD_MISC_KERNEL, 1, 1e6, 0, 0x401000, 0x401010), bt)
-	d.decode(kernelTestRecord(st, unix.PERF_RECORD_MISC_KERNEL, 1, 1e6, 0), bt)
-	d.decode(kernelTestRecord(st, unix.PERF_RECORD_MISC_USER, 1, 1e6, 0, 0x401000), bt)
-	if len(bt.events) != 3 {
-		t.Fatalf("%d events", len(bt.events))
-	}
-	s := bt.events[0].(*event.Sample)
-	if !s.InKernel || s.KernelFrames != 0 || fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010}) || s.CPUDelta != 1e6 {
-		t.Errorf("kernel-mode sample decoded as %+v", s)
-	}
-	if s := bt.events[1].(*event.Sample); !s.InKernel || len(s.Stack) != 0 {
-		t.Errorf("kernel-mode sample with no user chain decoded as %+v; want no frames", s)
-	}
-	if s := bt.events[2].(*event.Sample); s.InKernel {
-		t.Errorf("user-mode sample decoded as in the kernel: %+v", s)
-	}
-}
-
-// Where only user mode is sampled, each sample's CPU delta is the growth
-// of its event's count (which runs in kernel mode too) since the thread's
-// previous sample on the same CPU, and the excess over the period is time
-// with no stack. A thread's counts are forgotten a full round after it
-// exits.
-func TestDecodeSampleReadCPU(t *testing.T) {
-	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_READ | unix.PERF_SAMPLE_CALLCHAIN)
-	d := newDecoder(st, regsLayout{}, true)
-	d.readCPU = true
-	bt := &batch{}
-	for _, r := range []struct {
-		cpu   int
-		count uint64
-	}{{1, 1e6}, {1, 5e6}, {0, 2e6}, {1, 6e6}} {
-		d.decode(kernelTestRecord(st, unix.PERF_RECORD_MISC_USER, r.cpu, 1e6, r.count, 0x401000), bt)
-	}
-	var deltas []int64
-	for _, e := range bt.events {
-		deltas = append(deltas, e.(*event.Sample).CPUDelta)
-	}
-	if fmt.Sprint(deltas) != fmt.Sprint([]int64{1e6, 4e6, 2e6, 1e6}) {
-		t.Errorf("CPU deltas %v, want [1ms 4ms 2ms 1ms] in ns", deltas)
-	}
-	if d.noStack != 4e6 {
-		t.Errorf("no-stack time %d ns, want 4ms", d.noStack)
-	}
-
-	var exit []byte
-	for _, v := range []uint64{0, 1234 | 1234<<32, 1235 | 1234<<32, 2e9} {
-		exit = ne.AppendUint64(exit, v)
-	}
-	exit = append(exit, make([]byte, d.trailerLen)...)
-	ne.PutUint32(exit[0:], unix.PERF_RECORD_EXIT)
-	ne.PutUint16(exit[6:], uint16(len(exit)))
-	d.decode(exit, bt)
-	d.roundDone()
-	if d.counts[1235] == nil {
-		t.Fatal("counts forgotten in the round of the exit; samples from other rings may follow")
-	}
-	d.roundDone()
-	if d.counts[1235] != nil {
-		t.Error("counts of an exited thread kept")
-	}
-}
 
 // ddCommand spends most of its CPU time in read and write system calls.
 var ddCommand = []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1500000", "status=none"}
@@ -190,7 +90,7 @@ func TestKernelModeDeniedOldKernel(t *testing.T) {
 		if a.Bits&unix.PerfBitExcludeKernel == 0 {
 			return -1, unix.EACCES
 		}
-		if a.Sample_type&unix.PERF_SAMPLE_READ != 0 && a.Bits&unix.PerfBitInherit != 0 {
+		if a.Sample_type&perfrecord.SampleRead != 0 && a.Bits&unix.PerfBitInherit != 0 {
 			return -1, unix.EINVAL
 		}
 		return saved(a, pid, cpu, group, flags)

@@ -247,10 +247,10 @@ func (d *Decoder) Decode(rec []byte, a *Arena) event.Event {
 	return nil
 }
 
-// RoundDone tells d that every ring was drained once more (or, in a file,
-// that perf finished a round): the counts of the threads that exited a
-// round ago are forgotten, as samples they took on another CPU before
-// exiting may have sat in a ring drained after their EXIT.
+// RoundDone tells d that every ring was drained once more: with ReadCPU,
+// the counts of the threads that exited a round ago are forgotten, as
+// samples they took on another CPU before exiting may have sat in a ring
+// drained after their EXIT.
 func (d *Decoder) RoundDone() {
 	for _, tid := range d.exitedBefore {
 		delete(d.counts, tid)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/perfrecord"
 )
 
 // How the events are laid out. perf record -p opens one event per target
@@ -150,6 +151,9 @@ type targets struct {
 	self    int          // system-wide: gprof, never kept
 }
 
+// targets is the decoder's filter.
+var _ perfrecord.Filter = (*targets)(nil)
+
 // kthreadd is the kernel thread every other kernel thread is forked from.
 const kthreadd = 2
 
@@ -174,8 +178,8 @@ func systemTargets(kthreads []int, kernel bool) *targets {
 	return t
 }
 
-// keep reports whether the records of task pid/tid are kept.
-func (t *targets) keep(pid, tid int) bool {
+// Keep reports whether the records of task pid/tid are kept.
+func (t *targets) Keep(pid, tid int) bool {
 	switch {
 	case t.all:
 		return pid > 0 && pid != t.self && (t.kernel || !t.kthread[pid])
@@ -185,9 +189,9 @@ func (t *targets) keep(pid, tid int) bool {
 	return t.tids[tid]
 }
 
-// fork notes a new task: a process started by a followed one is followed;
+// Fork notes a new task: a process started by a followed one is followed;
 // a process id that comes back for an unrelated process is not.
-func (t *targets) fork(pid, ppid int) {
+func (t *targets) Fork(pid, ppid int) {
 	if pid == ppid {
 		return // a new thread: its process decides
 	}

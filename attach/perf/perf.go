@@ -20,6 +20,7 @@ import (
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/perfrecord"
 )
 
 // The perf_event backend.
@@ -62,9 +63,13 @@ const (
 )
 
 type perfSession struct {
-	opts     attach.Options
-	attr     unix.PerfEventAttr
-	event    string
+	opts  attach.Options
+	attr  unix.PerfEventAttr
+	event string
+	// format is how the events' records are laid out but for the sample
+	// type, which is the attr's once probe has settled it; dec, set
+	// then, decodes them.
+	format   perfrecord.Format
 	dec      *decoder
 	cpus     []int
 	rings    map[int]*ring
@@ -84,6 +89,9 @@ type perfSession struct {
 	kernelDenied bool
 	paranoid     int
 	periodIsNs   bool
+	// readCPU: samples carry their event's count, which says their CPU
+	// time (perfrecord.Decoder.ReadCPU; see userModeOnly).
+	readCPU bool
 	// switchStacksDenied: off-CPU stacks cannot be sampled (see openSwitches).
 	switchStacksDenied bool
 	// layout is how the events are opened (see layout.go).
@@ -132,8 +140,8 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	defer s.close()
 	defer func() {
 		// The reader goroutine is done with the decoder by now.
-		if s.kernelDenied && s.dec.readCPU && s.dec.noStack > 0 {
-			res.NoStackCPU = time.Duration(s.dec.noStack)
+		if s.kernelDenied && s.dec.ReadCPU && s.dec.NoStack > 0 {
+			res.NoStackCPU = time.Duration(s.dec.NoStack)
 			res.NoStackReason = fmt.Sprintf("kernel mode, not sampled at kernel.perf_event_paranoid=%d", s.paranoid)
 		}
 	}()
@@ -187,8 +195,8 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(s.sampling-setup)/1e6)}
 
 	reason := s.run(ctx, first, h, &res, notify)
-	if s.dec.dropped > 0 {
-		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.dropped)
+	if s.dec.Dropped > 0 {
+		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.Dropped)
 	}
 
 	if l != nil {
@@ -225,28 +233,28 @@ func (s *perfSession) configure() error {
 	switch o.Event {
 	case "", "cpu-clock":
 		s.event = "cpu-clock"
-		a.Type = unix.PERF_TYPE_SOFTWARE
-		a.Config = unix.PERF_COUNT_SW_CPU_CLOCK
+		a.Type = perfrecord.TypeSoftware
+		a.Config = perfrecord.CountSWCPUClock
 		a.Sample = uint64(interval)
 	case "task-clock":
 		s.event = "task-clock"
-		a.Type = unix.PERF_TYPE_SOFTWARE
-		a.Config = unix.PERF_COUNT_SW_TASK_CLOCK
+		a.Type = perfrecord.TypeSoftware
+		a.Config = perfrecord.CountSWTaskClock
 		a.Sample = uint64(interval)
 	case "cycles":
 		// A cycle count is not a time: sample at the interval's frequency
 		// and let the kernel adapt the period.
 		s.event = "cycles"
-		a.Type = unix.PERF_TYPE_HARDWARE
-		a.Config = unix.PERF_COUNT_HW_CPU_CYCLES
+		a.Type = perfrecord.TypeHardware
+		a.Config = perfrecord.CountHWCPUCycles
 		a.Sample = uint64(rate)
 		a.Bits |= unix.PerfBitFreq
 		periodIsNs = false
 	default:
 		return fmt.Errorf("unknown event %q (want cpu-clock, task-clock or cycles)", o.Event)
 	}
-	a.Sample_type = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME |
-		unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN
+	a.Sample_type = perfrecord.SampleIP | perfrecord.SampleTID | perfrecord.SampleTime |
+		perfrecord.SampleCPU | perfrecord.SamplePeriod | perfrecord.SampleCallchain
 	a.Bits |= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
 		unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv |
 		unix.PerfBitWatermark | bitBuildID
@@ -256,7 +264,7 @@ func (s *perfSession) configure() error {
 		// the stack at each switch out. The identifier tells its samples
 		// from the clock's in the shared ring.
 		a.Bits |= unix.PerfBitContextSwitch
-		a.Sample_type |= unix.PERF_SAMPLE_IDENTIFIER
+		a.Sample_type |= perfrecord.SampleIdentifier
 	}
 	if !o.Kernel {
 		// Samples in kernel mode are kept, without their kernel stack: a
@@ -270,13 +278,13 @@ func (s *perfSession) configure() error {
 	if v, ok := proc.ReadSysctlInt("perf_event_max_stack"); ok && v > 0 && v < 1<<16 {
 		a.Sample_max_stack = uint16(v)
 	}
-	var regs regsLayout
+	var regs perfrecord.RegsLayout
 	stackSize := 0
 	switch o.CallGraph {
 	case "", "fp":
 	case "dwarf":
-		var ok bool
-		if regs, ok = userRegs(runtime.GOARCH); !ok {
+		mask, ok := userRegs(runtime.GOARCH)
+		if !ok {
 			return fmt.Errorf("dwarf call graphs are not supported on %s", runtime.GOARCH)
 		}
 		stackSize = o.StackSize
@@ -287,17 +295,20 @@ func (s *perfSession) configure() error {
 		if stackSize > maxStackSize {
 			stackSize = maxStackSize
 		}
-		if o.Interp != nil && runtime.GOARCH == "amd64" {
+		callee := o.Interp != nil && runtime.GOARCH == "amd64"
+		if callee {
 			// r12-r15 too (perf_regs.h: R12=20 ... R15=23, after the
 			// others in the array), where CPython's eval loop keeps
 			// what tells whether a Python stack read after the sample
 			// is the sample's (event.Sample.CalleeRegs).
-			regs.mask |= 0xf << 20
-			regs.callee, regs.nCallee = regs.n, 4
-			regs.n += 4
+			mask |= 0xf << perfrecord.RegX86R12
 		}
-		a.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
-		a.Sample_regs_user = regs.mask
+		regs = perfrecord.UserRegs(runtime.GOARCH, mask)
+		if callee {
+			regs.Callee, regs.NCallee = regs.Index(perfrecord.RegX86R12), 4
+		}
+		a.Sample_type |= perfrecord.SampleRegsUser | perfrecord.SampleStackUser
+		a.Sample_regs_user = regs.Mask
 		a.Sample_stack_user = uint32(stackSize)
 	default:
 		return fmt.Errorf("unknown call graph mode %q (want fp or dwarf)", o.CallGraph)
@@ -310,11 +321,7 @@ func (s *perfSession) configure() error {
 		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
 	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
-	s.dec = newDecoder(a.Sample_type, regs, periodIsNs)
-	s.dec.interp = o.Interp
-	if o.OffCPU {
-		s.dec.switchIDs = map[uint64]bool{}
-	}
+	s.format = perfrecord.Format{SampleIDAll: true, Regs: regs, PeriodIsTime: periodIsNs}
 	s.cpus = proc.OnlineCPUs()
 	return nil
 }
@@ -371,8 +378,27 @@ func (s *perfSession) probe() error {
 	if err != nil {
 		return s.openError(err, 0, "")
 	}
-	s.dec.sampleType = s.attr.Sample_type
+	f := s.format
+	f.SampleType = s.attr.Sample_type
+	s.dec = newDecoder(f)
+	s.dec.ReadCPU = s.readCPU
+	s.dec.interp = s.opts.Interp
+	if s.opts.OffCPU {
+		s.dec.SwitchIDs = map[uint64]bool{}
+	}
 	return nil
+}
+
+// userRegs returns the mask of the user registers a dwarf call graph
+// needs on GOARCH (sample_regs_user), or false where it is not supported.
+func userRegs(goarch string) (uint64, bool) {
+	switch goarch {
+	case "amd64":
+		return 1<<perfrecord.RegX86BX | 1<<perfrecord.RegX86BP | 1<<perfrecord.RegX86SP | 1<<perfrecord.RegX86IP, true
+	case "arm64":
+		return 1<<perfrecord.RegARM64X29 | 1<<perfrecord.RegARM64LR | 1<<perfrecord.RegARM64SP | 1<<perfrecord.RegARM64PC, true
+	}
+	return 0, false
 }
 
 // userModeOnly reconfigures the attr for a kernel that refuses to sample
@@ -385,13 +411,13 @@ func (s *perfSession) userModeOnly(try func() error) error {
 	s.attr.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
 	s.paranoid, _ = proc.ReadSysctlInt("perf_event_paranoid")
 	if s.periodIsNs {
-		s.attr.Sample_type |= unix.PERF_SAMPLE_READ
-		s.dec.readCPU = true
+		s.attr.Sample_type |= perfrecord.SampleRead
+		s.readCPU = true
 	}
 	err := try()
-	if err == unix.EINVAL && s.dec.readCPU {
-		s.attr.Sample_type &^= unix.PERF_SAMPLE_READ
-		s.dec.readCPU = false
+	if err == unix.EINVAL && s.readCPU {
+		s.attr.Sample_type &^= perfrecord.SampleRead
+		s.readCPU = false
 		if err = try(); err == nil {
 			s.notice("kernel.perf_event_paranoid=%d forbids sampling kernel mode, and this kernel (before 6.12) cannot count it otherwise: time in system calls is missing from the profile (allow it with `sysctl kernel.perf_event_paranoid=1`, or run as root)", s.paranoid)
 		}
@@ -532,8 +558,8 @@ func (s *perfSession) openTask(tid int) error {
 // event's stack settings and none of its side-band records.
 func (s *perfSession) switchAttr() unix.PerfEventAttr {
 	a := s.attr
-	a.Type = unix.PERF_TYPE_SOFTWARE
-	a.Config = unix.PERF_COUNT_SW_CONTEXT_SWITCHES
+	a.Type = perfrecord.TypeSoftware
+	a.Config = perfrecord.CountSWContextSwitches
 	// Every switch by default (period 1). With a cap, the kernel's
 	// frequency mode lengthens the period to keep each thread's event
 	// near the cap: it counts per second of the thread's time on a CPU,
@@ -553,7 +579,7 @@ func (s *perfSession) switchAttr() unix.PerfEventAttr {
 	// kernel mode would exclude every sample. Its kernel stack is still
 	// left out unless asked for.
 	a.Bits &^= unix.PerfBitExcludeKernel
-	a.Sample_type &^= unix.PERF_SAMPLE_READ
+	a.Sample_type &^= perfrecord.SampleRead
 	return a
 }
 
@@ -590,7 +616,7 @@ func (s *perfSession) openSwitches(tid int) error {
 		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
 			return fmt.Errorf("identify the context-switch event: %w", errno)
 		}
-		s.dec.switchIDs[id] = true
+		s.dec.SwitchIDs[id] = true
 	}
 	return nil
 }
@@ -650,7 +676,7 @@ func (s *perfSession) attach(b *batch) error {
 		if err := s.openCPUs(); err != nil {
 			return s.openError(err, 0, "every task")
 		}
-		s.dec.filter = newTargets(s.opts.Pids, s.opts.Tids)
+		s.dec.setFilter(newTargets(s.opts.Pids, s.opts.Tids))
 		s.sampling = event.Now()
 		var err error
 		s.whileDraining(b, func() { err = s.synthesize(b, t0) })
@@ -850,8 +876,9 @@ func (s *perfSession) openSystem(b *batch) error {
 			procTids[pid] = tids
 		}
 	}
-	s.dec.filter = systemTargets(kthreads, s.opts.Kernel)
-	s.dec.filter.self = os.Getpid()
+	t := systemTargets(kthreads, s.opts.Kernel)
+	t.self = os.Getpid()
+	s.dec.setFilter(t)
 	s.sampling = event.Now()
 	s.whileDraining(b, func() { s.synthesizeTasks(b, t0, procTids) })
 	return nil
@@ -877,7 +904,7 @@ func (s *perfSession) drain(b *batch) {
 	for _, r := range s.ringList {
 		r.drain(func(rec []byte) { s.dec.decode(rec, b) })
 	}
-	s.dec.roundDone()
+	s.dec.RoundDone()
 }
 
 type stopReason int
@@ -950,7 +977,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		throttled := false
 		flush := func(b *batch) {
 			s.drain(b)
-			if s.dec.throttled && !throttled {
+			if s.dec.Throttled && !throttled {
 				throttled = true
 				b.notices = append(b.notices, "the kernel throttled sampling (kernel.perf_cpu_time_max_percent); some samples are missing")
 			}

@@ -4,7 +4,6 @@ package perf
 
 import (
 	"context"
-	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +25,8 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
+	"github.com/gprof-dev/gprof/perfrecord"
 
 	// Registered for Auto to fall back to, as in gprof
 	// (TestPerfDeniedFallsBack).
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 // skipIfNoPerf skips when perf_event_open itself is refused here.
 func skipIfNoPerf(t testing.TB) {
 	t.Helper()
-	a := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Sample: 1000000,
+	a := unix.PerfEventAttr{Type: perfrecord.TypeSoftware, Config: perfrecord.CountSWCPUClock, Sample: 1000000,
 		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
 	a.Size = uint32(unsafe.Sizeof(a))
 	fd, err := unix.PerfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
@@ -113,13 +115,16 @@ func (r *recording) handle(e event.Event) {
 		s := *e
 		s.Stack = append([]uint64(nil), e.Stack...)
 		s.StackCopy = append([]byte(nil), e.StackCopy...)
+		s.CalleeRegs = append([]uint64(nil), e.CalleeRegs...)
 		if e.Regs != nil {
 			r := *e.Regs
 			s.Regs = &r
 		}
 		r.samples = append(r.samples, s)
 	case *event.Map:
-		r.maps = append(r.maps, *e)
+		m := *e
+		m.BuildID = append([]byte(nil), e.BuildID...)
+		r.maps = append(r.maps, m)
 	case *event.Comm:
 		r.comms = append(r.comms, *e)
 	case *event.Fork:
@@ -156,16 +161,16 @@ func readBuildID(t *testing.T, path string) []byte {
 	return id
 }
 
-// symbolizer resolves absolute addresses in one mapping of an ELF file to
-// function names.
+// symbolizer resolves absolute addresses in one mapping of an object file
+// to function names.
 type symbolizer struct {
-	maps  []event.Map
-	progs []elf.ProgHeader
-	syms  []elf.Symbol
+	maps []event.Map
+	segs []objfile.Segment
+	syms []objfile.Symbol // sorted by address
 }
 
 func newSymbolizer(t *testing.T, path string, maps []event.Map) *symbolizer {
-	f, err := elf.Open(path)
+	f, err := objfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +179,7 @@ func newSymbolizer(t *testing.T, path string, maps []event.Map) *symbolizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &symbolizer{maps: maps, syms: syms}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			s.progs = append(s.progs, p.ProgHeader)
-		}
-	}
-	return s
+	return &symbolizer{maps: maps, segs: f.Segments(), syms: syms}
 }
 
 func (s *symbolizer) lookup(addr uint64) string {
@@ -189,13 +188,12 @@ func (s *symbolizer) lookup(addr uint64) string {
 			continue
 		}
 		off := addr - m.Start + m.FileOffset
-		for _, p := range s.progs {
-			if off >= p.Off && off < p.Off+p.Filesz {
-				va := off - p.Off + p.Vaddr
-				for _, sym := range s.syms {
-					if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && va >= sym.Value && va < sym.Value+sym.Size {
-						return sym.Name
-					}
+		for _, seg := range s.segs {
+			if off >= seg.Offset && off < seg.Offset+seg.FileSize {
+				va := off - seg.Offset + seg.Addr
+				i := sort.Search(len(s.syms), func(i int) bool { return s.syms[i].Addr > va }) - 1
+				if i >= 0 && va < s.syms[i].Addr+s.syms[i].Size {
+					return s.syms[i].Name
 				}
 				return "?"
 			}
@@ -647,57 +645,6 @@ func TestCyclesUnavailable(t *testing.T) {
 	}
 }
 
-// BenchmarkDecodeSample measures decoding of a 24-frame fp sample record.
-func BenchmarkDecodeSample(b *testing.B) {
-	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
-	d := newDecoder(st, regsLayout{}, true)
-	rec := sampleRecord(24)
-	bt := &batch{}
-	b.SetBytes(int64(len(rec)))
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		d.decode(rec, bt)
-		if i%1024 == 1023 {
-			bt.reset()
-		}
-	}
-}
-
-func sampleRecord(frames int) []byte {
-	var rec []byte
-	u64 := func(v uint64) { rec = ne.AppendUint64(rec, v) }
-	u64(0) // header, patched below
-	u64(0x401000)
-	u64(uint64(1234) | uint64(1235)<<32)
-	u64(1_000_000_000)
-	u64(1)
-	u64(1_000_000)
-	u64(uint64(frames + 1))
-	u64(ctxUser)
-	for i := 0; i < frames; i++ {
-		u64(0x401000 + uint64(i)*16)
-	}
-	ne.PutUint32(rec[0:], unix.PERF_RECORD_SAMPLE)
-	ne.PutUint16(rec[4:], 2) // PERF_RECORD_MISC_USER
-	ne.PutUint16(rec[6:], uint16(len(rec)))
-	return rec
-}
-
-func TestDecodeSampleRecord(t *testing.T) {
-	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
-	d := newDecoder(st, regsLayout{}, true)
-	bt := &batch{}
-	d.decode(sampleRecord(3), bt)
-	if len(bt.events) != 1 {
-		t.Fatalf("%d events", len(bt.events))
-	}
-	s := bt.events[0].(*event.Sample)
-	if s.Pid != 1234 || s.Tid != 1235 || s.Time != 1e9 || s.CPU != 1 || s.CPUDelta != 1e6 || s.KernelFrames != 0 ||
-		fmt.Sprint(s.Stack) != fmt.Sprint([]uint64{0x401000, 0x401010, 0x401020}) {
-		t.Errorf("decoded %+v", s)
-	}
-}
-
 // procCPU returns utime+stime of pid (all threads, dead ones included).
 func procCPU(t *testing.T, pid int) time.Duration {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -892,104 +839,61 @@ func TestRingMlockFallback(t *testing.T) {
 	}
 }
 
-// TestDecodeSideband checks the non-sample records against hand-made ones.
-func TestDecodeSideband(t *testing.T) {
-	st := uint64(unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN)
-	d := newDecoder(st, regsLayout{}, true)
+// TestDecodeLive: what the live decoder adds to perfrecord's events: the
+// path that opens a mapping's file while its process lives, the lost
+// records summed in the batch, and, in the per-CPU layout, the records of
+// tasks other than the targets (and the processes they start) dropped.
+func TestDecodeLive(t *testing.T) {
+	d := newDecoder(perfrecord.Format{SampleType: perfrecord.SampleIP | perfrecord.SampleTID | perfrecord.SampleTime |
+		perfrecord.SampleCPU | perfrecord.SamplePeriod | perfrecord.SampleCallchain, SampleIDAll: true, PeriodIsTime: true})
 	d.statMaps, d.readArgv = false, false
-	mk := func(typ uint32, misc uint16, body []byte) []byte {
-		rec := make([]byte, 8, 8+len(body)+24)
-		ne.PutUint32(rec[0:], typ)
-		ne.PutUint16(rec[4:], misc)
-		rec = append(rec, body...)
-		for len(rec)%8 != 0 {
-			rec = append(rec, 0)
+	d.setFilter(newTargets([]int{7}, nil))
+	// rec writes a record of u64 and (with a pid/tid pair) u32 fields, and
+	// the sample_id trailer of side-band records: pid/tid, time, cpu.
+	rec := func(typ uint32, misc uint16, trailer bool, pid, tid uint32, fields ...uint64) []byte {
+		b := make([]byte, 8)
+		ne.PutUint32(b, typ)
+		ne.PutUint16(b[4:], misc)
+		for _, v := range fields {
+			b = ne.AppendUint64(b, v)
 		}
-		// sample_id trailer: pid/tid, time, cpu
-		rec = ne.AppendUint32(rec, 7)
-		rec = ne.AppendUint32(rec, 8)
-		rec = ne.AppendUint64(rec, 5555)
-		rec = ne.AppendUint64(rec, 1)
-		ne.PutUint16(rec[6:], uint16(len(rec)))
-		return rec
+		if trailer {
+			b = ne.AppendUint32(b, pid)
+			b = ne.AppendUint32(b, tid)
+			b = ne.AppendUint64(b, 5555)
+			b = ne.AppendUint64(b, 1)
+		}
+		ne.PutUint16(b[6:], uint16(len(b)))
+		return b
 	}
-	var body []byte
-	u32 := func(v uint32) { body = ne.AppendUint32(body, v) }
-	u64 := func(v uint64) { body = ne.AppendUint64(body, v) }
-
+	task := func(pid, tid uint32) uint64 { return ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, pid), tid)) }
+	sample := func(pid uint32) []byte {
+		return rec(perfrecord.RecordSample, perfrecord.MiscUser, false, 0, 0, 0x401000, task(pid, pid), 6000, 0, 1e6, 0)
+	}
+	mmap2 := func(pid uint32) []byte {
+		prot := ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, 5), 2)) // PROT_READ|PROT_EXEC, MAP_PRIVATE
+		return rec(perfrecord.RecordMmap2, 0, true, pid, pid, task(pid, pid), 0x1000, 0x2000, 0x3000, 0, 0, 0, prot,
+			ne.Uint64([]byte("/bin/x\x00\x00")))
+	}
 	b := &batch{}
-	body = nil
-	u64(99) // id
-	u64(12) // lost
-	d.decode(mk(unix.PERF_RECORD_LOST, 0, body), b)
-	body = nil
-	u64(3)
-	d.decode(mk(unix.PERF_RECORD_LOST_SAMPLES, 0, body), b)
-
-	body = nil
-	u32(7)
-	u32(8)
-	u64(0x1000) // addr
-	u64(0x2000) // len
-	u64(0x3000) // pgoff
-	body = append(body, 20, 0, 0, 0)
-	for i := 0; i < 20; i++ {
-		body = append(body, byte(i))
+	for _, r := range [][]byte{
+		rec(perfrecord.RecordLost, 0, true, 7, 7, 99, 12),
+		rec(perfrecord.RecordLostSamples, 0, true, 7, 7, 3),
+		mmap2(7), mmap2(8),
+		sample(7), sample(8),
+		rec(perfrecord.RecordFork, 0, true, 9, 9, task(9, 7), task(9, 7), 6000),
+		sample(9),
+	} {
+		d.decode(r, b)
 	}
-	u32(unix.PROT_READ | unix.PROT_EXEC)
-	u32(unix.MAP_PRIVATE)
-	body = append(body, "/usr/bin/x\x00"...)
-	d.decode(mk(unix.PERF_RECORD_MMAP2, unix.PERF_RECORD_MISC_MMAP_BUILD_ID, body), b)
-
-	body = nil
-	u32(7)
-	u32(8)
-	u64(0x1000)
-	u64(0x2000)
-	u64(0)
-	u32(8) // maj
-	u32(1) // min
-	u64(4242)
-	u64(0)
-	u32(unix.PROT_READ) // not executable: dropped
-	u32(unix.MAP_PRIVATE)
-	body = append(body, "/data\x00"...)
-	d.decode(mk(unix.PERF_RECORD_MMAP2, 0, body), b)
-
-	body = nil
-	u32(7)
-	u32(8)
-	body = append(body, "newname\x00"...)
-	d.decode(mk(unix.PERF_RECORD_COMM, unix.PERF_RECORD_MISC_COMM_EXEC, body), b)
-
-	body = nil
-	u32(7)
-	u32(7)
-	u32(9)
-	u32(8)
-	u64(6666)
-	d.decode(mk(unix.PERF_RECORD_FORK, 0, body), b)
-	d.decode(mk(unix.PERF_RECORD_EXIT, 0, body), b)
-
-	if b.lost != 15 || len(b.events) != 6 {
-		t.Fatalf("lost %d, %d events: %+v", b.lost, len(b.events), b.events)
+	if b.lost != 15 || len(b.events) != 6 || d.Dropped != 1 {
+		t.Fatalf("lost %d, %d events, %d dropped: %+v", b.lost, len(b.events), d.Dropped, b.events)
 	}
-	if l := b.events[0].(*event.Lost); l.Count != 12 || l.Time != 5555 {
-		t.Errorf("lost %+v", l)
-	}
-	m := b.events[2].(*event.Map)
-	if m.Pid != 7 || m.Start != 0x1000 || m.End != 0x3000 || m.FileOffset != 0x3000 || m.Path != "/usr/bin/x" ||
-		len(m.BuildID) != 20 || m.BuildID[19] != 19 || m.Time != 5555 || m.MapFile != "/proc/7/map_files/1000-3000" {
+	if m := b.events[2].(*event.Map); m.Pid != 7 || m.Path != "/bin/x" || m.MapFile != "/proc/7/map_files/1000-3000" {
 		t.Errorf("map %+v", m)
 	}
-	if c := b.events[3].(*event.Comm); c.Name != "newname" || !c.Exec || c.Pid != 7 || c.Tid != 8 {
-		t.Errorf("comm %+v", c)
-	}
-	if f := b.events[4].(*event.Fork); f.Pid != 7 || f.Ppid != 7 || f.Tid != 9 || f.Ptid != 8 || f.Time != 6666 {
-		t.Errorf("fork %+v", f)
-	}
-	if e := b.events[5].(*event.Exit); e.Pid != 7 || e.Tid != 9 {
-		t.Errorf("exit %+v", e)
+	if s := b.events[5].(*event.Sample); s.Pid != 9 {
+		t.Errorf("sample %+v of a process a target started", s)
 	}
 }
 
@@ -1006,62 +910,5 @@ func TestLaunchStopKillsStubborn(t *testing.T) {
 	}
 	if n := len(rec.notices); n == 0 || !strings.Contains(rec.notices[n-1], "ignored SIGTERM") || !strings.Contains(rec.notices[n-1], "killed it") {
 		t.Errorf("notices %q", rec.notices)
-	}
-}
-
-// TestDecodeSwitch: context-switch records name the task from their
-// trailer and say out, and preempted; samples of the switch event (by
-// identifier) are Switch samples that used no CPU.
-func TestDecodeSwitch(t *testing.T) {
-	st := uint64(unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD)
-	d := newDecoder(st, regsLayout{}, true)
-	d.switchIDs = map[uint64]bool{77: true}
-	sw := func(misc uint16) []byte {
-		rec := make([]byte, 8)
-		ne.PutUint32(rec[0:], unix.PERF_RECORD_SWITCH)
-		ne.PutUint16(rec[4:], misc)
-		// trailer: pid/tid, time, cpu, identifier
-		rec = ne.AppendUint32(rec, 7)
-		rec = ne.AppendUint32(rec, 8)
-		rec = ne.AppendUint64(rec, 5555)
-		rec = ne.AppendUint64(rec, 1)
-		rec = ne.AppendUint64(rec, 77)
-		ne.PutUint16(rec[6:], uint16(len(rec)))
-		return rec
-	}
-	smp := func(id, period uint64) []byte {
-		rec := make([]byte, 8)
-		ne.PutUint32(rec[0:], unix.PERF_RECORD_SAMPLE)
-		ne.PutUint16(rec[4:], unix.PERF_RECORD_MISC_USER)
-		rec = ne.AppendUint64(rec, id)
-		rec = ne.AppendUint64(rec, 0x4000) // ip
-		rec = ne.AppendUint32(rec, 7)
-		rec = ne.AppendUint32(rec, 8)
-		rec = ne.AppendUint64(rec, 6000)
-		rec = ne.AppendUint64(rec, 1)
-		rec = ne.AppendUint64(rec, period)
-		ne.PutUint16(rec[6:], uint16(len(rec)))
-		return rec
-	}
-	b := &batch{}
-	d.decode(sw(unix.PERF_RECORD_MISC_SWITCH_OUT), b)
-	d.decode(sw(unix.PERF_RECORD_MISC_SWITCH_OUT|unix.PERF_RECORD_MISC_SWITCH_OUT_PREEMPT), b)
-	d.decode(sw(0), b)
-	d.decode(smp(77, 1), b)
-	d.decode(smp(5, 1000000), b)
-	if len(b.events) != 5 {
-		t.Fatalf("%d events: %+v", len(b.events), b.events)
-	}
-	want := []event.Switch{{Time: 5555, Pid: 7, Tid: 8, Out: true}, {Time: 5555, Pid: 7, Tid: 8, Out: true, Preempt: true}, {Time: 5555, Pid: 7, Tid: 8}}
-	for i, w := range want {
-		if got := *b.events[i].(*event.Switch); got != w {
-			t.Errorf("switch %d: %+v, want %+v", i, got, w)
-		}
-	}
-	if s := b.events[3].(*event.Sample); !s.Switch || s.CPUDelta != 0 || s.Tid != 8 || len(s.Stack) != 1 {
-		t.Errorf("switch sample %+v", s)
-	}
-	if s := b.events[4].(*event.Sample); s.Switch || s.CPUDelta != 1000000 {
-		t.Errorf("clock sample %+v", s)
 	}
 }

@@ -3,6 +3,7 @@
 package perf
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -10,6 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// ne is the byte order of ring records: the host's.
+var ne = binary.NativeEndian
 
 // ring is one mmap'd perf ring buffer: a metadata page followed by a
 // power-of-two data area the kernel writes records into. Mapping it writable

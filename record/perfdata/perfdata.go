@@ -1,7 +1,10 @@
 // Package perfdata reads the perf.data files Linux 'perf record' writes
 // (tools/perf/Documentation/perf.data-file-format.txt), file and pipe mode,
-// into the platform-neutral events gprof's own backends emit (package
-// attach), so the same builder unwinds, identifies and names them.
+// into the neutral events (package event) gprof's own backends emit, so the
+// same builder unwinds, identifies and names them. Each record of the
+// kernel's is decoded by package perfrecord, as the live backend decodes its
+// rings; the header, the attrs and their ids, the feature sections and
+// compressed records are the file's own, read here.
 //
 // It is pure byte parsing and works on any OS; only turning the events into
 // names needs the binaries the recording saw.
@@ -12,11 +15,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"sort"
 	"strings"
 
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/perfrecord"
 )
 
 // Magic starts every perf.data file (written in the recording host's byte
@@ -28,16 +31,9 @@ func Sniff(head []byte) bool {
 	return len(head) >= 8 && (string(head[:8]) == Magic || string(head[:8]) == "2ELIFREP")
 }
 
-// Record types (include/uapi/linux/perf_event.h, tools/perf/util/event.h).
+// The records perf itself writes into its files (tools/perf/util/event.h),
+// beside the kernel's (package perfrecord decodes those).
 const (
-	recMmap           = 1
-	recLost           = 2
-	recComm           = 3
-	recExit           = 4
-	recFork           = 7
-	recSample         = 9
-	recMmap2          = 10
-	recLostSamples    = 13
 	recHeaderAttr     = 64
 	recTracingData    = 66
 	recHeaderBuildID  = 67
@@ -48,52 +44,9 @@ const (
 	recCompressedNext = 83 // PERF_RECORD_COMPRESSED2
 )
 
-// Sample type bits (enum perf_event_sample_format).
-const (
-	sampleIP          = 1 << 0
-	sampleTID         = 1 << 1
-	sampleTime        = 1 << 2
-	sampleAddr        = 1 << 3
-	sampleRead        = 1 << 4
-	sampleCallchain   = 1 << 5
-	sampleID          = 1 << 6
-	sampleCPU         = 1 << 7
-	samplePeriod      = 1 << 8
-	sampleStreamID    = 1 << 9
-	sampleRaw         = 1 << 10
-	sampleBranchStack = 1 << 11
-	sampleRegsUser    = 1 << 12
-	sampleStackUser   = 1 << 13
-	sampleIdentifier  = 1 << 16
-)
-
-// read_format bits.
-const (
-	readTotalTimeEnabled = 1 << 0
-	readTotalTimeRunning = 1 << 1
-	readID               = 1 << 2
-	readGroup            = 1 << 3
-	readLost             = 1 << 4
-)
-
-// Record misc bits.
-const (
-	miscCPUModeMask = 7
-	miscKernel      = 1
-	miscMmapData    = 1 << 13 // on MMAP/MMAP2
-	miscCommExec    = 1 << 13 // on COMM
-	miscMmapBuildID = 1 << 14 // on MMAP2
-	miscBuildIDSize = 1 << 15 // on HEADER_BUILD_ID
-)
-
-// Callchain context markers are the top 4095 values of u64.
-const (
-	ctxMax         = ^uint64(0xfff - 1) // PERF_CONTEXT_MAX (-4095)
-	ctxHV          = ^uint64(0x20 - 1)  // -32
-	ctxKernel      = ^uint64(0x80 - 1)  // -128
-	ctxUser        = ^uint64(0x200 - 1) // -512
-	ctxGuestKernel = ^uint64(0x880 - 1) // -2176
-)
+// miscBuildIDSize on HEADER_BUILD_ID says the build-id's size is in its
+// 21st byte.
+const miscBuildIDSize = 1 << 15
 
 // Attr is one event of the recording (struct perf_event_attr, the fields a
 // reader needs).
@@ -115,18 +68,10 @@ type Attr struct {
 	IDs  []uint64
 }
 
-// perf_type_id and the software and hardware event ids gprof cares about.
-const (
-	typeHardware = 0
-	typeSoftware = 1
-	swCPUClock   = 0
-	swTaskClock  = 1
-)
-
 // IsClock reports whether the event counts time, so a sample's period is
 // CPU time in ns (cpu-clock, task-clock).
 func (a *Attr) IsClock() bool {
-	return a.Type == typeSoftware && (a.Config == swCPUClock || a.Config == swTaskClock)
+	return a.Type == perfrecord.TypeSoftware && (a.Config == perfrecord.CountSWCPUClock || a.Config == perfrecord.CountSWTaskClock)
 }
 
 // Sampling reports whether the event takes samples.
@@ -134,13 +79,13 @@ func (a *Attr) Sampling() bool { return a.Period != 0 }
 
 func (a *Attr) defaultName() string {
 	switch {
-	case a.Type == typeSoftware && a.Config == swCPUClock:
+	case a.Type == perfrecord.TypeSoftware && a.Config == perfrecord.CountSWCPUClock:
 		return "cpu-clock"
-	case a.Type == typeSoftware && a.Config == swTaskClock:
+	case a.Type == perfrecord.TypeSoftware && a.Config == perfrecord.CountSWTaskClock:
 		return "task-clock"
-	case a.Type == typeHardware && a.Config == 0:
+	case a.Type == perfrecord.TypeHardware && a.Config == perfrecord.CountHWCPUCycles:
 		return "cycles"
-	case a.Type == typeHardware && a.Config == 1:
+	case a.Type == perfrecord.TypeHardware && a.Config == perfrecord.CountHWInstructions:
 		return "instructions"
 	}
 	return fmt.Sprintf("event type %d config %#x", a.Type, a.Config)
@@ -176,10 +121,8 @@ type File struct {
 
 	bo         binary.ByteOrder
 	ids        map[uint64]int // sample id -> attr index
-	regsAt     [3]int         // ip, sp, fp indexes in REGS_USER; -1 absent
-	lrAt, bxAt int            // arm64's LR, x86-64's rbx; -1 absent
-	nregs      int
-	lastTime   int64
+	dec        *perfrecord.Decoder
+	arena      perfrecord.Arena
 	compressed [][]byte
 }
 
@@ -312,8 +255,8 @@ func (f *File) addAttr(a Attr) {
 	}
 }
 
-// selectAttr picks the first sampling event and the register layout its
-// samples use.
+// selectAttr picks the first sampling event and sets up the decoding of
+// its records.
 func (f *File) selectAttr() {
 	if f.Sampled >= 0 {
 		return
@@ -332,26 +275,7 @@ func (f *File) selectAttr() {
 	if f.Sampled < 0 {
 		return
 	}
-	f.regsAt = [3]int{-1, -1, -1}
-	f.lrAt, f.bxAt = -1, -1
-	a := &f.Attrs[f.Sampled]
-	at := func(bit uint) int {
-		if bit >= 64 || a.RegsUser&(1<<bit) == 0 {
-			return -1
-		}
-		return bits.OnesCount64(a.RegsUser & (1<<bit - 1))
-	}
-	f.nregs = bits.OnesCount64(a.RegsUser)
-	switch f.Arch {
-	case "aarch64", "arm64":
-		// arch/arm64/include/uapi/asm/perf_regs.h: X29=29 LR=30 SP=31 PC=32.
-		f.regsAt = [3]int{at(32), at(31), at(29)}
-		f.lrAt = at(30)
-	default:
-		// arch/x86/include/uapi/asm/perf_regs.h: BX=1 BP=6 SP=7 IP=8.
-		f.regsAt = [3]int{at(8), at(7), at(6)}
-		f.bxAt = at(1)
-	}
+	f.newDecoder()
 }
 
 // readRecords walks the records of the data section (or, in pipe mode,
@@ -366,7 +290,6 @@ func (f *File) readRecords(b []byte, pipe bool) error {
 			return errors.New("perf.data data section ends inside a record: the file is truncated or corrupt")
 		}
 		typ := bo.Uint32(b)
-		misc := bo.Uint16(b[4:])
 		size := int(bo.Uint16(b[6:]))
 		if size < 8 || size > len(b) {
 			if pipe && size <= 65535 && size > len(b) {
@@ -428,7 +351,7 @@ func (f *File) readRecords(b []byte, pipe bool) error {
 			if f.Sampled < 0 {
 				break
 			}
-			f.decode(typ, misc, rec)
+			f.decode(typ, rec)
 		}
 	}
 	return nil
@@ -454,6 +377,7 @@ func (f *File) finish() {
 		}
 	}
 	f.Attrs[f.Sampled].IDs = nil // not needed past parsing
+	f.KernelMapStart = f.dec.KernelStart
 }
 
 // SampledAttr returns the event whose samples Events holds.

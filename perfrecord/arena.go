@@ -1,0 +1,96 @@
+package perfrecord
+
+import "github.com/gprof-dev/gprof/event"
+
+// An Arena owns the memory of the events a Decoder decodes into it: the
+// events themselves, their frames, registers and stack copies. Handing
+// events out of an arena allocates nothing once it has grown to a batch's
+// size, so a live backend decodes its rings without allocating per record
+// (samples are a thousand a second per CPU). The zero Arena is ready to use.
+//
+// Events from an arena stay valid until Reset: a live backend hands one
+// arena's events to its handler while the next batch fills another, and
+// resets the first when the handler is done with them.
+type Arena struct {
+	// Borrow makes the byte slices of events (stack copies, build-ids)
+	// point into the records rather than into copies: for records that
+	// outlive their events, as a perf.data file held in memory does. A
+	// ring's records do not: their space is handed back to the kernel.
+	Borrow bool
+
+	samples  chunk[event.Sample]
+	regs     chunk[event.Regs]
+	maps     chunk[event.Map]
+	comms    chunk[event.Comm]
+	forks    chunk[event.Fork]
+	exits    chunk[event.Exit]
+	losts    chunk[event.Lost]
+	switches chunk[event.Switch]
+	frames   []uint64
+	bytes    []byte
+}
+
+// Reset makes all of the arena's memory reusable: the events it handed
+// out must no longer be used.
+func (a *Arena) Reset() {
+	a.samples.used, a.regs.used, a.maps.used, a.comms.used = 0, 0, 0, 0
+	a.forks.used, a.exits.used, a.losts.used, a.switches.used = 0, 0, 0, 0
+	a.frames = a.frames[:0]
+	a.bytes = a.bytes[:0]
+}
+
+// chunk hands out the elements of a slice one by one. When it is used up
+// a new one twice as long takes its place; the elements handed out of the
+// old one stay valid, as the events pointing to them keep it alive.
+type chunk[T any] struct {
+	elems []T
+	used  int
+}
+
+// next returns a zeroed element; a first chunk has least elements.
+func (c *chunk[T]) next(least int) *T {
+	if c.used == len(c.elems) {
+		c.elems = make([]T, max(2*len(c.elems), least))
+		c.used = 0
+	}
+	e := &c.elems[c.used]
+	c.used++
+	var zero T
+	*e = zero
+	return e
+}
+
+// giveBack returns the element next handed out last.
+func (c *chunk[T]) giveBack() { c.used-- }
+
+// Samples come by the thousand; side-band records by the few.
+const (
+	leastSamples = 256
+	leastOthers  = 16
+)
+
+// frameSlice returns n uint64s of the arena. Growing it leaves slices
+// handed out earlier in the old array, which stays valid.
+func (a *Arena) frameSlice(n int) []uint64 {
+	if len(a.frames)+n > cap(a.frames) {
+		a.frames = make([]uint64, 0, max(2*cap(a.frames), 4096, n))
+	}
+	start := len(a.frames)
+	a.frames = a.frames[:start+n]
+	return a.frames[start : start+n : start+n]
+}
+
+// byteSlice returns src itself when the arena borrows, else a copy in the
+// arena.
+func (a *Arena) byteSlice(src []byte) []byte {
+	n := len(src)
+	if a.Borrow {
+		return src[:n:n]
+	}
+	if len(a.bytes)+n > cap(a.bytes) {
+		a.bytes = make([]byte, 0, max(2*cap(a.bytes), 1<<16, n))
+	}
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, src...)
+	return a.bytes[start : start+n : start+n]
+}

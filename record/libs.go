@@ -30,7 +30,7 @@ type libFile struct {
 	// fd holds the file open so /proc/self/fd/N reaches it, for
 	// symbolication at the end, after its path and its process are gone.
 	fd *os.File
-	id symbolize.Identity
+	id objfile.Identity
 	// place is what placing a mapping of the file needs.
 	place objfile.Placement
 	// note explains a degraded identity, e.g. a file replaced on disk.
@@ -354,9 +354,12 @@ func isMappedFile(bin *symbolize.Binary, path string, m *event.Map) bool {
 
 // idFromBuildID builds an identity from the kernel-reported build-id alone
 // (little-endian, as on every platform gprof samples).
-func idFromBuildID(path string, bid []byte) symbolize.Identity {
-	return symbolize.Identity{
-		BreakpadID: symbolize.BreakpadID(bid, true),
+func idFromBuildID(path string, bid []byte) objfile.Identity {
+	return objfile.Identity{
+		Format:     objfile.ELF,
+		Name:       filepath.Base(path),
+		Path:       path,
+		BreakpadID: objfile.BreakpadID(bid, true),
 		CodeID:     fmt.Sprintf("%x", bid),
 		BuildID:    append([]byte(nil), bid...),
 		DebugName:  filepath.Base(path),
@@ -404,7 +407,7 @@ func (r *libResolver) lib(m *event.Map) (profile.Lib, bool) {
 			l.BreakpadID = zeroBreakpadID
 		}
 		l.Arch = m.Image.Arch
-		l.Offset = m.Start - m.Image.Base
+		l.Offset = m.Start - m.ImageBase
 		return l, true
 	case isFile(m.Path) && isJITDump(m.Path):
 		return l, false // a JIT's notes, not code

@@ -84,7 +84,7 @@ type Binary struct {
 	cfg      config
 
 	idOnce sync.Once
-	id     Identity
+	id     objfile.Identity
 
 	idxOnce sync.Once
 	idx     *index
@@ -154,42 +154,18 @@ func (b *Binary) OpenedPath() string { return b.openPath }
 // Object returns the underlying parsed file.
 func (b *Binary) Object() *objfile.File { return b.obj }
 
-// Identity describes a binary the way profiles and symbol servers name it.
-type Identity struct {
-	// BreakpadID is the 33-character debug ID (GUID plus age "0"); empty
-	// when the file has neither a build-id nor a .text section.
-	BreakpadID string
-	// CodeID is the GNU build-id in lowercase hex; empty when there is none.
-	CodeID    string
-	BuildID   []byte
-	DebugName string // base name of the path
-	DebugPath string
-	Arch      string // "x86_64", "aarch64", ...
-	// Base is the address relative addresses count from: the virtual
-	// address of the first PT_LOAD segment.
-	Base uint64
-}
-
-// Identity computes, once, the binary's identity.
-func (b *Binary) Identity() Identity {
-	b.idOnce.Do(func() { b.id = b.identity() })
-	return b.id
-}
-
-func (b *Binary) identity() Identity {
-	// objfile computes the identity; DebugName and DebugPath name the path
-	// the caller gave, not an alternate path that opened.
-	oid := b.obj.Identity()
-	if oid.DebugPath == b.openPath {
-		oid.DebugName, oid.DebugPath = filepath.Base(b.path), b.path
-	}
-	return Identity{
-		BreakpadID: oid.BreakpadID,
-		CodeID:     oid.CodeID,
-		BuildID:    oid.BuildID,
-		DebugName:  oid.DebugName,
-		DebugPath:  oid.DebugPath,
-		Arch:       oid.Arch,
-		Base:       oid.Base,
-	}
+// Identity computes, once, the binary's identity: that of the file that
+// opened, with DebugName and DebugPath naming the path the caller gave,
+// as that is what the user knows the binary by (and where its
+// .gnu_debuglink file would sit), not an alternate path that opened.
+func (b *Binary) Identity() objfile.Identity {
+	b.idOnce.Do(func() {
+		b.id = b.obj.Identity()
+		if b.id.DebugPath == b.openPath {
+			b.id.DebugName, b.id.DebugPath = filepath.Base(b.path), b.path
+		}
+	})
+	id := b.id
+	id.BuildID = append([]byte(nil), b.id.BuildID...)
+	return id
 }

@@ -401,7 +401,7 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 	// a debuginfod server, by its build-id.
 	for _, c := range g.cands {
 		bid, err := hex.DecodeString(c.lib.CodeID)
-		if err != nil || len(bid) < 8 || opts.Remote == nil || BreakpadID(bid, true) != c.lib.BreakpadID {
+		if err != nil || len(bid) < 8 || opts.Remote == nil || objfile.BreakpadID(bid, true) != c.lib.BreakpadID {
 			continue
 		}
 		p, err := opts.Remote.Executable(bid, elfOfBuild(bid))

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -23,12 +22,13 @@ func mapLibs(t *testing.T, bin, path string, bias uint64) []profile.Lib {
 	defer b.Close()
 	id := b.Identity()
 	var libs []profile.Lib
-	for _, p := range objfile.ELFLoadSegments(b.obj.ELF()) {
+	place := b.obj.Placement()
+	for _, p := range place.Segments() {
 		const page = 4096
-		start := bias + p.Vaddr&^(page-1)
-		end := bias + (p.Vaddr+p.Memsz+page-1)&^(page-1)
+		start := bias + p.Addr&^(page-1)
+		end := bias + (p.Addr+p.Size+page-1)&^(page-1)
 		libs = append(libs, profile.Lib{
-			Start: start, End: end, Offset: b.LibOffset(start, p.Off&^(page-1)),
+			Start: start, End: end, Offset: place.LibOffset(start, p.Offset&^(page-1)),
 			Name: "prog", Path: path, DebugName: "prog", DebugPath: path,
 			BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch,
 		})

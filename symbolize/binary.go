@@ -16,8 +16,9 @@
 // binary searches and never a walk through .debug_info.
 //
 // The package only reads files; it never needs the profiled process to be
-// alive, though callers may pass paths such as /proc/PID/map_files/... that
-// only open while it is.
+// alive. A recorder, which opens each binary while its process lives,
+// hands Profile the files it opened (Options.Binaries), and the JIT maps
+// it read, rather than have them looked for again.
 package symbolize
 
 import (
@@ -81,6 +82,9 @@ type Binary struct {
 	path     string // the path the caller named
 	openPath string // the path that actually opened
 	obj      *objfile.File
+	// borrowed says obj is the caller's (Options.Binaries), not closed
+	// with the Binary.
+	borrowed bool
 	cfg      config
 
 	idOnce sync.Once
@@ -140,7 +144,9 @@ func (b *Binary) Close() error {
 	if b.idx != nil && b.idx.debugFile != nil {
 		errs = append(errs, b.idx.debugFile.Close())
 	}
-	errs = append(errs, b.obj.Close())
+	if !b.borrowed {
+		errs = append(errs, b.obj.Close())
+	}
 	return errors.Join(errs...)
 }
 

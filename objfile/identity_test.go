@@ -129,7 +129,7 @@ func TestLibOffset(t *testing.T) {
 		{"pie text remapped", bias + 0x123000, 0x4000, elf.ET_DYN, pie, 0x4000},
 	}
 	for _, tt := range tests {
-		if got := ELFLibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
+		if got := elfLibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
 			t.Errorf("%s: LibOffset = %#x, want %#x", tt.name, got, tt.want)
 		}
 	}

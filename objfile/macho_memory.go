@@ -65,7 +65,7 @@ func MachOFromMemory(hdr []byte) (MachOImage, error) {
 	if err := binary.Read(bytes.NewReader(hdr), binary.LittleEndian, &fh); err != nil {
 		return MachOImage{}, fmt.Errorf("mach header: %w", err)
 	}
-	img := MachOImage{Arch: MachOArch(fh.Cpu, fh.SubCpu), Type: fh.Type, HeaderSize: n}
+	img := MachOImage{Arch: machOArch(fh.Cpu, fh.SubCpu), Type: fh.Type, HeaderSize: n}
 	var haveText, haveUUID bool
 	cmds := hdr[MachHeaderSize64:n]
 	for i := uint32(0); i < fh.Ncmd; i++ {
@@ -112,7 +112,7 @@ func (f *File) MachOImage() (img MachOImage, ok bool) {
 	if seg == nil || uuid == nil {
 		return img, false
 	}
-	img = MachOImage{Arch: MachOArch(mf.Cpu, mf.SubCpu), TextAddr: seg.Addr, TextSize: seg.Memsz, Type: mf.Type,
+	img = MachOImage{Arch: machOArch(mf.Cpu, mf.SubCpu), TextAddr: seg.Addr, TextSize: seg.Memsz, Type: mf.Type,
 		HeaderSize: MachHeaderSize64 + int(mf.Cmdsz)}
 	copy(img.UUID[:], uuid)
 	return img, true

@@ -62,7 +62,7 @@ func (f *File) openPE() error {
 		Path:      f.path,
 		DebugName: filepath.Base(f.path),
 		DebugPath: f.path,
-		Arch:      PEArch(pf.Machine),
+		Arch:      peArch(pf.Machine),
 		Base:      imageBase,
 		CodeID:    PECodeID(pf.TimeDateStamp, uint64(sizeOfImage)),
 	}
@@ -100,8 +100,8 @@ func PECodeID(timeDateStamp uint32, sizeOfImage uint64) string {
 	return fmt.Sprintf("%08X%x", timeDateStamp, sizeOfImage)
 }
 
-// PEArch names a PE machine type.
-func PEArch(m uint16) string {
+// peArch names a PE machine type.
+func peArch(m uint16) string {
 	switch m {
 	case pe.IMAGE_FILE_MACHINE_AMD64:
 		return "x86_64"

@@ -2,7 +2,6 @@ package etwevent
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strings"
 )
 
@@ -427,20 +426,6 @@ func DecodeRSDS(p []byte, ptr64 bool) (d RSDS, ok bool) {
 	}
 	d.PDBPath = r.ansi()
 	return d, true
-}
-
-// BreakpadID is the identity symbol servers file a PDB under: the GUID's
-// fields as a Windows GUID prints them, without dashes, uppercase, then the
-// age in hex.
-func BreakpadID(g GUID, age uint32) string {
-	le := binary.LittleEndian
-	return fmt.Sprintf("%08X%04X%04X%X%x", le.Uint32(g[0:]), le.Uint16(g[4:]), le.Uint16(g[6:]), g[8:], age)
-}
-
-// CodeID is the identity symbol servers file a PE under: TimeDateStamp and
-// SizeOfImage.
-func CodeID(timeDateStamp uint32, sizeOfImage uint64) string {
-	return fmt.Sprintf("%08X%x", timeDateStamp, sizeOfImage)
 }
 
 // MethodLoad is a CLR MethodLoadVerbose (or rundown) payload: a JIT-

@@ -3,9 +3,14 @@
 // ETL) and the recorder that builds a profile from them. A sample, an
 // image mapped or unmapped, a thread or process started, renamed or
 // exited, a context switch, lost data: each is one struct here, with its
-// time on the host's monotonic clock (Now). It imports nothing of gprof's,
-// so that every package can use it without importing another's.
+// time on the host's monotonic clock (Now). Of gprof it imports only
+// objfile, for an image's identity (objfile.Identity, the one type that
+// names a binary), and objfile imports nothing of gprof: so event stays
+// below every backend, file reader and recorder that uses it, and none of
+// them imports another for these types.
 package event
+
+import "github.com/gprof-dev/gprof/objfile"
 
 // Event is one of *Sample, *Map, *Unmap, *Comm, *Fork, *Exit, *Lost, *Switch.
 type Event interface{ eventTime() int64 }
@@ -96,23 +101,16 @@ type Map struct {
 	MapFile string
 	// Image, when set, is the image's identity as the backend knows it,
 	// for an image with no file of its own on disk (a library in macOS's
-	// dyld shared cache); Path then only names it. Linux backends leave it
-	// nil: their images are files, identified by reading them.
-	Image *Image
-}
-
-// Image is a loaded image's identity, as symbol servers know it.
-type Image struct {
-	DebugName string // the name symbols are looked up under
-	// DebugPath is where the debug file was when the image was built
-	// (a PE's PDB path); empty means the image's own path.
-	DebugPath  string
-	BreakpadID string // GUID plus age in hex
-	CodeID     string
-	Arch       string // empty when not known
-	// Base is the address in the process where the image's relative
-	// address 0 lies (its __TEXT segment's slid address on macOS).
-	Base uint64
+	// dyld shared cache) or one the backend read itself (Windows); Path
+	// then only names it. Its DebugName and DebugPath, when empty, mean
+	// the image's own name and path; its Arch, when empty, that the
+	// architecture is not known. Linux backends leave it nil: their images
+	// are files, identified by reading them.
+	Image *objfile.Identity
+	// ImageBase, with Image, is the address in the process where the
+	// image's relative address 0 lies: where it was loaded (a PE image's
+	// base, the slid address of a Mach-O image's __TEXT segment).
+	ImageBase uint64
 }
 
 // Unmap reports that [Start, End) of a process no longer holds what a Map

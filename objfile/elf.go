@@ -27,24 +27,24 @@ func (f *File) openELF() error {
 		}
 		f.sections = append(f.sections, sec)
 	}
-	f.id = ELFIdentity(ef, f.path)
+	f.id = elfIdentity(ef, f.path)
 	return nil
 }
 
-// ELFIdentity computes the identity of ef, known by path: breakpad's debug
+// elfIdentity computes the identity of ef, known by path: breakpad's debug
 // ID from the GNU build-id or, failing that, from a hash of .text.
-func ELFIdentity(ef *elf.File, path string) Identity {
+func elfIdentity(ef *elf.File, path string) Identity {
 	id := Identity{
 		Format:    ELF,
 		Name:      filepath.Base(path),
 		Path:      path,
 		DebugName: filepath.Base(path),
 		DebugPath: path,
-		Arch:      ELFArch(ef.Machine),
-		Base:      ELFRelativeBase(ef),
+		Arch:      elfArch(ef.Machine),
+		Base:      elfRelativeBase(ef),
 	}
 	little := ef.ByteOrder.Uint16([]byte{1, 0}) == 1
-	if bid := ELFBuildID(ef); len(bid) > 0 {
+	if bid := elfBuildID(ef); len(bid) > 0 {
 		id.BuildID = bid
 		id.CodeID = fmt.Sprintf("%x", bid)
 		id.BreakpadID = BreakpadID(bid, little)
@@ -108,10 +108,10 @@ func BuildIDFromNotes(notes []byte, order binary.ByteOrder, align uint64) []byte
 	return nil
 }
 
-// ELFBuildID returns ef's GNU build-id, from .note.gnu.build-id if present,
+// elfBuildID returns ef's GNU build-id, from .note.gnu.build-id if present,
 // else from any note section or PT_NOTE segment, as section headers may be
 // stripped.
-func ELFBuildID(f *elf.File) []byte {
+func elfBuildID(f *elf.File) []byte {
 	if s := f.Section(".note.gnu.build-id"); s != nil && s.Type == elf.SHT_NOTE {
 		if d, err := s.Data(); err == nil {
 			if id := BuildIDFromNotes(d, f.ByteOrder, s.Addralign); id != nil {
@@ -144,8 +144,8 @@ func ELFBuildID(f *elf.File) []byte {
 	return nil
 }
 
-// ELFLoadSegments returns the headers of f's PT_LOAD segments in file order.
-func ELFLoadSegments(f *elf.File) []elf.ProgHeader {
+// elfLoadSegments returns the headers of f's PT_LOAD segments in file order.
+func elfLoadSegments(f *elf.File) []elf.ProgHeader {
 	var loads []elf.ProgHeader
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -155,9 +155,9 @@ func ELFLoadSegments(f *elf.File) []elf.ProgHeader {
 	return loads
 }
 
-// ELFRelativeBase returns the virtual address of f's first PT_LOAD segment,
+// elfRelativeBase returns the virtual address of f's first PT_LOAD segment,
 // the address lib-relative addresses count from.
-func ELFRelativeBase(f *elf.File) uint64 {
+func elfRelativeBase(f *elf.File) uint64 {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			return p.Vaddr
@@ -166,7 +166,7 @@ func ELFRelativeBase(f *elf.File) uint64 {
 	return 0
 }
 
-// ELFLibOffset returns the Offset of a profile.Lib for a mapping that starts
+// elfLibOffset returns the Offset of a profile.Lib for a mapping that starts
 // at address start and maps the file from fileOffset: the value such that
 // start-offset is the address the binary's relative address 0 (the first
 // PT_LOAD's vaddr) was loaded at, as samply and breakpad count. loads are
@@ -176,7 +176,7 @@ func ELFRelativeBase(f *elf.File) uint64 {
 // holds, for every ELF type: an executable (ET_EXEC) is loaded at its link
 // address, but a program may map its text again elsewhere (V8 does so with
 // node's builtins), and that copy must name the same functions.
-func ELFLibOffset(start, fileOffset uint64, typ elf.Type, loads []elf.ProgHeader) uint64 {
+func elfLibOffset(start, fileOffset uint64, typ elf.Type, loads []elf.ProgHeader) uint64 {
 	if len(loads) == 0 {
 		return fileOffset
 	}
@@ -218,9 +218,9 @@ func segmentForOffset(fileOffset uint64, loads []elf.ProgHeader) (elf.ProgHeader
 	return best, found
 }
 
-// ELFArch names a machine the way uname -m does, which is what profiles
+// elfArch names a machine the way uname -m does, which is what profiles
 // show.
-func ELFArch(m elf.Machine) string {
+func elfArch(m elf.Machine) string {
 	switch m {
 	case elf.EM_X86_64:
 		return "x86_64"
@@ -313,7 +313,7 @@ func (f *File) Placement() Placement {
 	p := Placement{segs: f.Segments()}
 	if f.elf != nil {
 		p.exec = f.elf.Type == elf.ET_EXEC
-		p.loads = ELFLoadSegments(f.elf)
+		p.loads = elfLoadSegments(f.elf)
 		return p
 	}
 	// Other formats: their loadable segments with file contents, counted
@@ -338,11 +338,15 @@ func (p Placement) Known() bool { return p.loads != nil }
 func (p Placement) Segments() []Segment { return p.segs }
 
 // LibOffset returns the Offset of a profile.Lib for a mapping that starts at
-// start and maps the file from fileOffset; see ELFLibOffset.
+// start and maps the file from fileOffset: the value such that start-offset
+// is the address the file's relative address 0 was loaded at. The file
+// offset, not the start address, says which bytes a mapping holds, even
+// for an ELF executable, whose text a program may map again away from its
+// link address (V8 does so with node's builtins).
 func (p Placement) LibOffset(start, fileOffset uint64) uint64 {
 	typ := elf.ET_DYN
 	if p.exec {
 		typ = elf.ET_EXEC
 	}
-	return ELFLibOffset(start, fileOffset, typ, p.loads)
+	return elfLibOffset(start, fileOffset, typ, p.loads)
 }

@@ -47,7 +47,7 @@ func (f *File) openMachO(cfg config) error {
 	var pick *macho.File
 	host := map[string]string{"amd64": "x86_64", "arm64": "arm64", "386": "i386", "arm": "arm"}[runtime.GOARCH]
 	for _, a := range ff.Arches {
-		name := MachOArch(a.Cpu, a.SubCpu)
+		name := machOArch(a.Cpu, a.SubCpu)
 		f.arches = append(f.arches, name)
 		switch {
 		case pick != nil:
@@ -98,7 +98,7 @@ func (f *File) setMachO(mf *macho.File) {
 		Path:      f.path,
 		DebugName: filepath.Base(f.path),
 		DebugPath: f.path,
-		Arch:      MachOArch(mf.Cpu, mf.SubCpu),
+		Arch:      machOArch(mf.Cpu, mf.SubCpu),
 	}
 	if seg := mf.Segment("__TEXT"); seg != nil {
 		id.Base = seg.Addr
@@ -122,8 +122,8 @@ func machoUUID(mf *macho.File) []byte {
 	return nil
 }
 
-// MachOArch names a Mach-O CPU type and subtype as Apple's tools do.
-func MachOArch(cpu macho.Cpu, sub uint32) string {
+// machOArch names a Mach-O CPU type and subtype as Apple's tools do.
+func machOArch(cpu macho.Cpu, sub uint32) string {
 	sub &= 0x00ffffff
 	switch cpu {
 	case macho.CpuAmd64:

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -41,6 +42,9 @@ type MachOImage struct {
 	// image's slide is its load address minus TextAddr.
 	TextAddr, TextSize uint64
 	Type               macho.Type
+	// HeaderSize is the size of the mach header and its load commands:
+	// what MachOSizeOfCmds says to read.
+	HeaderSize int
 }
 
 // MachOFromMemory identifies a Mach-O image from its header and load
@@ -61,7 +65,7 @@ func MachOFromMemory(hdr []byte) (MachOImage, error) {
 	if err := binary.Read(bytes.NewReader(hdr), binary.LittleEndian, &fh); err != nil {
 		return MachOImage{}, fmt.Errorf("mach header: %w", err)
 	}
-	img := MachOImage{Arch: MachOArch(fh.Cpu, fh.SubCpu), Type: fh.Type}
+	img := MachOImage{Arch: machOArch(fh.Cpu, fh.SubCpu), Type: fh.Type, HeaderSize: n}
 	var haveText, haveUUID bool
 	cmds := hdr[MachHeaderSize64:n]
 	for i := uint32(0); i < fh.Ncmd; i++ {
@@ -92,6 +96,44 @@ func MachOFromMemory(hdr []byte) (MachOImage, error) {
 		return img, fmt.Errorf("mach header: no LC_UUID")
 	}
 	return img, nil
+}
+
+// MachOImage returns what MachOFromMemory reads from a loaded image's
+// header, here read from a whole 64-bit Mach-O file by debug/macho: for
+// checking one against the other, and for callers that have the file. ok is
+// false for other files, and for Mach-O files without __TEXT or LC_UUID.
+func (f *File) MachOImage() (img MachOImage, ok bool) {
+	mf := f.macho
+	if mf == nil || mf.Magic != macho.Magic64 {
+		return img, false
+	}
+	seg := mf.Segment("__TEXT")
+	uuid := machoUUID(mf)
+	if seg == nil || uuid == nil {
+		return img, false
+	}
+	img = MachOImage{Arch: machOArch(mf.Cpu, mf.SubCpu), TextAddr: seg.Addr, TextSize: seg.Memsz, Type: mf.Type,
+		HeaderSize: MachHeaderSize64 + int(mf.Cmdsz)}
+	copy(img.UUID[:], uuid)
+	return img, true
+}
+
+// Identity is the identity of the image, known by path, as Open gives it
+// for the image's file: for an image with no file of its own (a library
+// in the dyld shared cache), what profiles and symbol servers know it by.
+func (img MachOImage) Identity(path string) Identity {
+	return Identity{
+		Format:     MachO,
+		Name:       filepath.Base(path),
+		Path:       path,
+		DebugName:  filepath.Base(path),
+		DebugPath:  path,
+		BreakpadID: img.BreakpadID(),
+		CodeID:     img.CodeID(),
+		BuildID:    append([]byte(nil), img.UUID[:]...),
+		Arch:       img.Arch,
+		Base:       img.TextAddr,
+	}
 }
 
 // loadCmdUUID is LC_UUID, which debug/macho does not name.

@@ -64,7 +64,11 @@ func (f Format) String() string {
 	return "unknown"
 }
 
-// Identity is what profiles and symbol servers know a binary by.
+// Identity is what profiles and symbol servers know a binary by. It is
+// gprof's one type for a binary's identity: Open computes it from a file,
+// MachOImage.Identity from an image in memory, and a backend that knows
+// an image only by what the OS reports of it (an ETW trace's events) fills
+// in what it has, leaving the rest zero.
 type Identity struct {
 	Format Format
 	// Name and Path are the binary's own file name and path.
@@ -83,7 +87,9 @@ type Identity struct {
 	// BuildID holds the raw ELF build-id or Mach-O UUID.
 	BuildID []byte
 	Arch    string // "x86_64", "aarch64", "arm64", ...
-	// Base is the SVMA that relative address 0 stands for.
+	// Base is the SVMA that relative address 0 stands for; 0 when not
+	// known (an identity made without the file). Where an image lies in
+	// a process is its mapping's business, not its identity's.
 	Base uint64
 }
 

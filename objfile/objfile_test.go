@@ -366,7 +366,7 @@ func TestELFIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ef.Close()
-	if id.Base != ELFRelativeBase(ef) || len(f.Segments()) != len(ELFLoadSegments(ef)) {
+	if id.Base != elfRelativeBase(ef) || len(f.Segments()) != len(elfLoadSegments(ef)) {
 		t.Errorf("base %#x, %d segments", id.Base, len(f.Segments()))
 	}
 	if s := symbolNamed(t, f, "main"); s.Size == 0 {

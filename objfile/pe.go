@@ -62,16 +62,13 @@ func (f *File) openPE() error {
 		Path:      f.path,
 		DebugName: filepath.Base(f.path),
 		DebugPath: f.path,
-		Arch:      PEArch(pf.Machine),
+		Arch:      peArch(pf.Machine),
 		Base:      imageBase,
-		CodeID:    fmt.Sprintf("%08X%x", pf.TimeDateStamp, sizeOfImage),
+		CodeID:    PECodeID(pf.TimeDateStamp, uint64(sizeOfImage)),
 	}
 	if info, ok := f.readCodeView(); ok {
 		f.pdb = &info
-		g := info.GUID
-		swapped := [16]byte{g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6]}
-		copy(swapped[8:], g[8:])
-		id.BreakpadID = fmt.Sprintf("%X%x", swapped[:], info.Age)
+		id.BreakpadID = PDBBreakpadID(info.GUID, info.Age)
 		// MinGW's --build-id writes a record without a PDB path;
 		// the file then goes by its own name.
 		if info.Path != "" {
@@ -83,8 +80,28 @@ func (f *File) openPE() error {
 	return nil
 }
 
-// PEArch names a PE machine type.
-func PEArch(m uint16) string {
+// PDBBreakpadID is the debug ID symbol servers file a PDB under, from the
+// GUID and age of its CodeView record (or of a trace's DbgID_RSDS event):
+// the GUID as Windows prints it (its first three fields, stored
+// little-endian, byte-swapped), without dashes, in uppercase hex, then the
+// age in lowercase hex.
+func PDBBreakpadID(guid [16]byte, age uint32) string {
+	g := guid
+	swapped := [16]byte{g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6]}
+	copy(swapped[8:], g[8:])
+	return fmt.Sprintf("%X%x", swapped[:], age)
+}
+
+// PECodeID is the code ID symbol servers file a PE image under: its
+// TimeDateStamp as %08X, then its SizeOfImage in lowercase hex. A trace
+// that reports the size of the image's mapping rather than SizeOfImage
+// passes that.
+func PECodeID(timeDateStamp uint32, sizeOfImage uint64) string {
+	return fmt.Sprintf("%08X%x", timeDateStamp, sizeOfImage)
+}
+
+// peArch names a PE machine type.
+func peArch(m uint16) string {
 	switch m {
 	case pe.IMAGE_FILE_MACHINE_AMD64:
 		return "x86_64"

@@ -3,7 +3,6 @@ package python
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ type pyBinary struct {
 	codeType uint64
 	version  uint64 // &Py_Version (3.11+), 0 if absent
 	eval     []Range
-	loads    []elf.ProgHeader
+	loads    []objfile.Segment
 }
 
 // mapping is one line of /proc/PID/maps.
@@ -92,8 +91,7 @@ func (r *Reader) binary(pid int, m mapping) *pyBinary {
 }
 
 func (b *pyBinary) parse(f *objfile.File, path string) {
-	ef := f.ELF()
-	if ef == nil || ef.Class != elf.ELFCLASS64 || ef.Data != elf.ELFDATA2LSB {
+	if f.Format() != objfile.ELF || !f.Is64() || !f.LittleEndian() {
 		return
 	}
 	var rt, ct, ver uint64
@@ -125,7 +123,7 @@ func (b *pyBinary) parse(f *objfile.File, path string) {
 		b.minor, _ = strconv.Atoi(m[1])
 	}
 	b.runtime, b.codeType, b.version = rt, ct, ver
-	b.loads = objfile.ELFLoadSegments(ef)
+	b.loads = f.Segments() // an ELF file's PT_LOADs
 	b.ok = true
 }
 
@@ -166,14 +164,14 @@ func (b *pyBinary) interpreter(bias uint64, mem Memory) *interpreter {
 
 // loadBias is what the process added to the file's addresses: from the
 // mapping of path that holds the file's first loadable segment.
-func loadBias(maps []mapping, path string, loads []elf.ProgHeader) (uint64, bool) {
+func loadBias(maps []mapping, path string, loads []objfile.Segment) (uint64, bool) {
 	for _, m := range maps {
 		if m.path != path {
 			continue
 		}
-		for _, ph := range loads {
-			if m.off >= ph.Off && m.off < ph.Off+max(ph.Filesz, 1) {
-				return m.start - (ph.Vaddr + (m.off - ph.Off)), true
+		for _, s := range loads {
+			if m.off >= s.Offset && m.off < s.Offset+max(s.FileSize, 1) {
+				return m.start - (s.Addr + (m.off - s.Offset)), true
 			}
 		}
 	}

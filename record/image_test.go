@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // An unmapped image stays a library of the process, since samples taken
@@ -39,13 +40,13 @@ func TestBuilderUnmap(t *testing.T) {
 func TestBuilderImageWithoutFile(t *testing.T) {
 	b := newTestBuilder()
 	m := mapEv(1001*ms, 10, 0x7ff800001000, 0x7ff800009000, "/usr/lib/system/libsystem_kernel.dylib")
-	m.Image = &event.Image{
+	m.Image = &objfile.Identity{
 		DebugName:  "libsystem_kernel.dylib",
 		BreakpadID: "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E0",
 		CodeID:     "6B7F1AD0C3A83F07B3A2E2B1A34C8D1E",
 		Arch:       "arm64",
-		Base:       0x7ff800000000,
 	}
+	m.ImageBase = 0x7ff800000000
 	b.handle(m)
 	r := newLibResolver(nil)
 	r.observe(10, &b.procs[10].mappings[0].Map)
@@ -98,11 +99,12 @@ func TestBuilderUnmapBeforeSamples(t *testing.T) {
 func TestBuilderWindowsImage(t *testing.T) {
 	b := newTestBuilder()
 	m := mapEv(1001*ms, 10, 0x7ff800000000, 0x7ff8001be000, `C:\Windows\System32\ntdll.dll`)
-	m.Image = &event.Image{DebugName: "ntdll.pdb", DebugPath: `ntdll.pdb`, BreakpadID: "6048FDB62DCD41C18835594844CE71432",
-		CodeID: "5010ACD21be000", Base: 0x7ff800000000}
+	m.Image = &objfile.Identity{DebugName: "ntdll.pdb", DebugPath: `ntdll.pdb`, BreakpadID: "6048FDB62DCD41C18835594844CE71432",
+		CodeID: "5010ACD21be000"}
+	m.ImageBase = 0x7ff800000000
 	b.handle(m)
 	m2 := mapEv(1001*ms, 10, 0x10000000, 0x10010000, `C:\app\plugin.dll`)
-	m2.Image = &event.Image{CodeID: "5010ACD210000", Base: 0x10000000}
+	m2.Image, m2.ImageBase = &objfile.Identity{CodeID: "5010ACD210000"}, 0x10000000
 	b.handle(m2)
 	r := newLibResolver(nil)
 	libs := r.libsFor(b.procs[10])

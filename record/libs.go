@@ -12,7 +12,6 @@ import (
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
-	"github.com/gprof-dev/gprof/symbolize/jitdump"
 	"github.com/gprof-dev/gprof/symbolize/remote"
 )
 
@@ -23,14 +22,17 @@ type fileKey struct {
 	dev, inode uint64
 }
 
-// libFile is a binary identified while its process lived. Its file stays
-// open until the profile is finished, so a binary deleted or replaced
-// during the recording is still the one symbolicated.
+// libFile is a binary identified while its process lived. The recorder
+// opens each binary once, here, and keeps it open and parsed until the
+// profile is finished: a binary deleted or replaced during the recording is
+// still the one symbolicated, and symbolize reads it from obj rather than
+// open it again.
 type libFile struct {
-	// fd holds the file open so /proc/self/fd/N reaches it, for
-	// symbolication at the end, after its path and its process are gone.
-	fd *os.File
-	id symbolize.Identity
+	// fd is the file, held open; obj is it parsed, nil when it could not
+	// be read. Both are nil for an image read from memory (the vdso).
+	fd  *os.File
+	obj *objfile.File
+	id  objfile.Identity
 	// place is what placing a mapping of the file needs.
 	place objfile.Placement
 	// note explains a degraded identity, e.g. a file replaced on disk.
@@ -113,18 +115,43 @@ func (r *libResolver) close() {
 }
 
 func (f *libFile) close() {
+	if f.obj != nil {
+		f.obj.Close()
+	}
 	if f.fd != nil {
 		f.fd.Close()
 	}
 }
 
-// identify fills f from bin, which it takes over (and closes): the
-// identity, what placing mappings needs, and a handle on the file.
-func (f *libFile) identify(bin *symbolize.Binary) {
-	defer bin.Close()
-	f.fd, _ = os.Open(bin.OpenedPath())
-	f.id = bin.Identity()
-	f.place = bin.Object().Placement()
+// identify fills f from obj, the binary called path: the identity, what
+// placing mappings needs, and the parsed file itself.
+func (f *libFile) identify(obj *objfile.File, path string) {
+	f.obj = obj
+	f.id = obj.Identity()
+	// Named by the path the process mapped it at, what the user knows,
+	// not by another path that opened it.
+	f.id.DebugName, f.id.DebugPath = filepath.Base(path), path
+	f.place = obj.Placement()
+}
+
+// openELF opens the ELF file at path, once: the file held open, and
+// parsed. Only ELF files are read: a mapping's identity in another format
+// comes from its backend (event.Map.Image), and one of another format
+// that a Linux process maps (a PE image under Wine) stays unidentified.
+func openELF(path string) (*os.File, *objfile.File, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := objfile.NewFile(fd, path)
+	if err == nil && obj.Format() != objfile.ELF {
+		err = fmt.Errorf("%s is %s, not ELF", path, obj.Format())
+	}
+	if err != nil {
+		fd.Close()
+		return nil, nil, err
+	}
+	return fd, obj, nil
 }
 
 // processExited reads the process's JIT map one last time, in case it
@@ -238,33 +265,28 @@ func (r *libResolver) refreshPerfMap(pid int) {
 }
 
 // symbolize resolves every native address of p and stores the names in p.
+// It hands symbolize what the recording opened and read: the binaries, by
+// the key of their libs, and the JIT maps and jitdumps of the processes.
 func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
+	bins := make(map[profile.LibKey]*objfile.File, len(r.byKey))
+	for k, lf := range r.byKey {
+		if lf.obj != nil {
+			bins[k] = lf.obj
+		}
+	}
+	dumps := make(map[int]symbolize.JITDump, len(r.jitDumps))
+	for pid, d := range r.jitDumps {
+		// Runtimes buffer their writes (CPython flushes its dump when it
+		// exits): read what came since the last tick.
+		r.refreshJITDump(pid)
+		dumps[pid] = symbolize.JITDump{Path: d.path, File: d.f, Err: d.err}
+	}
 	return symbolize.Profile(p, symbolize.Options{
 		SymbolDirs: r.symbolDirs,
 		Remote:     r.remote,
-		OpenPath: func(_ *profile.Process, lib *profile.Lib) []string {
-			if lf := r.byKey[lib.Key()]; lf != nil && lf.fd != nil {
-				return []string{heldPath(lf.fd)}
-			}
-			return nil
-		},
-		PerfMap: func(pid int) (*symbolize.PerfMap, error) {
-			if pm := r.perfMaps[pid]; pm != nil {
-				return pm, nil
-			}
-			return symbolize.LoadPerfMap(pid)
-		},
-		JITDump: func(pid int) (*jitdump.File, string, error) {
-			d := r.jitDumps[pid]
-			if d == nil {
-				return symbolize.LoadJITDump(pid)
-			}
-			r.refreshJITDump(pid)
-			if d.f == nil {
-				return nil, d.path, d.err
-			}
-			return d.f, d.path, nil
-		},
+		Binaries:   bins,
+		PerfMaps:   r.perfMaps,
+		JITDumps:   dumps,
 	})
 }
 
@@ -309,20 +331,20 @@ func (r *libResolver) observe(pid int, m *event.Map) {
 
 func (r *libResolver) open(m *event.Map) *libFile {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
-	opts := []symbolize.Option{symbolize.SymbolDirs(r.symbolDirs...)}
-	bin, err := symbolize.Open(path, opts...)
-	if err == nil && !isMappedFile(bin, path, m) {
-		bin.Close()
-		bin, err = nil, fmt.Errorf("%s was replaced on disk", path)
+	fd, obj, err := openELF(path)
+	if err == nil && !isMappedFile(obj.Identity(), path, m) {
+		obj.Close()
+		fd.Close()
+		fd, obj, err = nil, nil, fmt.Errorf("%s was replaced on disk", path)
 	}
-	if bin == nil && m.MapFile != "" {
+	if obj == nil && m.MapFile != "" {
 		// The map_files link reaches the very file that was mapped even
 		// when its path is gone or names another file now.
-		if b, merr := symbolize.Open(m.MapFile, opts...); merr == nil {
-			bin, err = b, nil
+		if mfd, mobj, merr := openELF(m.MapFile); merr == nil {
+			fd, obj, err = mfd, mobj, nil
 		}
 	}
-	lf := &libFile{}
+	lf := &libFile{fd: fd}
 	if err != nil {
 		if len(m.BuildID) > 0 {
 			lf.id = idFromBuildID(path, m.BuildID)
@@ -333,16 +355,16 @@ func (r *libResolver) open(m *event.Map) *libFile {
 		}
 		return lf
 	}
-	lf.identify(bin)
-	lf.id.DebugName, lf.id.DebugPath = filepath.Base(path), path
+	lf.identify(obj, path)
 	return lf
 }
 
-// isMappedFile reports whether the file bin opened at path is the one the
-// mapping m came from, by build-id when the kernel sent one, else by inode.
-func isMappedFile(bin *symbolize.Binary, path string, m *event.Map) bool {
+// isMappedFile reports whether the file of identity id opened at path is
+// the one the mapping m came from, by build-id when the kernel sent one,
+// else by inode.
+func isMappedFile(id objfile.Identity, path string, m *event.Map) bool {
 	if len(m.BuildID) > 0 {
-		return bytes.Equal(bin.Identity().BuildID, m.BuildID)
+		return bytes.Equal(id.BuildID, m.BuildID)
 	}
 	if m.Inode != 0 {
 		if ino, ok := inodeOf(path); ok {
@@ -354,9 +376,12 @@ func isMappedFile(bin *symbolize.Binary, path string, m *event.Map) bool {
 
 // idFromBuildID builds an identity from the kernel-reported build-id alone
 // (little-endian, as on every platform gprof samples).
-func idFromBuildID(path string, bid []byte) symbolize.Identity {
-	return symbolize.Identity{
-		BreakpadID: symbolize.BreakpadID(bid, true),
+func idFromBuildID(path string, bid []byte) objfile.Identity {
+	return objfile.Identity{
+		Format:     objfile.ELF,
+		Name:       filepath.Base(path),
+		Path:       path,
+		BreakpadID: objfile.BreakpadID(bid, true),
 		CodeID:     fmt.Sprintf("%x", bid),
 		BuildID:    append([]byte(nil), bid...),
 		DebugName:  filepath.Base(path),
@@ -404,7 +429,7 @@ func (r *libResolver) lib(m *event.Map) (profile.Lib, bool) {
 			l.BreakpadID = zeroBreakpadID
 		}
 		l.Arch = m.Image.Arch
-		l.Offset = m.Start - m.Image.Base
+		l.Offset = m.Start - m.ImageBase
 		return l, true
 	case isFile(m.Path) && isJITDump(m.Path):
 		return l, false // a JIT's notes, not code

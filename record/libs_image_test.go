@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // An image the backend identified from memory (a macOS dyld shared cache
@@ -13,8 +14,9 @@ func TestLibFromMemoryImage(t *testing.T) {
 	r := newLibResolver(nil)
 	m := &event.Map{Pid: 7, Start: 0x18c000000, End: 0x18c080000,
 		Path: "/usr/lib/system/libsystem_kernel.dylib",
-		Image: &event.Image{DebugName: "libsystem_kernel.dylib", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
-			CodeID: "0123456789ABCDEF0123456789ABCDEF", Arch: "arm64e", Base: 0x18c000000}}
+		Image: &objfile.Identity{DebugName: "libsystem_kernel.dylib", BreakpadID: "0123456789ABCDEF0123456789ABCDEF0",
+			CodeID: "0123456789ABCDEF0123456789ABCDEF", Arch: "arm64e"},
+		ImageBase: 0x18c000000}
 	l, ok := r.lib(m)
 	if !ok {
 		t.Fatal("no lib")

@@ -16,8 +16,9 @@
 // binary searches and never a walk through .debug_info.
 //
 // The package only reads files; it never needs the profiled process to be
-// alive, though callers may pass paths such as /proc/PID/map_files/... that
-// only open while it is.
+// alive. A recorder, which opens each binary while its process lives,
+// hands Profile the files it opened (Options.Binaries), and the JIT maps
+// it read, rather than have them looked for again.
 package symbolize
 
 import (
@@ -81,10 +82,13 @@ type Binary struct {
 	path     string // the path the caller named
 	openPath string // the path that actually opened
 	obj      *objfile.File
+	// borrowed says obj is the caller's (Options.Binaries), not closed
+	// with the Binary.
+	borrowed bool
 	cfg      config
 
 	idOnce sync.Once
-	id     Identity
+	id     objfile.Identity
 
 	idxOnce sync.Once
 	idx     *index
@@ -140,7 +144,9 @@ func (b *Binary) Close() error {
 	if b.idx != nil && b.idx.debugFile != nil {
 		errs = append(errs, b.idx.debugFile.Close())
 	}
-	errs = append(errs, b.obj.Close())
+	if !b.borrowed {
+		errs = append(errs, b.obj.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -154,42 +160,18 @@ func (b *Binary) OpenedPath() string { return b.openPath }
 // Object returns the underlying parsed file.
 func (b *Binary) Object() *objfile.File { return b.obj }
 
-// Identity describes a binary the way profiles and symbol servers name it.
-type Identity struct {
-	// BreakpadID is the 33-character debug ID (GUID plus age "0"); empty
-	// when the file has neither a build-id nor a .text section.
-	BreakpadID string
-	// CodeID is the GNU build-id in lowercase hex; empty when there is none.
-	CodeID    string
-	BuildID   []byte
-	DebugName string // base name of the path
-	DebugPath string
-	Arch      string // "x86_64", "aarch64", ...
-	// Base is the address relative addresses count from: the virtual
-	// address of the first PT_LOAD segment.
-	Base uint64
-}
-
-// Identity computes, once, the binary's identity.
-func (b *Binary) Identity() Identity {
-	b.idOnce.Do(func() { b.id = b.identity() })
-	return b.id
-}
-
-func (b *Binary) identity() Identity {
-	// objfile computes the identity; DebugName and DebugPath name the path
-	// the caller gave, not an alternate path that opened.
-	oid := b.obj.Identity()
-	if oid.DebugPath == b.openPath {
-		oid.DebugName, oid.DebugPath = filepath.Base(b.path), b.path
-	}
-	return Identity{
-		BreakpadID: oid.BreakpadID,
-		CodeID:     oid.CodeID,
-		BuildID:    oid.BuildID,
-		DebugName:  oid.DebugName,
-		DebugPath:  oid.DebugPath,
-		Arch:       oid.Arch,
-		Base:       oid.Base,
-	}
+// Identity computes, once, the binary's identity: that of the file that
+// opened, with DebugName and DebugPath naming the path the caller gave,
+// as that is what the user knows the binary by (and where its
+// .gnu_debuglink file would sit), not an alternate path that opened.
+func (b *Binary) Identity() objfile.Identity {
+	b.idOnce.Do(func() {
+		b.id = b.obj.Identity()
+		if b.id.DebugPath == b.openPath {
+			b.id.DebugName, b.id.DebugPath = filepath.Base(b.path), b.path
+		}
+	})
+	id := b.id
+	id.BuildID = append([]byte(nil), b.id.BuildID...)
+	return id
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // ErrKallsymsUnavailable reports a kernel symbol list whose addresses are
@@ -142,7 +144,7 @@ func KernelBuildID() ([]byte, error) {
 		return nil, err
 	}
 	// The notes are in the kernel's byte order, which is the host's.
-	id := BuildIDFromNotes(d, binary.NativeEndian, 4)
+	id := objfile.BuildIDFromNotes(d, binary.NativeEndian, 4)
 	if id == nil {
 		return nil, errors.New("/sys/kernel/notes: no build-id")
 	}

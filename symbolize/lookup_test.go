@@ -2,13 +2,14 @@ package symbolize
 
 import (
 	"bufio"
-	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // oracleFrame is one level of addr2line -i output.
@@ -82,17 +83,17 @@ func withoutSignature(fn string) string {
 	return fn[cut:]
 }
 
-// funcRange finds a symbol's address range with debug/elf.
+// funcRange finds a function's address range in the file's symbol table.
 func funcRange(t *testing.T, bin, name string) (lo, hi uint64) {
-	f, err := elf.Open(bin)
+	f, err := objfile.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	syms, _ := f.Symbols()
+	syms, _ := f.SymbolTable()
 	for _, s := range syms {
 		if s.Name == name {
-			return s.Value, s.Value + s.Size
+			return s.Addr, s.Addr + s.Size
 		}
 	}
 	t.Fatalf("%s: no symbol %s", bin, name)
@@ -269,10 +270,10 @@ func compareGoBuilds(t *testing.T, full, stripped string) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if hasDWARF(sb.obj) || sb.obj.ELF().Section(".symtab") != nil {
+	if hasDWARF(sb.obj) || sb.obj.Section(".symtab") != nil {
 		t.Fatal("the stripped build still has DWARF or symbols")
 	}
-	syms, err := fb.obj.ELF().Symbols()
+	syms, err := fb.obj.SymbolTable()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,20 +283,20 @@ func compareGoBuilds(t *testing.T, full, stripped string) {
 	}
 	addrs, deepest := 0, 0
 	for _, s := range syms {
-		if !strings.HasPrefix(s.Name, "main.") || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+		if !strings.HasPrefix(s.Name, "main.") {
 			continue
 		}
-		for a := s.Value; a < s.Value+s.Size; a++ {
+		for a := s.Addr; a < s.Addr+s.Size; a++ {
 			want, got := fb.Lookup(a-base), sb.Lookup(a-base)
 			addrs++
 			deepest = max(deepest, len(want))
 			if len(got) != len(want) || len(want) == 0 || got[0].FuncAddr != want[0].FuncAddr {
-				t.Fatalf("%s+%#x: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, got, want)
+				t.Fatalf("%s+%#x: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Addr, got, want)
 			}
 			for i := range want {
 				w, g := want[i], got[i]
 				if g.Function != w.Function || g.File != w.File || g.Line != w.Line {
-					t.Fatalf("%s+%#x frame %d: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Value, i, got, want)
+					t.Fatalf("%s+%#x frame %d: stripped gives %+v, DWARF gives %+v", s.Name, a-s.Addr, i, got, want)
 				}
 			}
 		}
@@ -415,36 +416,34 @@ func TestLookupSystemBinaries(t *testing.T) {
 	} {
 		t.Run(filepath.Base(tc.path)+"/"+tc.sym, func(t *testing.T) {
 			systemFile(t, tc.path)
-			f, err := elf.Open(tc.path)
+			b, err := Open(tc.path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			syms, _ := f.DynamicSymbols()
-			f.Close()
-			var want *elf.Symbol
+			defer b.Close()
+			// The symbol as the file's tables list it (.dynsym, for a
+			// stripped library), sized by the file, not by Lookup's
+			// index.
+			syms, _ := b.obj.SymbolTable()
+			var want *objfile.Symbol
 			for i := range syms {
-				if syms[i].Name == tc.sym && syms[i].Value != 0 {
+				if syms[i].Name == tc.sym && syms[i].Size > 0 {
 					want = &syms[i]
 				}
 			}
 			if want == nil {
 				t.Skipf("%s does not define %s", tc.path, tc.sym)
 			}
-			b, err := Open(tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
 			base := b.Identity().Base
-			for _, a := range []uint64{want.Value, want.Value + want.Size/2, want.Value + want.Size - 1} {
+			for _, a := range []uint64{want.Addr, want.Addr + want.Size/2, want.Addr + want.Size - 1} {
 				fr := b.Lookup(a - base)
 				if len(fr) == 0 {
 					t.Fatalf("Lookup(%#x) found nothing", a)
 				}
 				// Aliases (malloc/__libc_malloc) share an address; any
 				// name at the right start will do.
-				if fr[0].FuncAddr != want.Value-base {
-					t.Errorf("Lookup(%#x) = %+v, want a function at %#x", a, fr, want.Value-base)
+				if fr[0].FuncAddr != want.Addr-base {
+					t.Errorf("Lookup(%#x) = %+v, want a function at %#x", a, fr, want.Addr-base)
 				}
 			}
 		})
@@ -515,7 +514,7 @@ func TestLookupLinesNeverNegative(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := b.obj.ELF().Section(".text")
+		text := b.obj.Section(".text")
 		base := b.Identity().Base
 		for a := text.Addr; a < text.Addr+text.Size; a += 7 {
 			for _, f := range b.Lookup(a - base) {
@@ -539,7 +538,8 @@ func TestEntryPointNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	entry, base := b.obj.ELF().Entry, b.Identity().Base
+	entry, _ := b.obj.Entry()
+	base := b.Identity().Base
 	if fr := b.Lookup(entry - base + 4); len(fr) == 0 || fr[0].Function != "_start" || fr[0].FuncAddr != entry-base {
 		t.Errorf("Lookup(entry+4) = %+v, want _start at the entry point", fr)
 	}
@@ -552,7 +552,8 @@ func TestEntryPointNamed(t *testing.T) {
 		t.Skip("no x86-64 libc here")
 	}
 	defer lib.Close()
-	if fr := lib.Lookup(lib.obj.ELF().Entry - lib.Identity().Base); len(fr) > 0 && fr[0].Function == "_start" {
+	libEntry, _ := lib.obj.Entry()
+	if fr := lib.Lookup(libEntry - lib.Identity().Base); len(fr) > 0 && fr[0].Function == "_start" {
 		t.Errorf("libc's entry point was named _start")
 	}
 }

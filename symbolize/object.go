@@ -40,7 +40,10 @@ var OpenPDBByID func(name, id string, symbolDirs []string, rc *remote.Client) (S
 // in a SymbolDirs directory. Its methods are safe for concurrent use.
 type Object struct {
 	file *objfile.File
-	cfg  config
+	// borrowed says file is the caller's (Options.Binaries), not closed
+	// with the Object.
+	borrowed bool
+	cfg      config
 
 	once      sync.Once
 	ix        *index
@@ -77,6 +80,9 @@ func (o *Object) Close() error {
 	}
 	if o.pdb != nil {
 		o.pdb.Close()
+	}
+	if o.borrowed {
+		return nil
 	}
 	return o.file.Close()
 }

@@ -17,27 +17,44 @@ import (
 )
 
 // Options configure Profile.
+//
+// What a caller has read already comes in as data: a recorder opens each
+// binary once while its process lives, and reads the JIT maps and
+// jitdumps the processes wrote, and hands them over here; Profile reads
+// them and never asks the caller for more. What is missing from them it
+// finds itself, by path, as for a profile read from a file.
 type Options struct {
 	// SymbolDirs are searched for separate debug files (see SymbolDirs).
 	SymbolDirs []string
 	// DebugRoot replaces DefaultDebugRoot when not empty.
 	DebugRoot string
-	// OpenPath returns more paths that open lib's binary, tried after
-	// lib.Path: /proc/PID/map_files/START-END while the process lives, or a
-	// copy kept by the recorder.
-	OpenPath func(p *profile.Process, lib *profile.Lib) []string
+	// Binaries are object files the caller opened already, by the key of
+	// the libs they are the binaries of. A library found here is read
+	// from that file (if it is the build the lib names) rather than
+	// opened by path: it may be a file since deleted or replaced on disk.
+	// Profile neither closes them nor keeps them.
+	Binaries map[profile.LibKey]*objfile.File
 	// Kallsyms loads the kernel symbols, once, if the profile has kernel
 	// frames; nil means LoadKallsyms.
 	Kallsyms func() (*Kallsyms, error)
-	// PerfMap returns the JIT perf map of process pid; nil reads
-	// /tmp/perf-PID.map.
-	PerfMap func(pid int) (*PerfMap, error)
-	// JITDump returns the jitdump of process pid and its path; nil reads
-	// /tmp/jit-PID.dump. Its names come before the perf map's.
-	JITDump func(pid int) (*jitdump.File, string, error)
+	// PerfMaps are the JIT perf maps the caller read, by process id; the
+	// map of a process not in it is read from /tmp/perf-PID.map.
+	PerfMaps map[int]*PerfMap
+	// JITDumps are the jitdumps the caller read, by process id; that of a
+	// process not in it is read from /tmp/jit-PID.dump. Their names come
+	// before the perf map's.
+	JITDumps map[int]JITDump
 	// Remote fetches what is not on this machine: debug files and
 	// executables by build-id (debuginfod), PDBs (symbol servers).
 	Remote *remote.Client
+}
+
+// JITDump is a process's jitdump as its reader left it: the file's path,
+// and what it holds or why it could not be read.
+type JITDump struct {
+	Path string
+	File *jitdump.File // nil when nothing could be read (see Err)
+	Err  error
 }
 
 // Stats reports what Profile resolved. Counts are of distinct addresses.
@@ -322,20 +339,23 @@ func lookupAll(g *group, s Symbolizer, add func(*group, uint64, []profile.Symbol
 }
 
 // openObjectForLib opens a Mach-O or PE file the library was recorded
-// from, checking its identity as openForLib does; the slice of a fat
-// Mach-O file is the one whose UUID the breakpad ID names.
+// from (the caller's, from Options.Binaries, else by path), checking its
+// identity as openForLib does; the slice of a fat Mach-O file is the one
+// whose UUID the breakpad ID names.
 func openObjectForLib(g *group, opts Options) (*Object, error) {
 	sopts := []Option{SymbolDirs(opts.SymbolDirs...), Remote(opts.Remote)}
+	if f := opts.Binaries[g.key]; f != nil && f.Format() != objfile.ELF && len(g.cands) > 0 {
+		if objectIsBuild(f.Identity().BreakpadID, g.cands[0].lib.BreakpadID) {
+			return &Object{file: f, borrowed: true, cfg: config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs, remote: opts.Remote}}, nil
+		}
+	}
 	for _, c := range g.cands {
 		want := c.lib.BreakpadID
 		o, err := OpenObject(c.lib.Path, sopts)
 		if err != nil {
 			continue
 		}
-		have := o.File().Identity().BreakpadID
-		// A file without an identity (a PE with no CodeView record, as
-		// Wine's and MinGW's DLLs are) was recorded as all zeros, or none.
-		if want == "" || have == want || have == "" && strings.Trim(want, "0") == "" {
+		if objectIsBuild(o.File().Identity().BreakpadID, want) {
 			return o, nil
 		}
 		fat := len(o.File().Arches()) > 1
@@ -352,6 +372,14 @@ func openObjectForLib(g *group, opts Options) (*Object, error) {
 	return nil, fmt.Errorf("symbolize: %s: no Mach-O or PE file of that build", g.key.DebugName)
 }
 
+// objectIsBuild reports whether a Mach-O or PE file whose breakpad ID is
+// have is the build recorded as want. A file without an identity (a PE
+// with no CodeView record, as Wine's and MinGW's DLLs are) was recorded
+// as all zeros, or none.
+func objectIsBuild(have, want string) bool {
+	return want == "" || have == want || have == "" && strings.Trim(want, "0") == ""
+}
+
 // uuidOf reads the Mach-O UUID a breakpad ID holds (its 32 hex digits
 // before the age), for picking the slice of a fat file.
 func uuidOf(breakpadID string) ([]byte, bool) {
@@ -362,8 +390,9 @@ func uuidOf(breakpadID string) ([]byte, bool) {
 	return id, err == nil
 }
 
-// openForLib opens the first path that holds the binary the library was
-// recorded as: the file at a path may since have been replaced (a package
+// openForLib opens the binary the library was recorded as: the file the
+// caller opened (Options.Binaries), else the first path that holds that
+// build. The file at a path may since have been replaced (a package
 // upgrade, a rebuild), and symbols from another build would be wrong.
 func openForLib(g *group, opts Options) (*Binary, error) {
 	cfg := config{debugRoot: DefaultDebugRoot, symbolDirs: opts.SymbolDirs, remote: opts.Remote}
@@ -371,37 +400,41 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 		cfg.debugRoot = opts.DebugRoot
 	}
 	var errs []error
-	tried := make(map[string]bool)
-	for _, c := range g.cands {
-		paths := []string{c.lib.Path}
-		if opts.OpenPath != nil {
-			paths = append(paths, opts.OpenPath(c.proc, c.lib)...)
-		}
-		for _, path := range paths {
-			if path == "" || tried[path] {
-				continue
-			}
-			tried[path] = true
-			// Name it by the recorded path, which is what the user knows
-			// and where its .gnu_debuglink file would sit.
-			b, err := openNamed(c.lib.Path, []string{path}, cfg)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if want := c.lib.BreakpadID; want != "" && b.Identity().BreakpadID != want {
-				errs = append(errs, fmt.Errorf("%s: is build %s, not the %s that was mapped", path, b.Identity().BreakpadID, want))
-				b.Close()
-				continue
-			}
+	// Named by the recorded path, which is what the user knows and where
+	// its .gnu_debuglink file would sit.
+	if f := opts.Binaries[g.key]; f != nil && f.Format() == objfile.ELF && len(g.cands) > 0 {
+		c := g.cands[0]
+		b := &Binary{path: c.lib.Path, openPath: f.Path(), obj: f, borrowed: true, cfg: cfg}
+		err := isBuild(b.Identity(), f.Path(), c.lib)
+		if err == nil {
 			return b, nil
 		}
+		errs = append(errs, err)
+	}
+	tried := make(map[string]bool)
+	for _, c := range g.cands {
+		path := c.lib.Path
+		if path == "" || tried[path] {
+			continue
+		}
+		tried[path] = true
+		b, err := openNamed(c.lib.Path, []string{path}, cfg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := isBuild(b.Identity(), path, c.lib); err != nil {
+			errs = append(errs, err)
+			b.Close()
+			continue
+		}
+		return b, nil
 	}
 	// Not here (a recording from another machine): the executable from
 	// a debuginfod server, by its build-id.
 	for _, c := range g.cands {
 		bid, err := hex.DecodeString(c.lib.CodeID)
-		if err != nil || len(bid) < 8 || opts.Remote == nil || BreakpadID(bid, true) != c.lib.BreakpadID {
+		if err != nil || len(bid) < 8 || opts.Remote == nil || objfile.BreakpadID(bid, true) != c.lib.BreakpadID {
 			continue
 		}
 		p, err := opts.Remote.Executable(bid, elfOfBuild(bid))
@@ -419,6 +452,15 @@ func openForLib(g *group, opts Options) (*Binary, error) {
 		return nil, fmt.Errorf("symbolize: %s: no file to open", g.key.DebugName)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// isBuild says why the file at path, of identity id, is not the build lib
+// was recorded as, or nil if it is.
+func isBuild(id objfile.Identity, path string, lib *profile.Lib) error {
+	if want := lib.BreakpadID; want != "" && id.BreakpadID != want {
+		return fmt.Errorf("%s: is build %s, not the %s that was mapped", path, id.BreakpadID, want)
+	}
+	return nil
 }
 
 func isPDBName(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".pdb") }
@@ -474,16 +516,18 @@ func symbolizeKernel(g *group, k *Kallsyms, err error, add func(*group, uint64, 
 }
 
 func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile.SymbolFrame)) {
-	loadMap := opts.PerfMap
-	if loadMap == nil {
-		loadMap = LoadPerfMap
+	var dump *jitdump.File
+	var dumpPath string
+	var dumpErr error
+	if d, ok := opts.JITDumps[g.pid]; ok {
+		dump, dumpPath, dumpErr = d.File, d.Path, d.Err
+	} else {
+		dump, dumpPath, dumpErr = LoadJITDump(g.pid)
 	}
-	loadDump := opts.JITDump
-	if loadDump == nil {
-		loadDump = LoadJITDump
+	m, mapErr := opts.PerfMaps[g.pid], error(nil)
+	if m == nil {
+		m, mapErr = LoadPerfMap(g.pid)
 	}
-	dump, dumpPath, dumpErr := loadDump(g.pid)
-	m, mapErr := loadMap(g.pid)
 	if dump == nil && m == nil {
 		g.stats.Err = mapErr
 		if !errors.Is(dumpErr, fs.ErrNotExist) {

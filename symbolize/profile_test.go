@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -23,12 +22,13 @@ func mapLibs(t *testing.T, bin, path string, bias uint64) []profile.Lib {
 	defer b.Close()
 	id := b.Identity()
 	var libs []profile.Lib
-	for _, p := range objfile.ELFLoadSegments(b.obj.ELF()) {
+	place := b.obj.Placement()
+	for _, p := range place.Segments() {
 		const page = 4096
-		start := bias + p.Vaddr&^(page-1)
-		end := bias + (p.Vaddr+p.Memsz+page-1)&^(page-1)
+		start := bias + p.Addr&^(page-1)
+		end := bias + (p.Addr+p.Size+page-1)&^(page-1)
 		libs = append(libs, profile.Lib{
-			Start: start, End: end, Offset: b.LibOffset(start, p.Off&^(page-1)),
+			Start: start, End: end, Offset: place.LibOffset(start, p.Offset&^(page-1)),
 			Name: "prog", Path: path, DebugName: "prog", DebugPath: path,
 			BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch,
 		})
@@ -67,8 +67,9 @@ func TestProfile(t *testing.T) {
 	leaf := workLo + 8
 	const kaddr, jit, stray = 0xffffffff81000123, 0x7f0000001010, 0x10
 
-	// Recorded under a path that no longer exists; OpenPath supplies the
-	// live file, as /proc/PID/map_files would.
+	// Recorded under a path that no longer exists; the caller hands over
+	// the file it opened, as a recorder does with the binaries it opened
+	// while their processes lived.
 	gone := "/nonexistent/prog"
 	proc := &profile.Process{Pid: 4242, Libs: mapLibs(t, bin, gone, bias)}
 	th := &profile.Thread{Tid: 4242}
@@ -84,25 +85,25 @@ func TestProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opened []string
-	st, err := Profile(p, Options{
-		DebugRoot: t.TempDir(),
-		OpenPath: func(pr *profile.Process, lib *profile.Lib) []string {
-			opened = append(opened, fmt.Sprintf("%d:%s", pr.Pid, lib.Path))
-			return []string{bin}
-		},
-		Kallsyms: func() (*Kallsyms, error) { return k, nil },
-		PerfMap: func(pid int) (*PerfMap, error) {
-			if pid != 4242 {
-				return nil, errors.New("wrong pid")
-			}
-			return ParsePerfMap(strings.NewReader(perfMapSample))
-		},
-	})
+	pm, err := ParsePerfMap(strings.NewReader(perfMapSample))
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := proc.Libs[0].Key()
+	given, err := objfile.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer given.Close()
+	st, err := Profile(p, Options{
+		DebugRoot: t.TempDir(),
+		Binaries:  map[profile.LibKey]*objfile.File{key: given},
+		Kallsyms:  func() (*Kallsyms, error) { return k, nil },
+		PerfMaps:  map[int]*PerfMap{4242: pm},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	check := func(k profile.LibKey, rel uint64, want []profile.SymbolFrame) {
 		t.Helper()
 		if got := p.Symbols.Lookup(k, rel); !reflect.DeepEqual(got, want) {
@@ -124,15 +125,45 @@ func TestProfile(t *testing.T) {
 	if st.Resolved != 5 || st.Unresolved != 1 || len(st.Libs) != 3 {
 		t.Errorf("stats = %+v", st)
 	}
-	if len(opened) != 1 {
-		t.Errorf("OpenPath called for %v, want once", opened)
+	for _, l := range st.Libs {
+		if l.Key == key && l.Path != bin {
+			t.Errorf("%s symbolized from %q, want the file handed over, %s", key.DebugName, l.Path, bin)
+		}
+	}
+	// The file handed over is still the caller's, open.
+	if _, err := given.Symbols(); err != nil {
+		t.Errorf("the caller's file after Profile: %v", err)
 	}
 
-	// A second pass has nothing left to do and opens nothing.
-	opened = nil
-	st, _ = Profile(p, Options{OpenPath: func(*profile.Process, *profile.Lib) []string { opened = append(opened, "x"); return nil }})
-	if st.Resolved != 0 || st.Unresolved != 1 || len(opened) != 0 {
-		t.Errorf("second pass: stats %+v, opened %v", st, opened)
+	// A second pass has nothing left to do: only the stray address,
+	// outside every lib, is looked for again; the binary is not.
+	st, _ = Profile(p, Options{PerfMaps: map[int]*PerfMap{4242: pm}})
+	if st.Resolved != 0 || st.Unresolved != 1 || len(st.Libs) != 1 || st.Libs[0].Key != profile.PerfMapKey(4242) {
+		t.Errorf("second pass: stats %+v", st)
+	}
+}
+
+// A file handed over that is not the build a lib names is not used: its
+// names would be another build's.
+func TestProfileGivenOtherBuild(t *testing.T) {
+	bin := build(t, "prog-gdwarf-5", "gcc", "-gdwarf-5", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	other := build(t, "prog-gdwarf-4", "gcc", "-gdwarf-4", "-O2", "-o", "OUT", "TESTDATA/prog.c")
+	proc := &profile.Process{Pid: 1, Libs: mapLibs(t, bin, "/nonexistent/prog", 0x1000000)}
+	th := &profile.Thread{Tid: 1}
+	th.Samples.Add(th.InternStack([]profile.Frame{{Address: proc.Libs[1].Start + 4}}), 0, -1)
+	proc.Threads = []*profile.Thread{th}
+	f, err := objfile.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := Profile(&profile.Profile{Processes: []*profile.Process{proc}},
+		Options{Binaries: map[profile.LibKey]*objfile.File{proc.Libs[0].Key(): f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Resolved != 0 || st.Unresolved != 1 || len(st.Libs) != 1 || st.Libs[0].Err == nil {
+		t.Errorf("stats = %+v", st)
 	}
 }
 

@@ -2,13 +2,13 @@ package unwind
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"os"
 	"testing"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/gprof-dev/gprof/internal/vdso"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // systemBinaries are Debian binaries built without frame pointers; each
@@ -66,7 +66,7 @@ func compareWithDelve(t *testing.T, path string) {
 }
 
 func compareModule(t *testing.T, m *module, image []byte) {
-	f, err := elf.NewFile(bytes.NewReader(image))
+	f, err := objfile.NewFile(bytes.NewReader(image), m.name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func compareModule(t *testing.T, m *module, image []byte) {
 			t.Fatalf("delve: %v", err)
 		}
 	}
-	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+	if s := f.Section(".debug_frame"); s != nil && s.InFile() {
 		data, _ := s.Data()
 		more, err := frame.Parse(data, binary.LittleEndian, 0, 8, 0)
 		if err == nil {

@@ -5,7 +5,6 @@ package unwind
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -258,12 +258,12 @@ func addressSpace(t testing.TB, pid int) *AddressSpace {
 // checks on the shape of a chain.
 type symbolizer struct {
 	as   *AddressSpace
-	syms map[string][]elf.Symbol
+	syms map[string][]objfile.Symbol
 	u    *Unwinder
 }
 
 func newSymbolizer(u *Unwinder, as *AddressSpace) *symbolizer {
-	return &symbolizer{as: as, syms: make(map[string][]elf.Symbol), u: u}
+	return &symbolizer{as: as, syms: make(map[string][]objfile.Symbol), u: u}
 }
 
 func (s *symbolizer) name(addr uint64) string {
@@ -277,49 +277,38 @@ func (s *symbolizer) name(addr uint64) string {
 	}
 	syms, ok := s.syms[mod.name]
 	if !ok {
-		if f, err := elf.NewFile(bytes.NewReader(mod.image)); err == nil {
-			syms = funcSymbols(f)
+		if f, err := objfile.NewFile(bytes.NewReader(mod.image), mod.name); err == nil {
 			// Debian's libc keeps its full symbol table in a separate
-			// debug file (libc6-dbg), found by build-id.
+			// debug file (libc6-dbg), found by build-id. Of the names
+			// an address has, the last in order wins: the file's own,
+			// its .dynsym last, so that an exported name (qsort_r) is
+			// shown rather than an alias (__qsort_r).
 			if dbg := debugFile(f); dbg != nil {
-				syms = append(syms, funcSymbols(dbg)...)
+				syms, _ = dbg.SymbolTable()
 				dbg.Close()
 			}
-			sort.Slice(syms, func(i, j int) bool { return syms[i].Value < syms[j].Value })
+			own, _ := f.SymbolTable()
+			syms = append(syms, own...)
+			sort.SliceStable(syms, func(i, j int) bool { return syms[i].Addr < syms[j].Addr })
 		}
 		s.syms[mod.name] = syms
 	}
 	rel := addr - m.bias
-	i := sort.Search(len(syms), func(i int) bool { return syms[i].Value > rel })
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].Addr > rel })
 	if i == 0 {
 		return fmt.Sprintf("%#x(%s)", addr, filepath.Base(m.Path))
 	}
 	return syms[i-1].Name
 }
 
-func funcSymbols(f *elf.File) []elf.Symbol {
-	var out []elf.Symbol
-	a, _ := f.Symbols()
-	d, _ := f.DynamicSymbols()
-	for _, sym := range append(a, d...) {
-		if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Value != 0 {
-			out = append(out, sym)
-		}
-	}
-	return out
-}
-
-func debugFile(f *elf.File) *elf.File {
-	s := f.Section(".note.gnu.build-id")
-	if s == nil {
+// debugFile opens f's separate debug file where Debian installs it, by
+// build-id, or returns nil.
+func debugFile(f *objfile.File) *objfile.File {
+	id := fmt.Sprintf("%x", f.Identity().BuildID)
+	if len(id) < 3 {
 		return nil
 	}
-	b, err := s.Data()
-	if err != nil || len(b) < 16 {
-		return nil
-	}
-	id := fmt.Sprintf("%x", b[16:])
-	dbg, err := elf.Open(fmt.Sprintf("/usr/lib/debug/.build-id/%s/%s.debug", id[:2], id[2:]))
+	dbg, err := objfile.Open(fmt.Sprintf("/usr/lib/debug/.build-id/%s/%s.debug", id[:2], id[2:]))
 	if err != nil {
 		return nil
 	}

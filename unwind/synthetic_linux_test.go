@@ -4,7 +4,6 @@ package unwind
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"os/exec"
 	"path/filepath"
@@ -12,25 +11,23 @@ import (
 	"testing"
 
 	"github.com/gprof-dev/gprof/internal/vdso"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // mapELF maps every PT_LOAD of the file at path into a fresh address space
 // at base, as the dynamic loader would.
 func mapELF(t testing.TB, path string, base uint64) *AddressSpace {
 	t.Helper()
-	f, err := elf.Open(path)
+	f, err := objfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	as := new(AddressSpace)
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD {
-			continue
-		}
-		start := base + p.Vaddr&^0xfff
-		end := (base + p.Vaddr + p.Memsz + 0xfff) &^ 0xfff
-		as.Add(Mapping{Start: start, End: end, FileOffset: p.Off &^ 0xfff, Path: path})
+	for _, p := range f.Segments() { // an ELF file's PT_LOADs
+		start := base + p.Addr&^0xfff
+		end := (base + p.Addr + p.Size + 0xfff) &^ 0xfff
+		as.Add(Mapping{Start: start, End: end, FileOffset: p.Offset &^ 0xfff, Path: path})
 	}
 	return as
 }
@@ -39,11 +36,12 @@ func mapELF(t testing.TB, path string, base uint64) *AddressSpace {
 // the CFA is an expression of rsp and rip that we compile to a direct rule.
 func TestPLT(t *testing.T) {
 	bin := chainsBinary(t, "eh")
-	f, err := elf.Open(bin)
+	f, err := objfile.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	plt := f.Section(".plt")
+	text := f.Section(".text")
 	f.Close()
 	if plt == nil || plt.Size < 32 {
 		t.Skip("no .plt")
@@ -54,7 +52,6 @@ func TestPLT(t *testing.T) {
 	defer u.Close()
 
 	// Find a plausible return address: any address inside the text.
-	text := f.Section(".text")
 	ra := base + text.Addr + 16
 	const sp = 0x7ffc0000
 	// In a PLT entry: jmp *GOT (6 bytes), push $n (5), jmp PLT0 (5). Up to
@@ -92,11 +89,11 @@ func TestVDSO(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	f, err := elf.NewFile(bytesReader(img))
+	f, err := objfile.NewFile(bytesReader(img), "[vdso]")
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, _ := f.DynamicSymbols()
+	syms, _ := f.SymbolTable()
 	const base = 0x7fff00000000
 	const caller = 0x400000
 	as := new(AddressSpace)
@@ -106,17 +103,14 @@ func TestVDSO(t *testing.T) {
 	defer u.Close()
 	n := 0
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
-			continue
-		}
 		stack := make([]byte, 16)
 		binary.LittleEndian.PutUint64(stack, caller+0x10)
-		got := u.Unwind(as, Regs{IP: base + s.Value, SP: 0x7ffc0000}, stack, nil)
+		got := u.Unwind(as, Regs{IP: base + s.Addr, SP: 0x7ffc0000}, stack, nil)
 		if len(got) < 2 || got[1] != caller+0x10 {
 			t.Errorf("%s: got %x", s.Name, got)
 		}
-		m := as.find(base + s.Value)
-		if r := u.rule(u.resolve(m), s.Value, true); r.flags&flagNoCFI != 0 {
+		m := as.find(base + s.Addr)
+		if r := u.rule(u.resolve(m), s.Addr, true); r.flags&flagNoCFI != 0 {
 			t.Errorf("%s: no CFI in the vdso", s.Name)
 		}
 		n++
@@ -198,11 +192,12 @@ func cfiIdioms(t *testing.T) (*AddressSpace, map[string]uint64) {
 	if out, err := exec.Command("gcc", "-shared", "-nostdlib", "-o", so, "testdata/cfi.S").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	f, err := elf.Open(so)
+	f, err := objfile.Open(so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := f.Symbols()
+	// The labels are global and untyped, in .text: function-like symbols.
+	syms, err := f.SymbolTable()
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +205,7 @@ func cfiIdioms(t *testing.T) (*AddressSpace, map[string]uint64) {
 	const base = 0x7f0000000000
 	addr := map[string]uint64{}
 	for _, s := range syms {
-		addr[s.Name] = base + s.Value
+		addr[s.Name] = base + s.Addr
 	}
 	return mapELF(t, so, base), addr
 }

@@ -1,7 +1,6 @@
 package view
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -309,8 +309,8 @@ func TestFromBinary(t *testing.T) {
 	}
 	id := b.Identity()
 	base := b.Object().Identity().Base
-	var fn elf.Symbol
-	syms, err := b.Object().ELF().Symbols()
+	var fn objfile.Symbol
+	syms, err := b.Object().SymbolTable()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,10 +320,10 @@ func TestFromBinary(t *testing.T) {
 		}
 	}
 	b.Close()
-	if fn.Value == 0 {
+	if fn.Addr == 0 {
 		t.Fatal("no symbol for main.work")
 	}
-	rel := fn.Value - base
+	rel := fn.Addr - base
 	key := profile.LibKey{DebugName: filepath.Base(exe), BreakpadID: id.BreakpadID}
 	p := &profile.Profile{Processes: []*profile.Process{{Pid: 1, Libs: []profile.Lib{{
 		Start: 0x1000, End: 0x2000, Name: key.DebugName, Path: exe, DebugName: key.DebugName, BreakpadID: key.BreakpadID,

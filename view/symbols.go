@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -73,7 +74,7 @@ func runningKernelBreakpadID() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return symbolize.BreakpadID(id, true), nil
+	return objfile.BreakpadID(id, true), nil
 }
 
 // kernelLookup names address addr of kernel lib k from the running

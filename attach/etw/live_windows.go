@@ -23,6 +23,7 @@ import (
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/etwevent/translate"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // The ETW backend: a private real-time kernel session (system logger mode)
@@ -404,7 +405,7 @@ func etwRecord(ctx context.Context, opts attach.Options, h event.Handler) (res a
 	s.tr = translate.New(h, translate.Options{
 		Targets: targets, ToNS: toNS, Interval: int64(units) * 100, Kernel: opts.Kernel,
 		Path: dosDevices(),
-		Identify: func(im *etwevent.Image, path string) *event.Image {
+		Identify: func(im *etwevent.Image, path string) *objfile.Identity {
 			return translate.DiskIdentity(path, im.Size, im.TimeDateStamp)
 		},
 		MaxWait: freq, // a second: a stack's user part comes long before

@@ -6,8 +6,6 @@ package mach
 
 import (
 	"bytes"
-	"debug/macho"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,38 +60,26 @@ func clangObject(t *testing.T, target, src string) []byte {
 	return b
 }
 
-// oracle is what std debug/macho reads from a whole Mach-O file: the
-// reference the memory decoder is checked against.
+// oracle is what objfile reads from a whole Mach-O file through std
+// debug/macho: the reference the memory decoder is checked against.
 type oracle struct {
 	uuid               [16]byte
 	textAddr, textSize uint64
-	cpu                macho.Cpu
+	arch               string
 	sizeofcmds         int
 }
 
 func machoOracle(t *testing.T, file []byte) oracle {
 	t.Helper()
-	f, err := macho.NewFile(bytesReader(file))
+	f, err := objfile.NewFile(bytesReader(file), "fixture")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o oracle
-	seg := f.Segment("__TEXT")
-	if seg == nil {
-		t.Fatal("no __TEXT")
+	img, ok := f.MachOImage()
+	if !ok {
+		t.Fatal("not a 64-bit Mach-O image with __TEXT and LC_UUID")
 	}
-	o.textAddr, o.textSize, o.cpu = seg.Addr, seg.Memsz, f.Cpu
-	for _, l := range f.Loads {
-		raw := l.Raw()
-		if binary.LittleEndian.Uint32(raw) == 0x1b { // LC_UUID
-			copy(o.uuid[:], raw[8:24])
-		}
-	}
-	if o.uuid == ([16]byte{}) {
-		t.Fatal("no LC_UUID in the fixture")
-	}
-	o.sizeofcmds = objfile.MachHeaderSize64 + int(f.Cmdsz)
-	return o
+	return oracle{uuid: img.UUID, textAddr: img.TextAddr, textSize: img.TextSize, arch: img.Arch, sizeofcmds: img.HeaderSize}
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

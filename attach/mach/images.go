@@ -6,7 +6,6 @@ package mach
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
 	"github.com/gprof-dev/gprof/event"
@@ -108,13 +107,15 @@ func (m *machImages) image(im dyldImage) (*event.Map, error) {
 	if path == "" && img.Type == machoTypeDylinker {
 		path = "/usr/lib/dyld"
 	}
+	id := img.Identity(path)
 	return &event.Map{
 		Pid:   m.pid,
 		Start: im.Header,
 		End:   im.Header + img.TextSize,
 		Path:  path,
+		Image: &id,
 		// Its __TEXT starts at the header: relative addresses count from there.
-		Image: &event.Image{DebugName: filepath.Base(path), BreakpadID: img.BreakpadID(), CodeID: img.CodeID(), Arch: img.Arch, Base: im.Header},
+		ImageBase: im.Header,
 	}, nil
 }
 

@@ -1,7 +1,6 @@
 package mach
 
 import (
-	"debug/macho"
 	"encoding/binary"
 	"encoding/hex"
 	"slices"
@@ -13,9 +12,12 @@ import (
 	"github.com/gprof-dev/gprof/objfile"
 )
 
+// machoTypeExecute is MH_EXECUTE, a program's file type.
+const machoTypeExecute = 2
+
 // The identity of a real Mach-O image, decoded from the bytes a target's
 // memory holds at its load address (the header and load commands), agrees
-// with std debug/macho reading the whole file.
+// with std debug/macho reading the whole file (through objfile).
 func TestMachoFromMemoryRealBinaries(t *testing.T) {
 	for _, arch := range []string{"arm64", "amd64"} {
 		t.Run(arch, func(t *testing.T) {
@@ -36,7 +38,7 @@ func TestMachoFromMemoryRealBinaries(t *testing.T) {
 				t.Errorf("image %x text %#x+%#x, want %x text %#x+%#x", img.UUID, img.TextAddr, img.TextSize, want.uuid, want.textAddr, want.textSize)
 			}
 			wantArch := map[string]string{"arm64": "arm64", "amd64": "x86_64"}[arch]
-			if img.Arch != wantArch || img.Type != macho.TypeExec {
+			if img.Arch != wantArch || img.Arch != want.arch || img.Type != machoTypeExecute {
 				t.Errorf("arch %q type %v, want %q exec", img.Arch, img.Type, wantArch)
 			}
 			// The breakpad ID is the UUID's bytes in order, uppercase, "0".
@@ -78,11 +80,11 @@ func TestMachoArchFromClangObjects(t *testing.T) {
 		"x86_64-apple-macos11": "x86_64",
 	} {
 		obj := clangObject(t, target, "int f(int x) { return x + 1; }\n")
-		f, err := macho.NewFile(bytesReader(obj))
+		f, err := objfile.NewFile(bytesReader(obj), target)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := objfile.MachOArch(f.Cpu, f.SubCpu); got != want {
+		if got := f.Identity().Arch; got != want {
 			t.Errorf("%s: arch %q, want %q", target, got, want)
 		}
 	}
@@ -183,11 +185,11 @@ func TestDecodeThreadInfo(t *testing.T) {
 	}
 }
 
-// prologue returns the first bytes of the function named sym in a clang
-// object's __text.
+// prologue returns the first bytes of the C function named sym (without
+// the underscore Apple's ABI prefixes to it) in a clang object's __text.
 func prologue(t *testing.T, obj []byte, sym string) []byte {
 	t.Helper()
-	f, err := macho.NewFile(bytesReader(obj))
+	f, err := objfile.NewFile(bytesReader(obj), "object")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +198,13 @@ func prologue(t *testing.T, obj []byte, sym string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range f.Symtab.Syms {
+	syms, err := f.SymbolTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
 		if s.Name == sym {
-			off := s.Value - text.Addr
+			off := s.Addr - text.Addr
 			return data[off : off+8]
 		}
 	}
@@ -218,12 +224,12 @@ int top(int x) { return mid(x) + 2; }
 // pair at the frame pointer; on x86_64 it pushes rbp right under the
 // return address the call pushed.
 func TestWalkFPRealFrameLayout(t *testing.T) {
-	arm := prologue(t, clangObject(t, "arm64-apple-macos11", fpSource), "_mid")
+	arm := prologue(t, clangObject(t, "arm64-apple-macos11", fpSource), "mid")
 	ins := binary.LittleEndian.Uint32(arm)
 	if op := ins >> 22; (op != 0x2a6 && op != 0x2a4) || ins&31 != 29 || (ins>>10)&31 != 30 {
 		t.Fatalf("arm64 prologue %08x is not stp x29, x30, [sp...]", ins)
 	}
-	x86 := prologue(t, clangObject(t, "x86_64-apple-macos11", fpSource), "_mid")
+	x86 := prologue(t, clangObject(t, "x86_64-apple-macos11", fpSource), "mid")
 	if !strings.HasPrefix(string(x86), "\x55\x48\x89\xe5") {
 		t.Fatalf("x86_64 prologue % x is not push rbp; mov rbp, rsp", x86[:4])
 	}

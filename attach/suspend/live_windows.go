@@ -324,14 +324,17 @@ const suspendModuleInMemory = 256 << 20
 // loadModule reads a module's .pdata for the unwinder and its identity,
 // by which the recorder keys the library and PE symbols are looked up
 // later.
-func loadModule(path string) (*unwind.PEImage, *event.Image) {
+func loadModule(path string) (*unwind.PEImage, *objfile.Identity) {
 	f, err := openModule(path)
 	if err != nil {
 		return nil, nil
 	}
 	defer f.Close()
-	id := f.Identity()
-	img := &event.Image{DebugName: id.DebugName, BreakpadID: id.BreakpadID, CodeID: id.CodeID, Arch: id.Arch}
+	img := new(objfile.Identity)
+	*img = f.Identity()
+	// The recorder names the library's debug path by the module's own
+	// path, as this backend always has, not by the PDB's.
+	img.DebugPath = ""
 	if f.Format() != objfile.PE {
 		return nil, img
 	}

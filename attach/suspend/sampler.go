@@ -20,6 +20,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/unwind"
 )
 
@@ -130,7 +131,7 @@ type suspendSampler struct {
 	// loadModule reads a module's unwind tables (nil leaves its frames
 	// to be unwound as leaves) and its identity for its Map event (nil
 	// if unknown).
-	loadModule func(path string) (*unwind.PEImage, *event.Image)
+	loadModule func(path string) (*unwind.PEImage, *objfile.Identity)
 	// fpOnly walks frame pointers instead of .pdata (arm64).
 	fpOnly bool
 	arch   suspendwalk.Arch
@@ -278,7 +279,7 @@ func (s *suspendSampler) sorted() []*winThreadState {
 type loadedModule struct {
 	mod   winModule
 	image *unwind.PEImage
-	id    *event.Image
+	id    *objfile.Identity
 }
 
 // load reads m's tables and identity.
@@ -382,14 +383,12 @@ func (s *suspendSampler) addModule(l loadedModule) {
 // loaded sets a read module's tables and sends its Map.
 func (s *suspendSampler) loaded(l loadedModule) {
 	s.addModule(l)
-	var img *event.Image
+	m := &event.Map{Time: s.now(), Pid: s.pid, Start: l.mod.Base, End: l.mod.Base + l.mod.Size, Path: l.mod.Path}
 	if l.id != nil {
 		// A PE's relative addresses are RVAs: from where it loaded.
-		c := *l.id
-		c.Base = l.mod.Base
-		img = &c
+		m.Image, m.ImageBase = l.id, l.mod.Base
 	}
-	s.emit(&event.Map{Time: s.now(), Pid: s.pid, Start: l.mod.Base, End: l.mod.Base + l.mod.Size, Path: l.mod.Path, Image: img})
+	s.emit(m)
 }
 
 // baseName is filepath.Base for both Windows and slash paths.

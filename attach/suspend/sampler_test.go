@@ -11,6 +11,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/unwind"
 )
 
@@ -369,9 +370,9 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 		}
 	}, func() int64 { return 0 })
 	release := make(chan struct{})
-	s.loadModule = func(path string) (*unwind.PEImage, *event.Image) {
+	s.loadModule = func(path string) (*unwind.PEImage, *objfile.Identity) {
 		<-release
-		return nil, &event.Image{CodeID: "x"}
+		return nil, &objfile.Identity{CodeID: "x"}
 	}
 	s.async = make(chan loadedModule)
 	s.tick(true, true)
@@ -402,9 +403,9 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		clock := &fakeClock{ns: 1e9}
 		s := newSuspendSampler(p, 7, 4096, collectEvents(&events), clock.now)
 		release := make(chan struct{})
-		s.loadModule = func(path string) (*unwind.PEImage, *event.Image) {
+		s.loadModule = func(path string) (*unwind.PEImage, *objfile.Identity) {
 			<-release
-			return nil, &event.Image{CodeID: "x"}
+			return nil, &objfile.Identity{CodeID: "x"}
 		}
 		s.async = make(chan loadedModule)
 		for i := 0; i < 3; i++ {

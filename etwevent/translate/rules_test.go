@@ -9,6 +9,7 @@ import (
 
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // Payload builders for the real-time events the translator's rules are
@@ -464,18 +465,30 @@ func TestETWRulesImages(t *testing.T) {
 // was loaded: its PDB's, and the machine it was built for.
 func TestDiskIdentity(t *testing.T) {
 	path := "../testdata/hello-mingw.exe"
-	pe, err := etwevent.ReadPEIdentity(path)
+	f, err := objfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := DiskIdentity(path, uint64(pe.SizeOfImage), pe.TimeDateStamp)
-	if id == nil || id.BreakpadID != pe.BreakpadID() || id.CodeID != pe.CodeID() || id.Arch != "x86_64" || id.DebugPath != pe.PDBPath {
-		t.Fatalf("identity %+v of %+v", id, pe)
+	tds, size, ok := f.PEHeader()
+	f.Close()
+	if !ok {
+		t.Fatal("no PE header")
 	}
-	if id := DiskIdentity(path, uint64(pe.SizeOfImage)+0x1000, 0); id != nil {
+	id := DiskIdentity(path, uint64(size), tds)
+	// x86_64-w64-mingw32-objdump -p: "(format RSDS signature
+	// ed9d3dd756f35375d8af177bd0351b0a age 1 pdb (none))", SizeOfImage
+	// d000. With no PDB path the image goes by its own name.
+	if id == nil || id.BreakpadID != "ED9D3DD756F35375D8AF177BD0351B0A1" || id.CodeID != fmt.Sprintf("%08Xd000", tds) ||
+		id.Arch != "x86_64" || id.DebugName != "hello-mingw.exe" || id.Format != objfile.PE {
+		t.Fatalf("identity %+v", id)
+	}
+	if id := DiskIdentity(path, uint64(size)+0x1000, 0); id != nil {
 		t.Errorf("identity %+v taken from a file of another size", id)
 	}
-	if id := DiskIdentity(path, uint64(pe.SizeOfImage), pe.TimeDateStamp+1); id != nil {
+	if id := DiskIdentity(path, uint64(size), tds+1); id != nil {
 		t.Errorf("identity %+v taken from a file of another TimeDateStamp", id)
+	}
+	if id := DiskIdentity("../testdata/README.md", uint64(size), 0); id != nil {
+		t.Errorf("identity %+v of a file that is not a PE", id)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // Options configure a Translator.
@@ -36,7 +37,7 @@ type Options struct {
 	// image at path (DiskIdentity reads it from the PE on disk), or nil
 	// to leave it to the recorder. Either may be nil.
 	Path     func(string) string
-	Identify func(im *etwevent.Image, path string) *event.Image
+	Identify func(im *etwevent.Image, path string) *objfile.Identity
 	// MaxWait is how many ticks a sample waits for the rest of its stack
 	// before it is sent with what it has; 0 waits until the thread ends
 	// or Flush.
@@ -63,7 +64,7 @@ type Translator struct {
 	kernel   bool
 	ptr64    bool // the kernel's pointer size, for what a kernel address is
 	path     func(string) string
-	identify func(im *etwevent.Image, path string) *event.Image
+	identify func(im *etwevent.Image, path string) *objfile.Identity
 	maxWait  int64
 	start    int64
 	keepTids bool
@@ -678,8 +679,7 @@ func (t *Translator) imageMap(im *etwevent.Image, raw int64) event.Map {
 	if t.identify != nil {
 		if id := t.identify(im, path); id != nil {
 			// A PE's relative addresses are RVAs: from where it loaded.
-			id.Base = im.Base
-			m.Image = id
+			m.Image, m.ImageBase = id, im.Base
 		}
 	}
 	return m
@@ -717,16 +717,20 @@ func splitCommandLine(s string) []string {
 // the file is the one that was loaded: the same size, and the same
 // TimeDateStamp when known. A live session gets no identity events, and
 // a trace need not have them; the file on disk then tells, where the
-// trace is read on the machine it was recorded on.
-func DiskIdentity(path string, size uint64, timeDateStamp uint32) *event.Image {
-	id, err := etwevent.ReadPEIdentity(path)
-	if err != nil || !id.HasRSDS || uint64(id.SizeOfImage) != size || timeDateStamp != 0 && timeDateStamp != id.TimeDateStamp {
+// trace is read on the machine it was recorded on. A file without a
+// CodeView record gives none: nothing finds its symbols but its name.
+func DiskIdentity(path string, size uint64, timeDateStamp uint32) *objfile.Identity {
+	f, err := objfile.Open(path)
+	if err != nil {
 		return nil
 	}
-	// Symbol servers know a PE by its PDB's file name.
-	name := etwevent.BaseName(id.PDBPath)
-	if id.PDBPath == "" {
-		name = etwevent.BaseName(path)
+	defer f.Close()
+	tds, sizeOfImage, ok := f.PEHeader()
+	if _, hasPDB := f.PDB(); !ok || !hasPDB || uint64(sizeOfImage) != size || timeDateStamp != 0 && timeDateStamp != tds {
+		return nil
 	}
-	return &event.Image{DebugName: name, DebugPath: id.PDBPath, BreakpadID: id.BreakpadID(), CodeID: id.CodeID(), Arch: id.Arch}
+	// Symbol servers know a PE by its PDB's file name, which objfile
+	// makes the debug name.
+	id := f.Identity()
+	return &id
 }

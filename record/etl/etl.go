@@ -23,6 +23,7 @@ import (
 	"github.com/gprof-dev/gprof/etwevent/translate"
 	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record"
 )
@@ -211,7 +212,7 @@ func (tr *trace) profile() *profile.Profile {
 		Interval:     int64(interval),
 		Kernel:       true,
 		Path:         func(p string) string { return dosPath(p, tr.volumes) },
-		Identify: func(im *etwevent.Image, path string) *event.Image {
+		Identify: func(im *etwevent.Image, path string) *objfile.Identity {
 			return identify(im, path, cur.ids, disk)
 		},
 	})

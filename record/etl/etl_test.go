@@ -2,11 +2,13 @@ package etl
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/gprof-dev/gprof/etwevent/etwtest"
+	"github.com/gprof-dev/gprof/objfile"
 
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/profile"
@@ -223,19 +225,22 @@ func TestUserModeOnlyTrace(t *testing.T) {
 // file on disk, if it is the one that was loaded.
 func TestIdentityFromDisk(t *testing.T) {
 	path := "../../etwevent/testdata/hello-mingw.exe"
-	id, err := etwevent.ReadPEIdentity(path)
+	f, err := objfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := f.Identity()
+	tds, size, _ := f.PEHeader()
+	f.Close()
 	disk := diskIdentities{}
-	im := &etwevent.Image{Base: 0x400000, Size: uint64(id.SizeOfImage), TimeDateStamp: id.TimeDateStamp, FileName: path}
-	if l := identify(im, path, nil, disk); l.BreakpadID != id.BreakpadID() || l.CodeID != id.CodeID() || l.Arch != "x86_64" {
+	im := &etwevent.Image{Base: 0x400000, Size: uint64(size), TimeDateStamp: tds, FileName: path}
+	if l := identify(im, path, nil, disk); l.BreakpadID != id.BreakpadID || l.BreakpadID == "" || l.CodeID != id.CodeID || l.Arch != "x86_64" {
 		t.Errorf("identity %+v", l)
 	}
 	// Another build at that path (its size differs) is not the image:
 	// it keeps what the trace says.
-	im2 := &etwevent.Image{Base: 0x400000, Size: uint64(id.SizeOfImage) + 0x1000, TimeDateStamp: 0x5f000000, FileName: path}
-	if l := identify(im2, path, nil, disk); l.BreakpadID != "" || l.CodeID != etwevent.CodeID(0x5f000000, im2.Size) || l.DebugName != "hello-mingw.exe" {
+	im2 := &etwevent.Image{Base: 0x400000, Size: uint64(size) + 0x1000, TimeDateStamp: 0x5f000000, FileName: path}
+	if l := identify(im2, path, nil, disk); l.BreakpadID != "" || l.CodeID != fmt.Sprintf("5F000000%x", im2.Size) || l.DebugName != "hello-mingw.exe" {
 		t.Errorf("identity %+v taken from another build", l)
 	}
 }

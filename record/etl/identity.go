@@ -7,7 +7,7 @@ import (
 
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/etwevent/translate"
-	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // An image's identity comes in KernelTraceControl events that xperf, WPR
@@ -145,8 +145,9 @@ func (s *identities) joinLoose() {
 // on and the file is still the one loaded; with neither, its
 // TimeDateStamp and size, and the name of the file. It always gives one:
 // the image's path names a file of the recording's machine.
-func identify(im *etwevent.Image, path string, ids *imageID, disk diskIdentities) *event.Image {
-	out := &event.Image{DebugName: etwevent.BaseName(path)}
+func identify(im *etwevent.Image, path string, ids *imageID, disk diskIdentities) *objfile.Identity {
+	name := etwevent.BaseName(path)
+	out := &objfile.Identity{Format: objfile.PE, Name: name, Path: path, DebugName: name}
 	tds, size := im.TimeDateStamp, im.Size
 	if ids != nil && ids.id != nil {
 		if ids.id.TimeDateStamp != 0 {
@@ -157,12 +158,12 @@ func identify(im *etwevent.Image, path string, ids *imageID, disk diskIdentities
 		}
 	}
 	if tds != 0 {
-		out.CodeID = etwevent.CodeID(tds, size)
+		out.CodeID = objfile.PECodeID(tds, size)
 	}
 	if ids != nil && ids.rsds != nil {
 		out.DebugPath = ids.rsds.PDBPath
 		out.DebugName = etwevent.BaseName(ids.rsds.PDBPath)
-		out.BreakpadID = etwevent.BreakpadID(ids.rsds.GUID, ids.rsds.Age)
+		out.BreakpadID = objfile.PDBBreakpadID(ids.rsds.GUID, ids.rsds.Age)
 		return out
 	}
 	if id := disk.identity(path, im.Size, im.TimeDateStamp); id != nil {
@@ -172,7 +173,7 @@ func identify(im *etwevent.Image, path string, ids *imageID, disk diskIdentities
 }
 
 // diskIdentities caches the identities read from files on disk.
-type diskIdentities map[diskKey]*event.Image
+type diskIdentities map[diskKey]*objfile.Identity
 
 type diskKey struct {
 	path string
@@ -180,7 +181,7 @@ type diskKey struct {
 	tds  uint32
 }
 
-func (d diskIdentities) identity(path string, size uint64, tds uint32) *event.Image {
+func (d diskIdentities) identity(path string, size uint64, tds uint32) *objfile.Identity {
 	k := diskKey{path, size, tds}
 	id, seen := d[k]
 	if !seen {

@@ -1,16 +1,10 @@
-package symbolize
+package objfile
 
 import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
-
-	"github.com/gprof-dev/gprof/objfile"
 )
 
 func TestBreakpadIDWorkedExample(t *testing.T) {
@@ -25,6 +19,26 @@ func TestBreakpadIDWorkedExample(t *testing.T) {
 	short, _ := hex.DecodeString("0102030405060708")
 	if got, want := BreakpadID(short, true), "040302010605080700000000000000000"; got != want {
 		t.Errorf("short BreakpadID = %s, want %s", got, want)
+	}
+}
+
+// TestPDBBreakpadID: the GUID 6048fdb6-2dcd-41c1-8835-594844ce7143, as
+// stored (its first three fields little-endian), prints as Windows prints
+// it, then the age in lowercase hex; the code ID is TimeDateStamp and
+// SizeOfImage.
+func TestPDBBreakpadID(t *testing.T) {
+	g := [16]byte{0xb6, 0xfd, 0x48, 0x60, 0xcd, 0x2d, 0xc1, 0x41, 0x88, 0x35, 0x59, 0x48, 0x44, 0xce, 0x71, 0x43}
+	if id := PDBBreakpadID(g, 2); id != "6048FDB62DCD41C18835594844CE71432" {
+		t.Errorf("PDBBreakpadID = %s", id)
+	}
+	if id := PDBBreakpadID(g, 0x1a); id != "6048FDB62DCD41C18835594844CE71431a" {
+		t.Errorf("PDBBreakpadID with age 0x1a = %s", id)
+	}
+	if c := PECodeID(0x5010acd2, 0x1be000); c != "5010ACD21be000" {
+		t.Errorf("PECodeID = %s", c)
+	}
+	if c := PECodeID(0x0000acd2, 0x1000); c != "0000ACD21000" {
+		t.Errorf("PECodeID of a small TimeDateStamp = %s", c)
 	}
 }
 
@@ -77,92 +91,6 @@ func FuzzBuildIDFromNotes(f *testing.F) {
 	})
 }
 
-var readelfBuildID = regexp.MustCompile(`Build ID: ([0-9a-f]+)`)
-
-func TestIdentitySystemFiles(t *testing.T) {
-	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/ls"} {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			systemFile(t, path)
-			m := readelfBuildID.FindStringSubmatch(run(t, "readelf", "-n", path))
-			if m == nil {
-				t.Skipf("%s has no build-id", path)
-			}
-			b, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			id := b.Identity()
-			if id.CodeID != m[1] {
-				t.Errorf("CodeID = %s, want %s", id.CodeID, m[1])
-			}
-			// Compute the GUID by string surgery rather than byte swaps.
-			h := strings.ToUpper(m[1])
-			want := h[6:8] + h[4:6] + h[2:4] + h[0:2] + h[10:12] + h[8:10] + h[14:16] + h[12:14] + h[16:32] + "0"
-			if id.BreakpadID != want {
-				t.Errorf("BreakpadID = %s, want %s", id.BreakpadID, want)
-			}
-			if id.DebugName != filepath.Base(path) || id.DebugPath != path || id.Arch != "x86_64" {
-				t.Errorf("identity = %+v", id)
-			}
-			if id.Base != 0 {
-				t.Errorf("Base = %#x, want 0 for a PIE/DSO", id.Base)
-			}
-		})
-	}
-}
-
-func TestIdentityTextHash(t *testing.T) {
-	bin := build(t, "nobuildid", "gcc", "-O2", "-Wl,--build-id=none", "-o", "OUT", "TESTDATA/prog.c")
-	text := bin + ".text"
-	run(t, "objcopy", "-O", "binary", "--only-section=.text", bin, text)
-	data, err := os.ReadFile(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) > 4096 {
-		data = data[:4096]
-	}
-	// Sum the columns of a 16-wide table of the first page instead of
-	// folding byte by byte.
-	var want strings.Builder
-	var cols [16]byte
-	for row := 0; row*16 < len(data); row++ {
-		for c := 0; c < 16 && row*16+c < len(data); c++ {
-			cols[c] ^= data[row*16+c]
-		}
-	}
-	le := func(b []byte) string { return strings.ToUpper(hex.EncodeToString(b)) }
-	want.WriteString(le([]byte{cols[3], cols[2], cols[1], cols[0], cols[5], cols[4], cols[7], cols[6]}))
-	want.WriteString(le(cols[8:]))
-	want.WriteString("0")
-
-	b, err := Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	id := b.Identity()
-	if id.BreakpadID != want.String() || id.CodeID != "" || id.BuildID != nil {
-		t.Errorf("identity = %+v, want BreakpadID %s and no code ID", id, want.String())
-	}
-}
-
-func TestOpenAltPath(t *testing.T) {
-	bin := build(t, "prog", "gcc", "-g", "-O2", "-o", "OUT", "TESTDATA/prog.c")
-	b, err := Open(filepath.Join(t.TempDir(), "gone"), AltPaths("", bin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if b.OpenedPath() != bin || b.Identity().DebugName != "gone" || b.Identity().CodeID == "" {
-		t.Errorf("opened %s, identity %+v", b.OpenedPath(), b.Identity())
-	}
-	if _, err := Open(filepath.Join(t.TempDir(), "gone")); err == nil {
-		t.Error("Open of a missing file succeeded")
-	}
-}
-
 func TestLibOffset(t *testing.T) {
 	// /usr/bin/ls-like PIE: four page-aligned segments, vaddr == offset.
 	pie := []elf.ProgHeader{
@@ -201,8 +129,47 @@ func TestLibOffset(t *testing.T) {
 		{"pie text remapped", bias + 0x123000, 0x4000, elf.ET_DYN, pie, 0x4000},
 	}
 	for _, tt := range tests {
-		if got := objfile.ELFLibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
+		if got := elfLibOffset(tt.start, tt.off, tt.typ, tt.loads); got != tt.want {
 			t.Errorf("%s: LibOffset = %#x, want %#x", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestMachOImageOfFile: what MachOFromMemory reads from a loaded image's
+// header is what debug/macho reads from the whole file, and the identity
+// it makes for an image without a file is the one Open gives the file.
+func TestMachOImageOfFile(t *testing.T) {
+	for _, arch := range []string{"arm64", "amd64"} {
+		t.Run(arch, func(t *testing.T) {
+			path := goDarwin(t, arch)
+			f := mustOpen(t, path)
+			img, ok := f.MachOImage()
+			if !ok {
+				t.Fatal("no image")
+			}
+			hdr := make([]byte, img.HeaderSize)
+			if _, err := f.r.ReadAt(hdr, 0); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := MachOSizeOfCmds(hdr); err != nil || n != img.HeaderSize {
+				t.Errorf("MachOSizeOfCmds = %d, %v; want %d", n, err, img.HeaderSize)
+			}
+			mem, err := MachOFromMemory(hdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mem != img {
+				t.Errorf("from memory %+v, from the file %+v", mem, img)
+			}
+			got, want := img.Identity(path), f.Identity()
+			if got.Format != want.Format || got.Name != want.Name || got.Path != want.Path || got.DebugName != want.DebugName ||
+				got.DebugPath != want.DebugPath || got.BreakpadID != want.BreakpadID || got.CodeID != want.CodeID ||
+				string(got.BuildID) != string(want.BuildID) || got.Arch != want.Arch || got.Base != want.Base {
+				t.Errorf("identity from memory %+v, from the file %+v", got, want)
+			}
+			if _, ok := mustOpen(t, gccELF(t)).MachOImage(); ok {
+				t.Error("an ELF file has a Mach-O image")
+			}
+		})
 	}
 }

@@ -1,5 +1,5 @@
 // Command otelcol is an OpenTelemetry Collector built from the Collector's
-// own modules, for gprof's end-to-end tests of 'gprof push' (e2e_otlp_test.go):
+// own modules, for gprof's end-to-end tests of 'gprof push' (e2e/otlp_test.go):
 // the OTLP receiver, whose OTLP/HTTP endpoint takes profiles when the
 // service.profilesSupport feature gate is on, and the file exporter, which
 // writes what the pipeline received as OTLP JSON for the tests to read.

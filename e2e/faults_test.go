@@ -292,7 +292,7 @@ func TestFaultExec(t *testing.T) {
 }
 
 // TestFaultFork: gprof follows processes that an attached process forks
-// after the attach (as the README says): forker's child is in the profile
+// after the attach (as docs/recording.md says): forker's child is in the profile
 // as a process of its own, with its samples, and the parent carries on.
 func TestFaultFork(t *testing.T) {
 	forker := buildFault(t, "forker")

@@ -147,7 +147,7 @@ func TestOffCPUKnownSplit(t *testing.T) {
 				// ms in all, in wake-ups far shorter than a period) is
 				// not held to it: bursts that never complete a period
 				// of the sampling clock carry no CPU delta (a known
-				// limit, in the README), so its sum is only logged.
+				// limit, in docs/recording.md), so its sum is only logged.
 				if tr.cpu < 100e6 {
 					t.Logf("%s: CPU deltas sum to %.1f ms; the thread measured %.1f ms", name, float64(sum)/1e6, float64(tr.cpu)/1e6)
 					continue

@@ -805,18 +805,18 @@ func TestPushRetriesAndRefusals(t *testing.T) {
 	}
 }
 
-// readmeSection returns the text of README.md from the heading to the
-// next heading of the same level.
-func readmeSection(t *testing.T, heading string) string {
+// docSection returns the text of the repository's file doc (docs/otlp.md)
+// from the heading to the next heading of the same level.
+func docSection(t *testing.T, doc, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile(repoPath("README.md"))
+	b, err := os.ReadFile(repoPath(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
+	s := "\n" + string(b)
 	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no %q", heading)
+		t.Fatalf("%s has no %q", doc, heading)
 	}
 	s = s[i+1+len(heading):]
 	level := heading[:strings.Index(heading, " ")+1]
@@ -835,16 +835,17 @@ func codeBlocks(text, lang string) []string {
 	return out
 }
 
-// TestREADMEPushExample runs the README's CI example as pasted, in a
-// scratch checkout with this repository's split.c, against a test
-// Collector standing where the example's is (localhost:4318 becomes its
-// address), with the gprof under test as ./bin/gprof; and checks the
-// README's Collector configuration with the Collector's own validation.
+// TestREADMEPushExample runs the CI example of docs/otlp.md (once the
+// README's) as pasted, in a scratch checkout with this repository's
+// split.c, against a test Collector standing where the example's is
+// (localhost:4318 becomes its address), with the gprof under test as
+// ./bin/gprof; and checks the page's Collector configuration with the
+// Collector's own validation.
 func TestREADMEPushExample(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is not installed (./test.sh installs it)")
 	}
-	section := readmeSection(t, "## Send profiles to the fleet (OpenTelemetry)")
+	section := docSection(t, "docs/otlp.md", "# Send profiles to the fleet (OpenTelemetry)")
 	shells := codeBlocks(section, "sh")
 	if len(shells) == 0 {
 		t.Fatal("the section has no sh example")
@@ -886,11 +887,11 @@ func TestREADMEPushExample(t *testing.T) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's example failed: %v\n%s", err, out)
+		t.Fatalf("docs/otlp.md's example failed: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "exit status 0") {
 		skipIfNoPerf(t, result{stderr: string(out), code: 1})
-		t.Fatalf("the README's example did not push:\n%s", out)
+		t.Fatalf("docs/otlp.md's example did not push:\n%s", out)
 	}
 	procs := summarize(t, col.requests(t, 1)[0])
 	if len(procs) != 1 {
@@ -917,7 +918,7 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 	v := exec.Command(otelcolBinary(t), "validate", "--config", "file:"+cfg, "--feature-gates=+service.profilesSupport")
 	if out, err := v.CombinedOutput(); err != nil {
-		t.Errorf("the README's Collector configuration does not validate: %v\n%s", err, out)
+		t.Errorf("docs/otlp.md's Collector configuration does not validate: %v\n%s", err, out)
 	}
 }
 

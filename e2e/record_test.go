@@ -513,7 +513,7 @@ func TestLaunchExecFails(t *testing.T) {
 }
 
 // TestCommandFailureExitCode: a launched command that fails on its own
-// makes gprof exit 4 (README's table), distinct from gprof's own failure
+// makes gprof exit 4 (docs/recording.md's table), distinct from gprof's own failure
 // (1), with the profile written and the command's status in --json.
 func TestCommandFailureExitCode(t *testing.T) {
 	for _, c := range []struct {

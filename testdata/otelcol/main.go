@@ -9,7 +9,7 @@
 // JSON: the tests read what gprof writes through it.
 //
 // The OTLP/HTTP exporter is there for the Collector configuration that
-// README.md shows, which the tests check with 'otelcol validate'.
+// docs/otlp.md shows, which the tests check with 'otelcol validate'.
 //
 // It is a module of its own, so that none of this is in gprof's go.mod;
 // the tests build it once (go build -mod=mod) and keep the binary in the

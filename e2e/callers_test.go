@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 func TestStrippedGoCallers(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gocaller")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, repoPath("testdata", "gocaller"))
+	build := rootCommand("go", "build", "-ldflags=-s -w", "-o", bin, "./testdata/gocaller")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,7 +20,7 @@ import (
 func TestDiffGate(t *testing.T) {
 	base := buildC(t, "split")
 	slow := filepath.Join(fixtures, "split-slow-b")
-	if b, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-DB_UNITS=6", "-o", slow, repoPath("testdata", "split.c")).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", "-O2", "-g", "-pthread", "-DB_UNITS=6", "-o", slow, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	dir := t.TempDir()

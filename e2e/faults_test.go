@@ -42,8 +42,8 @@ func buildFault(t *testing.T, name string, flags ...string) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	args := append([]string{"-O2", "-g", "-pthread", "-o", out, repoPath("testdata", "fault", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", "fault", name+".c")}, flags...)
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out
@@ -422,8 +422,8 @@ func TestFaultUnmappedLibrary(t *testing.T) {
 	dlmain := buildFault(t, "dlmain", "-ldl")
 	lib := filepath.Join(fixtures, "fault-libdlib.so")
 	if _, err := os.Stat(lib); err != nil {
-		src := repoPath("testdata", "fault", "dlib.c")
-		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		src := filepath.Join("testdata", "fault", "dlib.c")
+		if b, err := rootCommand("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
 			t.Fatalf("gcc dlib: %v\n%s", err, b)
 		}
 	}
@@ -800,8 +800,8 @@ func TestFaultThreadLibraryLoadedByAnother(t *testing.T) {
 	bin := buildFault(t, "dlthread", "-ldl")
 	lib := filepath.Join(fixtures, "fault-libdlib.so")
 	if _, err := os.Stat(lib); err != nil {
-		src := repoPath("testdata", "fault", "dlib.c")
-		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		src := filepath.Join("testdata", "fault", "dlib.c")
+		if b, err := rootCommand("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
 			t.Fatalf("gcc dlib: %v\n%s", err, b)
 		}
 	}

@@ -109,6 +109,18 @@ func repoPath(elem ...string) string {
 	return filepath.Join(append([]string{root}, elem...)...)
 }
 
+// rootCommand is exec.Command run in the repository's root, for the
+// compilers that build the tests' programs from testdata/: gcc given a
+// relative source path records it as relative in the debug information,
+// beside the compilation directory (which gprof view's source service
+// relies on, and its tests check), so they are given the same paths, from
+// the same directory, as when the tests lived at the root.
+func rootCommand(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = root
+	return cmd
+}
+
 func copyExecutable(from, to string) error {
 	data, err := os.ReadFile(from)
 	if err != nil {
@@ -127,8 +139,8 @@ func buildC(t *testing.T, name string, flags ...string) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	args := append([]string{"-O2", "-g", "-pthread", "-o", out, repoPath("testdata", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", name+".c")}, flags...)
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out

@@ -73,8 +73,8 @@ func crossBuild(t *testing.T, name string, env []string, args ...string) string 
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "OUT", out)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
+	cmd := rootCommand(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, b)
 	}

@@ -97,8 +97,8 @@ func buildSplitAs(t *testing.T, name string, flags ...string) string {
 		t.Skip("gcc is not installed (.ci/run installs it)")
 	}
 	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"-O2", "-g", "-pthread", "-o", out, repoPath("testdata", "split.c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", "split.c")}, flags...)
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	return out
@@ -120,7 +120,7 @@ func TestPerfDataFramePointers(t *testing.T) {
 
 	// Rebuild the binary at the same path with its functions elsewhere:
 	// names must still come from the recorded build.
-	if b, err := exec.Command("gcc", "-O0", "-g", "-pthread", "-DB_UNITS=7", "-o", bin, repoPath("testdata", "split.c")).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", "-O0", "-g", "-pthread", "-DB_UNITS=7", "-o", bin, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	again := runReport(t, data)

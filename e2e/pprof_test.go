@@ -78,7 +78,7 @@ func TestPprofOutAgreesWithReport(t *testing.T) {
 func TestGoPprofConverts(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gopprof")
-	if out, err := exec.Command("go", "build", "-o", bin, repoPath("testdata", "gopprof")).CombinedOutput(); err != nil {
+	if out, err := rootCommand("go", "build", "-o", bin, "./testdata/gopprof").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	prof := filepath.Join(dir, "cpu.pprof")

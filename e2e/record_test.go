@@ -289,7 +289,7 @@ func TestLaunchFollowsChildren(t *testing.T) {
 func TestGoProgram(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gohot")
-	build := exec.Command("go", "build", "-o", bin, repoPath("testdata", "gohot"))
+	build := rootCommand("go", "build", "-o", bin, "./testdata/gohot")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}

@@ -184,8 +184,8 @@ func buildCAs(t *testing.T, name, out string, flags ...string) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	args := append([]string{"-O2", "-g", "-o", out, repoPath("testdata", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	args := append([]string{"-O2", "-g", "-o", out, filepath.Join("testdata", name+".c")}, flags...)
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out

@@ -56,7 +56,7 @@ func TestViewNamesLikeReport(t *testing.T) {
 	t.Run("Go", func(t *testing.T) {
 		dir := t.TempDir()
 		bin := filepath.Join(dir, "gohot")
-		if b, err := exec.Command("go", "build", "-o", bin, repoPath("testdata", "gohot")).CombinedOutput(); err != nil {
+		if b, err := rootCommand("go", "build", "-o", bin, "./testdata/gohot").CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, b)
 		}
 		out := filepath.Join(dir, "g.json.gz")

@@ -71,8 +71,7 @@ func wineSetup(t *testing.T) (dir, prefix, wine string) {
 		if !ok {
 			return
 		}
-		build := exec.Command("go", "build", "-o", filepath.Join(w.dir, "gprof.exe"), ".")
-		build.Dir = root
+		build := rootCommand("go", "build", "-o", filepath.Join(w.dir, "gprof.exe"), ".")
 		build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 		if b, err := build.CombinedOutput(); err != nil {
 			w.err = "cross-building gprof.exe: " + err.Error() + "\n" + string(b)
@@ -191,8 +190,7 @@ func TestWineSuspendSplit(t *testing.T) {
 // suspended (attach/suspend/live_windows_test.go).
 func TestWineSuspendAttach(t *testing.T) {
 	dir, prefix, wine := wineSetup(t)
-	build := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "suspend.test.exe"), "./attach/suspend")
-	build.Dir = root
+	build := rootCommand("go", "test", "-c", "-o", filepath.Join(dir, "suspend.test.exe"), "./attach/suspend")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("cross-building the suspend backend's tests: %v\n%s", err, b)

@@ -43,6 +43,24 @@ func TestOneTestCommand(t *testing.T) {
 	}
 }
 
+// TestNoTestsAtRoot: the end-to-end tests live in e2e/, with their one
+// harness; the root holds the program's entry point and this house test
+// alone, so that a reader of the root sees the house, not its tests.
+func TestNoTestsAtRoot(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), "_test.go") && e.Name() != "house_test.go" {
+			t.Errorf("%s is a test file at the root: end-to-end tests go in e2e/, unit tests beside their package", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join("e2e", "harness_test.go")); err != nil {
+		t.Errorf("no end-to-end harness: %v", err)
+	}
+}
+
 // TestAttachBackendsApart: each live backend is a package of its own under
 // attach/ (every folder there but internal/ and backends/), so that a
 // reader of one sampler sees only it. attach/ itself holds the options

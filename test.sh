@@ -23,8 +23,8 @@ packages=(
   nodejs                # node runs its builtins from a second mapping of its executable
   clang llvm            # Mach-O objects (objfile/, gprof inspect, the macOS backend); llvm's readers check their identities
   gcc-mingw-w64-x86-64  # PE files with a CodeView record, as Windows toolchains write them
-  wine64                # runs gprof.exe's suspend backend for real (e2e_wine_test.go)
-  debuginfod            # elfutils' server names a stripped binary by build-id (e2e_remote_test.go)
+  wine64                # runs gprof.exe's suspend backend for real (e2e/wine_test.go)
+  debuginfod            # elfutils' server names a stripped binary by build-id (e2e/remote_test.go)
 )
 
 if ! command -v go >/dev/null; then
@@ -58,7 +58,7 @@ if [ "${GPROF_SKIP_INSTALL:-}" != 1 ]; then
   fi
 fi
 
-# The OpenTelemetry Collector the OTLP tests run (e2e_otlp_test.go) is built
+# The OpenTelemetry Collector the OTLP tests run (e2e/otlp_test.go) is built
 # from its own modules, which the first time means downloading and compiling
 # some hundreds of packages (minutes): do that here, outside the tests' time
 # limit, so that the tests' own build of it takes seconds. From a copy, as

@@ -79,7 +79,7 @@ Examples:
 }
 
 // inspectReport is gprof inspect's output; its JSON form is schema
-// inspectSchemaVersion, documented in README.md.
+// inspectSchemaVersion, documented in docs/formats.md ("Inspect a binary").
 type inspectReport struct {
 	Version    int              `json:"version"`
 	Path       string           `json:"path"`

@@ -17,10 +17,10 @@ import (
 const recordSummaryVersion = 1
 
 // jsonOutputFlag is --json-output, shared by record and report. The
-// schemas are documented in README.md, "JSON output", and a test keeps the
-// two in step.
+// schemas are documented in docs/formats.md, "JSON output", and a test
+// keeps the two in step.
 func jsonOutputFlag(what, note string) cli.Flag {
-	return &cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout) in one piece when done" + note + "; schema in README.md, \"JSON output\""}
+	return &cli.StringFlag{Name: "json-output", Usage: "write " + what + " as JSON to `FILE` (- for stdout) in one piece when done" + note + "; schema in docs/formats.md, \"JSON output\""}
 }
 
 // jsonFlag is --json-output's older, stdout-only spelling.

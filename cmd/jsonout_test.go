@@ -36,7 +36,7 @@ func jsonProfile() *profile.Profile {
 	}
 }
 
-// jsonDocs returns the JSON documents the README describes, by the file
+// jsonDocs returns the JSON documents docs/formats.md describes, by the file
 // name its examples use: record's summary and report's output.
 func jsonDocs(t *testing.T) map[string]any {
 	t.Helper()
@@ -95,17 +95,17 @@ func jqPath(v any, path string) (any, bool) {
 	return v, true
 }
 
-// readmeJSONSection returns README.md's "JSON output" section.
-func readmeJSONSection(t *testing.T) string {
+// docsJSONSection returns docs/formats.md's "JSON output" section.
+func docsJSONSection(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "formats.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n## JSON output\n")
 	if i < 0 {
-		t.Fatal(`README.md has no "## JSON output" section`)
+		t.Fatal(`docs/formats.md has no "## JSON output" section`)
 	}
 	s = s[i+1:]
 	if j := strings.Index(s[3:], "\n## "); j >= 0 {
@@ -115,14 +115,14 @@ func readmeJSONSection(t *testing.T) string {
 }
 
 var (
-	tableHeading = regexp.MustCompile("(?m)^#### `(record|report)`[^`]*`([^`]+)`")
+	tableHeading = regexp.MustCompile("(?m)^### `(record|report)`[^`]*`([^`]+)`")
 	tableField   = regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|([^\n]*)$")
 )
 
-// TestJSONSchemaDocumented fails when README.md's tables of JSON fields
+// TestJSONSchemaDocumented fails when docs/formats.md's tables of JSON fields
 // and what record and report write drift apart, either way.
 func TestJSONSchemaDocumented(t *testing.T) {
-	section := readmeJSONSection(t)
+	section := docsJSONSection(t)
 	docs := jsonDocs(t)
 	documented := map[string][]string{} // "report .threads[]" -> fields
 	optional := map[string]bool{}       // fields documented as present only sometimes
@@ -150,7 +150,7 @@ func TestJSONSchemaDocumented(t *testing.T) {
 	} {
 		fields, ok := documented[want.table]
 		if !ok {
-			t.Errorf("README.md documents no table for %s", want.table)
+			t.Errorf("docs/formats.md documents no table for %s", want.table)
 			continue
 		}
 		if want.table == "report .threads[]" {
@@ -164,12 +164,12 @@ func TestJSONSchemaDocumented(t *testing.T) {
 		}
 		for _, f := range fields {
 			if _, ok := m[f]; !ok && !optional[f] {
-				t.Errorf("README.md documents %s field %q, which the output lacks", want.table, f)
+				t.Errorf("docs/formats.md documents %s field %q, which the output lacks", want.table, f)
 			}
 		}
 		for f := range m {
 			if !slices.Contains(fields, f) {
-				t.Errorf("%s field %q is not documented in README.md's JSON output section", want.table, f)
+				t.Errorf("%s field %q is not documented in docs/formats.md's JSON output section", want.table, f)
 			}
 		}
 	}
@@ -177,10 +177,10 @@ func TestJSONSchemaDocumented(t *testing.T) {
 
 var jqExample = regexp.MustCompile(`jq (?:-[a-z] )*'([^']+)' (\w+\.json)`)
 
-// TestJSONExamplesWork runs the jq paths of the README's and --help's
+// TestJSONExamplesWork runs the jq paths of docs/formats.md's and --help's
 // examples against real output: each must name something that is there.
 func TestJSONExamplesWork(t *testing.T) {
-	texts := []string{readmeJSONSection(t)}
+	texts := []string{docsJSONSection(t)}
 	for _, c := range App().Commands {
 		texts = append(texts, c.Description)
 	}
@@ -202,7 +202,7 @@ func TestJSONExamplesWork(t *testing.T) {
 		}
 	}
 	if n < 4 {
-		t.Errorf("found %d jq example paths, want the README's and both --help's", n)
+		t.Errorf("found %d jq example paths, want docs/formats.md's and both --help's", n)
 	}
 }
 

@@ -127,7 +127,7 @@ func recordFlags(own []cli.Flag) []cli.Flag {
 }
 
 // recordSummary is what --json-output writes; field names are a stable
-// interface, documented in README.md ("JSON output").
+// interface, documented in docs/formats.md ("JSON output").
 type recordSummary struct {
 	Version     int     `json:"version"`
 	Output      string  `json:"output"`

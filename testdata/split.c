@@ -57,7 +57,7 @@ static void *run(void *arg) {
 	 * that system time stays negligible: both backends sample user mode
 	 * only. (Every round, ptrace samples once leaned toward the code
 	 * after the call: threads waiting for a CPU stopped where they were
-	 * taken off it, at that call. See README, "ptrace".) */
+	 * taken off it, at that call: docs/recording.md, "The ptrace backend".) */
 	for (unsigned r = 0; r % 16 || thread_cpu_ns() < limit; r++) {
 		work_a(5);
 		work_b(B_UNITS);

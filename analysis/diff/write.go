@@ -12,7 +12,7 @@ import (
 )
 
 // WriteJSON writes res as indented JSON (the schema is Result's; see
-// README "gprof diff").
+// docs/ci.md).
 func WriteJSON(w io.Writer, res Result) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")

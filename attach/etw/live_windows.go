@@ -31,7 +31,7 @@ import (
 // samples. This file only talks to advapi32; what the events mean is
 // decided by package etw/translate, which is tested on Linux with a real
 // trace's events (and turns ETL files into profiles too). This layer has been cross-compiled and
-// reviewed, not run: see the README's Windows section.
+// reviewed, not run: see docs/windows.md.
 
 var (
 	advapi32                 = windows.NewLazySystemDLL("advapi32.dll")

@@ -22,7 +22,7 @@ import (
 
 // These tests run the ETW backend for real; they need an elevated prompt
 // and real Windows (Wine's ETW delivers nothing, which they check is
-// reported). Nothing here has run yet: see the README's Windows section.
+// reported). Nothing here has run yet: see docs/windows.md.
 
 const etwSpinSource = `package main
 

@@ -4,7 +4,7 @@ package mach
 
 // The macOS self-check: these tests run the mach backend for real, so they
 // run only on a Mac, and only where gprof's test binary may attach (root,
-// as the README's one command runs them). Nothing here has run in gprof's
+// as docs/macos.md's one command runs them). Nothing here has run in gprof's
 // CI, which has no Mac; the logic under them is tested on every OS.
 
 import (

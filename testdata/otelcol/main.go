@@ -1,5 +1,5 @@
 // Command otelcol is an OpenTelemetry Collector built from the Collector's
-// own modules, for gprof's end-to-end tests of 'gprof push' (e2e_otlp_test.go):
+// own modules, for gprof's end-to-end tests of 'gprof push' (e2e/otlp_test.go):
 // the OTLP receiver, whose OTLP/HTTP endpoint takes profiles when the
 // service.profilesSupport feature gate is on, and the file exporter, which
 // writes what the pipeline received as OTLP JSON for the tests to read.
@@ -9,7 +9,7 @@
 // JSON: the tests read what gprof writes through it.
 //
 // The OTLP/HTTP exporter is there for the Collector configuration that
-// README.md shows, which the tests check with 'otelcol validate'.
+// docs/otlp.md shows, which the tests check with 'otelcol validate'.
 //
 // It is a module of its own, so that none of this is in gprof's go.mod;
 // the tests build it once (go build -mod=mod) and keep the binary in the

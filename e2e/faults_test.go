@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // Fault tests (issue 5): gprof killed or interrupted mid-recording, targets
 // that exit, exec, fork or spawn hundreds of threads, libraries and
@@ -8,8 +8,8 @@ package main
 // profilers on one process, a full disk, and corrupt input files. Each
 // fault gets one clear "gprof: error:" line where it is an error, loses no
 // data where it is not, and the target always carries on unharmed. They
-// reuse e2e_test.go's harness (gprofBin, gprof, startSpin, assertUnharmed)
-// and build their C programs from testdata/fault.
+// use the harness (harness_test.go: gprof, startGprof, startSpin,
+// assertUnharmed) and build their C programs from testdata/fault.
 
 import (
 	"bufio"
@@ -32,8 +32,6 @@ import (
 	"github.com/gprof-dev/gprof/profile"
 )
 
-var backends = []string{"perf", "ptrace"}
-
 // buildFault compiles testdata/fault/NAME.c once per test binary run.
 func buildFault(t *testing.T, name string, flags ...string) string {
 	t.Helper()
@@ -45,190 +43,10 @@ func buildFault(t *testing.T, name string, flags ...string) string {
 		return out
 	}
 	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", "fault", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out
-}
-
-// bgGprof is a gprof running in the background, for tests that signal it.
-type bgGprof struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	done   chan struct{} // closed once cmd.Wait returned
-}
-
-// startGprof starts gprof in the background. stdout, if not nil, gets
-// its standard output.
-func startGprof(t *testing.T, stdout io.Writer, args ...string) *bgGprof {
-	t.Helper()
-	g := &bgGprof{cmd: exec.Command(gprofBin, args...), done: make(chan struct{})}
-	g.cmd.Stderr = &g.stderr
-	g.cmd.Stdout = stdout
-	// A launched command that outlives a killed gprof holds the pipes
-	// open; do not wait for it to close them.
-	g.cmd.WaitDelay = time.Second
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.cmd.Wait(); close(g.done) }()
-	t.Cleanup(func() { g.cmd.Process.Kill(); <-g.done })
-	return g
-}
-
-// exited reports whether gprof ends within d.
-func (g *bgGprof) exited(d time.Duration) bool {
-	select {
-	case <-g.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-// skipIfNoBackend skips when a gprof that ended early was refused the
-// backend by the kernel.
-func skipIfNoBackend(t *testing.T, stderr string) {
-	t.Helper()
-	if strings.Contains(stderr, "permission") || strings.Contains(stderr, "not permitted") {
-		t.Skipf("backend not permitted here: %s", stderr)
-	}
-}
-
-// oneErrorLine checks the CLI's error contract: exit 1 and exactly one
-// "gprof: error:" line, no Go panic or stack trace.
-func oneErrorLine(t *testing.T, r result, mention string) {
-	t.Helper()
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1 (stderr %q)", r.code, r.stderr)
-	}
-	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "gprof: error: ") {
-		t.Errorf("want exactly one 'gprof: error:' line, got %q", r.stderr)
-	}
-	if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
-		t.Errorf("Go panic: %s", r.stderr)
-	}
-	if mention != "" && !strings.Contains(r.stderr, mention) {
-		t.Errorf("error %q does not mention %q", r.stderr, mention)
-	}
-}
-
-// dirNames lists a directory's entries, to find leftover temporary files.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
-// faultReport is the part of 'report --json' these tests read: which
-// functions, in which libs, each thread of each process ran.
-type faultReport struct {
-	Samples int64 `json:"samples"`
-	Threads []struct {
-		Pid         int    `json:"pid"`
-		ProcessName string `json:"process_name"`
-		Tid         int    `json:"tid"`
-		Samples     int64  `json:"samples"`
-		TopSelf     []struct {
-			Name        string `json:"name"`
-			Lib         string `json:"lib"`
-			File        string `json:"file"`
-			SelfSamples int64  `json:"self_samples"`
-		} `json:"top_self"`
-	} `json:"threads"`
-}
-
-func reportThreads(t *testing.T, path string) faultReport {
-	t.Helper()
-	r := gprof(t, "report", "--json", "--top", "-1", path)
-	if r.code != 0 {
-		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
-	}
-	var rep faultReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("report --json: %v", err)
-	}
-	return rep
-}
-
-// selfSamples sums the self samples of function fn over the threads of
-// processes named proc ("" for any).
-func (r faultReport) selfSamples(proc, fn string) int64 {
-	var n int64
-	for _, th := range r.Threads {
-		if proc != "" && th.ProcessName != proc {
-			continue
-		}
-		for _, f := range th.TopSelf {
-			if f.Name == fn {
-				n += f.SelfSamples
-			}
-		}
-	}
-	return n
-}
-
-// samplesByTid counts samples per thread over all processes.
-func samplesByTid(p *profile.Profile) map[int]int {
-	m := map[int]int{}
-	for _, proc := range p.Processes {
-		for _, th := range proc.Threads {
-			m[th.Tid] += th.Samples.Len()
-		}
-	}
-	return m
-}
-
-// childrenOf lists the pids whose parent is ppid.
-func childrenOf(ppid int) []int {
-	var kids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if parentOf(pid) == ppid {
-			kids = append(kids, pid)
-		}
-	}
-	return kids
-}
-
-// parentOf returns pid's parent pid, 0 if unknown.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		if f := strings.Fields(s[i+1:]); len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			return ppid
-		}
-	}
-	return 0
-}
-
-// killAndForget kills a process that is not the test's child (so cannot
-// be waited for) and waits until it is gone.
-func killAndForget(pid int) {
-	syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // goneWithin reports whether pid has exited (and been reaped, or is a
@@ -346,19 +164,12 @@ func TestFaultTargetExits(t *testing.T) {
 			t.Cleanup(func() { target.Process.Kill(); <-reaped })
 			out := filepath.Join(t.TempDir(), "x.json.gz")
 			start := time.Now()
-			r := gprof(t, "record", "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
 			if el := time.Since(start); el > 10*time.Second {
 				t.Errorf("recording took %v after its only target exited", el)
 			}
 			<-reaped
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			if len(p.Processes) != 1 || p.Processes[0].End < 0 {
 				t.Errorf("want one process with its exit recorded, got %d processes", len(p.Processes))
 			}
@@ -414,15 +225,8 @@ func TestFaultExec(t *testing.T) {
 	bin := buildC(t, "split")
 	t.Run("launch", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "e.json.gz")
-		r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.3; exec "+bin+" 1 0.3")
-		skipIfNoPerf(t, r)
-		if r.code != 0 {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
-		}
-		p, err := gecko.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRecord(t, "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.3; exec "+bin+" 1 0.3")
+		p := r.profile
 		by := samplesByTid(p)
 		for tid, ns := range workerCPU(t, r.stdout) {
 			margin(t, "split worker samples per CPU ms", float64(by[tid])/(float64(ns)/1e6), 0.8)
@@ -458,16 +262,9 @@ func TestFaultExec(t *testing.T) {
 			go func() { io.Copy(&tout, br); target.Wait(); close(reaped) }()
 			t.Cleanup(func() { target.Process.Kill(); <-reaped })
 			out := filepath.Join(t.TempDir(), "e.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-p", strconv.Itoa(target.Process.Pid), "-o", out)
 			<-reaped
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			for tid, ns := range workerCPU(t, tout.String()) {
 				found := false
 				for _, proc := range p.Processes {
@@ -495,7 +292,7 @@ func TestFaultExec(t *testing.T) {
 }
 
 // TestFaultFork: gprof follows processes that an attached process forks
-// after the attach (as the README says): forker's child is in the profile
+// after the attach (as docs/recording.md says): forker's child is in the profile
 // as a process of its own, with its samples, and the parent carries on.
 func TestFaultFork(t *testing.T) {
 	forker := buildFault(t, "forker")
@@ -516,16 +313,9 @@ func TestFaultFork(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGUSR1)
 			}()
 			out := filepath.Join(t.TempDir(), "f.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-d", "1.5", "-p", strconv.Itoa(pid), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-d", "1.5", "-p", strconv.Itoa(pid), "-o", out)
 			assertUnharmed(t, pid)
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			var child *profile.Process
 			for _, proc := range p.Processes {
 				if proc.Pid != pid {
@@ -561,11 +351,7 @@ func TestFaultFork(t *testing.T) {
 func TestFaultManyThreads(t *testing.T) {
 	bin := buildFault(t, "threads")
 	out := filepath.Join(t.TempDir(), "t.json.gz")
-	r := gprof(t, "record", "-q", "--json", "-r", "1000", "-o", out, "--", bin, "500", "2", "3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "--json", "-r", "1000", "-o", out, "--", bin, "500", "2", "3")
 	// The command's output comes first on stdout, then gprof's summary.
 	i := strings.Index(r.stdout, "{")
 	if i < 0 {
@@ -586,10 +372,7 @@ func TestFaultManyThreads(t *testing.T) {
 	if len(cpu) != 500 {
 		t.Fatalf("threads printed %d workers", len(cpu))
 	}
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.profile
 	if p.Meta.LostEvents != 0 {
 		t.Errorf("profile says %d events lost", p.Meta.LostEvents)
 	}
@@ -640,18 +423,14 @@ func TestFaultUnmappedLibrary(t *testing.T) {
 	lib := filepath.Join(fixtures, "fault-libdlib.so")
 	if _, err := os.Stat(lib); err != nil {
 		src := filepath.Join("testdata", "fault", "dlib.c")
-		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		if b, err := rootCommand("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
 			t.Fatalf("gcc dlib: %v\n%s", err, b)
 		}
 	}
 	dir := t.TempDir()
 	copyPath := filepath.Join(dir, "libgone.so")
 	out := filepath.Join(dir, "u.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", dlmain, lib, copyPath, "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "-o", out, "--", dlmain, lib, copyPath, "0.3")
 	if strings.TrimSpace(r.stdout) != "unmapped" {
 		t.Fatalf("dlmain says %q: the library was not unmapped", r.stdout)
 	}
@@ -708,16 +487,9 @@ func TestFaultVanishedBinary(t *testing.T) {
 			}
 			pid := target.Process.Pid
 			out := filepath.Join(t.TempDir(), "v.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-d", "0.6", "-p", strconv.Itoa(pid), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-d", "0.6", "-p", strconv.Itoa(pid), "-o", out)
 			assertUnharmed(t, pid)
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			lib := libNamed(p.Processes[0], bin)
 			if lib == nil {
 				t.Fatalf("no lib for %s in %+v", bin, p.Processes[0].Libs)
@@ -738,18 +510,11 @@ func TestFaultVanishedBinary(t *testing.T) {
 		copyFile(t, buildC(t, "split"), bin)
 		out := filepath.Join(t.TempDir(), "v.json.gz")
 		script := fmt.Sprintf("%s 1 0.5 & sleep 0.1; rm -r %s; wait", bin, dir)
-		r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", script)
-		skipIfNoPerf(t, r)
-		if r.code != 0 {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
-		}
+		r := mustRecord(t, "-q", "-o", out, "--", "sh", "-c", script)
 		if _, err := os.Stat(dir); err == nil {
 			t.Fatal("the directory was not removed")
 		}
-		p, err := gecko.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := r.profile
 		var lib *profile.Lib
 		for _, proc := range p.Processes {
 			if l := libNamed(proc, bin); l != nil {
@@ -931,11 +696,7 @@ func TestFaultFullDisk(t *testing.T) {
 	})
 	t.Run("convert", func(t *testing.T) {
 		in := filepath.Join(dir, "in.json.gz")
-		r := gprof(t, "record", "-q", "-o", in, "--", split, "1", "0.3")
-		skipIfNoPerf(t, r)
-		if r.code != 0 {
-			t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-		}
+		mustRecord(t, "-q", "-o", in, "--", split, "1", "0.3")
 		check(t, gprof(t, "convert", in, "-o", good))
 	})
 }
@@ -948,11 +709,7 @@ func TestFaultCorruptInput(t *testing.T) {
 	split := buildC(t, "split")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "real.json")
-	r := gprof(t, "record", "-q", "-o", src, "--", split, "1", "0.1")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", src, "--", split, "1", "0.1")
 	plain, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -1016,15 +773,8 @@ func TestFaultForkedChildName(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "n.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-o", out, "--", bin, "kid")
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-o", out, "--", bin, "kid")
+			p := r.profile
 			var names []string
 			for _, proc := range p.Processes {
 				names = append(names, proc.Name)
@@ -1051,7 +801,7 @@ func TestFaultThreadLibraryLoadedByAnother(t *testing.T) {
 	lib := filepath.Join(fixtures, "fault-libdlib.so")
 	if _, err := os.Stat(lib); err != nil {
 		src := filepath.Join("testdata", "fault", "dlib.c")
-		if b, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		if b, err := rootCommand("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
 			t.Fatalf("gcc dlib: %v\n%s", err, b)
 		}
 	}
@@ -1076,11 +826,7 @@ func TestFaultThreadLibraryLoadedByAnother(t *testing.T) {
 				loaded <- strings.TrimSpace(line)
 			}()
 			out := filepath.Join(t.TempDir(), "d.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-d", "1.5", "-t", strconv.Itoa(pid), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			mustRecord(t, "-q", "--backend", be, "-d", "1.5", "-t", strconv.Itoa(pid), "-o", out)
 			if s := <-loaded; s != "loaded" {
 				t.Fatalf("dlthread said %q", s)
 			}

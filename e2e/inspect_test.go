@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -59,7 +59,8 @@ func inspectFile(t *testing.T, args ...string) inspectJSON {
 }
 
 // crossBuild builds a program of testdata or objfile/testdata with a
-// foreign toolchain, skipping when it is missing.
+// foreign toolchain, skipping when it is missing. It runs in the
+// repository's root: paths in args are from there.
 func crossBuild(t *testing.T, name string, env []string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath(args[0]); err != nil {
@@ -72,7 +73,7 @@ func crossBuild(t *testing.T, name string, env []string, args ...string) string 
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "OUT", out)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := rootCommand(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, b)

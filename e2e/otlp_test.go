@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end tests of 'gprof push', 'record --push' and 'convert --to otlp'
 // against a real OpenTelemetry Collector, built at test time from the
@@ -53,10 +53,7 @@ func otelcolBinary(t *testing.T) string {
 }
 
 func buildOtelcol() (string, error) {
-	src, err := filepath.Abs(filepath.Join("testdata", "otelcol"))
-	if err != nil {
-		return "", err
-	}
+	src := repoPath("testdata", "otelcol")
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum", "main.go"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
@@ -551,12 +548,8 @@ func TestPushToCollector(t *testing.T) {
 	col := startCollector(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-r", "2000", "-o", out, "--push", col.url,
+	mustRecord(t, "-q", "-r", "2000", "-o", out, "--push", col.url,
 		"--service-name", "split-bench", "--label", "vcs.ref.head.revision=0123abc", "--label", "ci.note=a, b=c", "--", bin, "2", "1")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record --push: exit %d: %s", r.code, r.stderr)
-	}
 	rep := fullReport(t, out)
 	reqs := col.requests(t, 1)
 	procs := summarize(t, reqs[0])
@@ -598,7 +591,7 @@ func TestPushToCollector(t *testing.T) {
 	// push: the same profile, from its file, which it leaves as it was;
 	// the service is then the process's name.
 	before := fileState(t, out)
-	r = gprof(t, "push", "--endpoint", col.url+"/v1development/profiles", out)
+	r := gprof(t, "push", "--endpoint", col.url+"/v1development/profiles", out)
 	if r.code != 0 || !strings.Contains(r.stderr, "gprof: pushed "+out) {
 		t.Fatalf("push: exit %d: %s", r.code, r.stderr)
 	}
@@ -654,11 +647,7 @@ func TestPushCollectorDown(t *testing.T) {
 	out := filepath.Join(dir, "p.json.gz")
 	sum := filepath.Join(dir, "summary.json")
 	start := time.Now()
-	r := gprof(t, "record", "-o", out, "--json-output", sum, "--push", col.url, "--push-timeout", "3s", "--", bin, "1", "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 5 {
-		t.Fatalf("record --push to a stopped Collector: exit %d, want 5: %s", r.code, r.stderr)
-	}
+	r := mustRecordExit(t, 5, "-o", out, "--json-output", sum, "--push", col.url, "--push-timeout", "3s", "--", bin, "1", "0.3").result
 	if !strings.Contains(r.stderr, "the profile was not pushed: cannot reach the collector at "+col.url) ||
 		!strings.Contains(r.stderr, "connection refused") || !strings.Contains(r.stderr, "it is in "+out) ||
 		!regexp.MustCompile(`gave up after [2-9]\d* attempts`).MatchString(r.stderr) {
@@ -743,17 +732,13 @@ func TestPushRetriesAndRefusals(t *testing.T) {
 	bin := buildC(t, "split")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", bin, "1", "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", out, "--", bin, "1", "0.3")
 	rep := fullReport(t, out)
 
 	flaky := &httpCollector{codes: []int{503, 503, 200}}
 	srv := httptest.NewServer(flaky)
 	defer srv.Close()
-	r = gprof(t, "push", "--endpoint", srv.URL, "--header", "Authorization: Bearer s3cret", out)
+	r := gprof(t, "push", "--endpoint", srv.URL, "--header", "Authorization: Bearer s3cret", out)
 	if r.code != 0 || flaky.calls.Load() != 3 || strings.Count(r.stderr, "503 Service Unavailable: test collector says 503; trying again") != 2 {
 		t.Fatalf("503, 503, 200: exit %d after %d calls:\n%s", r.code, flaky.calls.Load(), r.stderr)
 	}
@@ -820,18 +805,18 @@ func TestPushRetriesAndRefusals(t *testing.T) {
 	}
 }
 
-// readmeSection returns the text of README.md from the heading to the
-// next heading of the same level.
-func readmeSection(t *testing.T, heading string) string {
+// docSection returns the text of the repository's file doc (docs/otlp.md)
+// from the heading to the next heading of the same level.
+func docSection(t *testing.T, doc, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile(repoPath(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
+	s := "\n" + string(b)
 	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no %q", heading)
+		t.Fatalf("%s has no %q", doc, heading)
 	}
 	s = s[i+1+len(heading):]
 	level := heading[:strings.Index(heading, " ")+1]
@@ -850,16 +835,17 @@ func codeBlocks(text, lang string) []string {
 	return out
 }
 
-// TestREADMEPushExample runs the README's CI example as pasted, in a
-// scratch checkout with this repository's split.c, against a test
-// Collector standing where the example's is (localhost:4318 becomes its
-// address), with the gprof under test as ./bin/gprof; and checks the
-// README's Collector configuration with the Collector's own validation.
+// TestREADMEPushExample runs the CI example of docs/otlp.md (once the
+// README's) as pasted, in a scratch checkout with this repository's
+// split.c, against a test Collector standing where the example's is
+// (localhost:4318 becomes its address), with the gprof under test as
+// ./bin/gprof; and checks the page's Collector configuration with the
+// Collector's own validation.
 func TestREADMEPushExample(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is not installed (./test.sh installs it)")
 	}
-	section := readmeSection(t, "## Send profiles to the fleet (OpenTelemetry)")
+	section := docSection(t, "docs/otlp.md", "# Send profiles to the fleet (OpenTelemetry)")
 	shells := codeBlocks(section, "sh")
 	if len(shells) == 0 {
 		t.Fatal("the section has no sh example")
@@ -880,7 +866,7 @@ func TestREADMEPushExample(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, filepath.Join("testdata", "split.c"), filepath.Join(dir, "testdata", "split.c"))
+	copyFile(t, repoPath("testdata", "split.c"), filepath.Join(dir, "testdata", "split.c"))
 	git := func(args ...string) string {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
 		cmd.Dir = dir
@@ -901,11 +887,11 @@ func TestREADMEPushExample(t *testing.T) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's example failed: %v\n%s", err, out)
+		t.Fatalf("docs/otlp.md's example failed: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "exit status 0") {
 		skipIfNoPerf(t, result{stderr: string(out), code: 1})
-		t.Fatalf("the README's example did not push:\n%s", out)
+		t.Fatalf("docs/otlp.md's example did not push:\n%s", out)
 	}
 	procs := summarize(t, col.requests(t, 1)[0])
 	if len(procs) != 1 {
@@ -932,7 +918,7 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 	v := exec.Command(otelcolBinary(t), "validate", "--config", "file:"+cfg, "--feature-gates=+service.profilesSupport")
 	if out, err := v.CombinedOutput(); err != nil {
-		t.Errorf("the README's Collector configuration does not validate: %v\n%s", err, out)
+		t.Errorf("docs/otlp.md's Collector configuration does not validate: %v\n%s", err, out)
 	}
 }
 
@@ -944,11 +930,7 @@ func TestPushSplitsLargeProfiles(t *testing.T) {
 	bin := buildC(t, "split")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "2", "2")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-r", "4000", "-o", out, "--", bin, "2", "2")
 	rep := fullReport(t, out)
 	req := filepath.Join(dir, "req.pb")
 	if r := gprof(t, "convert", "--to", "otlp", out, "-o", req); r.code != 0 {
@@ -963,7 +945,7 @@ func TestPushSplitsLargeProfiles(t *testing.T) {
 		t.Fatalf("the request is %d bytes: too small to need parts of %d", st.Size(), limit)
 	}
 	col := startCollectorLimit(t, limit)
-	r = gprof(t, "push", "--endpoint", col.url, "--max-request-size", "1G", out)
+	r := gprof(t, "push", "--endpoint", col.url, "--max-request-size", "1G", out)
 	if r.code != 5 || !strings.Contains(r.stderr, "not pushed") {
 		t.Errorf("a request over the Collector's limit: exit %d: %s", r.code, r.stderr)
 	}
@@ -998,11 +980,7 @@ func TestPushSplitsLargeProfiles(t *testing.T) {
 func TestPushOffCPU(t *testing.T) {
 	col := startCollector(t)
 	out := filepath.Join(t.TempDir(), "p.json.gz")
-	r := gprof(t, "record", "-q", "--off-cpu", "-o", out, "--push", col.url, "--", "sleep", "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record --off-cpu --push: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "--off-cpu", "-o", out, "--push", col.url, "--", "sleep", "0.3")
 	rep := fullReport(t, out)
 	got := summarize(t, col.requests(t, 1)[0])[0]
 	checkAgainstReport(t, "--off-cpu", got, rep)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -32,11 +32,7 @@ func recordWithSummary(t *testing.T, args ...string) (string, recordSummaryJSON,
 	t.Helper()
 	dir := t.TempDir()
 	out, sum := filepath.Join(dir, "p.json.gz"), filepath.Join(dir, "summary.json")
-	r := gprof(t, append([]string{"record", "-q", "-o", out, "--json-output", sum}, args...)...)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record %v: exit %d: %s", args, r.code, r.stderr)
-	}
+	r := mustRecord(t, append([]string{"-q", "-o", out, "--json-output", sum}, args...)...)
 	data, err := os.ReadFile(sum)
 	if err != nil {
 		t.Fatal(err)

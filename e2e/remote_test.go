@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -105,11 +105,7 @@ func TestDebuginfod(t *testing.T) {
 
 	// Without the server: no names.
 	raw := filepath.Join(t.TempDir(), "raw.json.gz")
-	r := gprof(t, "record", "-q", "--no-symbols", "-o", raw, "--", bin, "1", "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "--no-symbols", "-o", raw, "--", bin, "1", "0.3")
 	if rep := runReport(t, raw); hasFunc(rep, "work_a") {
 		t.Fatal("work_a is named with no debug file")
 	}
@@ -117,7 +113,7 @@ func TestDebuginfod(t *testing.T) {
 
 	// Recording with the server (--debuginfod): names, files and lines.
 	js := filepath.Join(t.TempDir(), "sum.json")
-	r = gprof(t, "record", "--debuginfod", url, "--json-output", js, "-o", out, "--", bin, "1", "0.3")
+	r := gprof(t, "record", "--debuginfod", url, "--json-output", js, "-o", out, "--", bin, "1", "0.3")
 	if r.code != 0 {
 		t.Fatalf("record --debuginfod: exit %d: %s", r.code, r.stderr)
 	}

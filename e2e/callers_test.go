@@ -1,9 +1,8 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,18 +17,14 @@ import (
 func TestStrippedGoCallers(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gocaller")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./testdata/gocaller")
+	build := rootCommand("go", "build", "-ldflags=-s -w", "-o", bin, "./testdata/gocaller")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	for _, backend := range []string{"perf", "ptrace"} {
 		t.Run(backend, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "g.json.gz")
-			r := gprof(t, "record", "-q", "--backend", backend, "-o", out, "--", bin)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-			}
+			mustRecord(t, "-q", "--backend", backend, "-o", out, "--", bin)
 			heavy, right, mixed := 0, 0, 0
 			var wrong []string
 			for stack, n := range collapsed(t, out, "gocaller") {

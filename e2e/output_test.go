@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // Output and input paths in real use: -o to devices, FIFOs, symlinks,
 // read-only files and directories, '-' for standard input and output, and

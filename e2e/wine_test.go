@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -64,15 +64,14 @@ func wineSetup(t *testing.T) (dir, prefix, wine string) {
 			}
 			return true
 		}
-		wd, _ := os.Getwd()
 		ok := run(nil, "x86_64-w64-mingw32-gcc", "-shared", "-O2", "-o", "bcryptprimitives.dll",
-			filepath.Join(wd, "testdata/wine/bcryptprimitives.c"), "-ladvapi32") &&
+			repoPath("testdata", "wine", "bcryptprimitives.c"), "-ladvapi32") &&
 			run(nil, "x86_64-w64-mingw32-gcc", "-O2", "-Wl,--build-id", "-o", "split.exe",
-				filepath.Join(wd, "testdata/split_windows.c"))
+				repoPath("testdata", "split_windows.c"))
 		if !ok {
 			return
 		}
-		build := exec.Command("go", "build", "-o", filepath.Join(w.dir, "gprof.exe"), ".")
+		build := rootCommand("go", "build", "-o", filepath.Join(w.dir, "gprof.exe"), ".")
 		build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 		if b, err := build.CombinedOutput(); err != nil {
 			w.err = "cross-building gprof.exe: " + err.Error() + "\n" + string(b)
@@ -191,7 +190,7 @@ func TestWineSuspendSplit(t *testing.T) {
 // suspended (attach/suspend/live_windows_test.go).
 func TestWineSuspendAttach(t *testing.T) {
 	dir, prefix, wine := wineSetup(t)
-	build := exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "suspend.test.exe"), "./attach/suspend")
+	build := rootCommand("go", "test", "-c", "-o", filepath.Join(dir, "suspend.test.exe"), "./attach/suspend")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("cross-building the suspend backend's tests: %v\n%s", err, b)

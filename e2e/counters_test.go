@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end checks of the counters and overhead a recording carries by
 // default: each process's memory, and gprof's own cost per loop.
@@ -23,11 +23,7 @@ import (
 func TestMemoryCounterFollowsRSS(t *testing.T) {
 	bin := buildC(t, "alloc")
 	out := filepath.Join(t.TempDir(), "alloc.json")
-	r := gprof(t, "record", "-q", "--no-symbols", "-o", out, "--", bin)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "--no-symbols", "-o", out, "--", bin)
 	var steps []float64
 	for _, m := range regexp.MustCompile(`step \d+ rss_bytes (\d+)`).FindAllStringSubmatch(r.stdout, -1) {
 		v, _ := strconv.ParseFloat(m[1], 64)

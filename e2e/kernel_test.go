@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end checks that a profile accounts for all of a thread's CPU
 // time, the time it spends in the kernel included, whatever the kernel
@@ -148,11 +148,7 @@ func checkKernelShare(t *testing.T, threads map[int]*profile.Thread, times map[i
 func TestKernelTimeDefault(t *testing.T) {
 	bin := buildC(t, "sysheavy")
 	out := filepath.Join(t.TempDir(), "k.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", bin, "0.6")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("gprof record exited %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "-o", out, "--", bin, "0.6")
 	times := sysheavyTimes(t, r.stdout)
 	threads := checkCPUAccounted(t, out, times, true)
 	checkKernelShare(t, threads, times, true)
@@ -166,11 +162,7 @@ func TestKernelTimeWithKernelStacks(t *testing.T) {
 	}
 	bin := buildC(t, "sysheavy")
 	out := filepath.Join(t.TempDir(), "k.json.gz")
-	r := gprof(t, "record", "-q", "-k", "-o", out, "--", bin, "0.6")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("gprof record exited %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "-k", "-o", out, "--", bin, "0.6")
 	times := sysheavyTimes(t, r.stdout)
 	threads := checkCPUAccounted(t, out, times, true)
 	checkKernelShare(t, threads, times, false)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"math"
@@ -79,7 +79,7 @@ func removeJITDumps(p *profile.Profile) {
 func TestJITDumpPython(t *testing.T) {
 	py := python313(t)
 	script := writePyJIT(t, 40)
-	p := recordProfile(t, "--", py, "-X", "perf_jit", script)
+	p := mustRecord(t, "-q", "--", py, "-X", "perf_jit", script).profile
 	defer removeJITDumps(p)
 	rep := runReport(t, writeTemp(t, p))
 	inner, ok := findFunc(rep.All.TopTotal, "py::inner:"+script)
@@ -190,7 +190,7 @@ func TestJITDumpNode(t *testing.T) {
 let t = 0; const t0 = Date.now(); while (Date.now() - t0 < 1500) t += hotLoop(100000);
 console.log(t);`
 	work := t.TempDir()
-	p := recordProfile(t, "--", "sh", "-c", `cd "$1" && exec "$2" --perf-prof --perf-prof-unwinding-info -e "$3" >/dev/null`, "sh", work, node, script)
+	p := mustRecord(t, "-q", "--", "sh", "-c", `cd "$1" && exec "$2" --perf-prof --perf-prof-unwinding-info -e "$3" >/dev/null`, "sh", work, node, script).profile
 	if m, _ := filepath.Glob(filepath.Join(work, "jit-*.dump")); len(m) == 0 {
 		t.Fatal("node wrote no jitdump in its working directory")
 	}

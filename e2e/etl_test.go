@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"path/filepath"
@@ -10,7 +10,7 @@ import (
 // convert reads an ETL trace and keeps the processes --pid and --name
 // select; a filter that selects nothing is a usage error.
 func TestConvertETLFilters(t *testing.T) {
-	trace := filepath.Join("etw", "testdata", "cut.etl")
+	trace := repoPath("etwevent", "testdata", "cut.etl")
 	pids := func(path string) map[string]int {
 		t.Helper()
 		out := map[string]int{}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func TestJITPerfMap(t *testing.T) {
 		t.Skip("the JIT fixture emits x86-64 code")
 	}
 	bin := buildC(t, "jit")
-	p := recordProfile(t, "--", bin)
+	p := mustRecord(t, "-q", "--", bin).profile
 	rep := runReport(t, writeTemp(t, p))
 	// Total, not self: time in the kernel (page faults, and on a loaded
 	// machine preemption: 13% of samples beside two busy loops) is a
@@ -38,11 +38,7 @@ func TestSymbolicate(t *testing.T) {
 	bin := buildC(t, "split")
 	dir := t.TempDir()
 	raw := filepath.Join(dir, "raw.json.gz")
-	r := gprof(t, "record", "-q", "--no-symbols", "-o", raw, "--", bin, "1", "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "--no-symbols", "-o", raw, "--", bin, "1", "0.3")
 	if b, _ := os.ReadFile(raw); len(b) == 0 {
 		t.Fatal("empty profile")
 	}
@@ -69,7 +65,7 @@ func TestRemappedText(t *testing.T) {
 		for _, mode := range []string{"file", "anon"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				bin := buildCAs(t, "remap", tc.name, tc.flag)
-				p := recordProfile(t, "--", bin, "400000000", mode)
+				p := mustRecord(t, "-q", "--", bin, "400000000", mode).profile
 				rep := runReport(t, writeTemp(t, p))
 				// Total: time in the kernel is a [kernel] frame on top.
 				f, ok := findFunc(rep.All.TopTotal, "remapped_work")
@@ -101,8 +97,8 @@ console.log(n);`
 	for _, pages := range []string{"off", "on"} {
 		t.Run("largepages="+pages, func(t *testing.T) {
 			// V8 may write isolate logs into the working directory.
-			p := recordProfile(t, "--", "sh", "-c", `cd "$1" && exec "$2" --use-largepages="$3" --perf-basic-prof -e "$4" >/dev/null`,
-				"sh", t.TempDir(), node, pages, script)
+			p := mustRecord(t, "-q", "--", "sh", "-c", `cd "$1" && exec "$2" --use-largepages="$3" --perf-basic-prof -e "$4" >/dev/null`,
+				"sh", t.TempDir(), node, pages, script).profile
 			rep := runReport(t, writeTemp(t, p))
 			for _, f := range rep.All.TopTotal {
 				if (strings.HasPrefix(f.Name, "node+0x") || strings.HasPrefix(f.Name, "[anon]+0x")) && f.TotalPct >= 0.5 {
@@ -189,7 +185,7 @@ func buildCAs(t *testing.T, name, out string, flags ...string) string {
 		return out
 	}
 	args := append([]string{"-O2", "-g", "-o", out, filepath.Join("testdata", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out

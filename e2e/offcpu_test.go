@@ -1,12 +1,11 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end checks of off-CPU sampling (record --off-cpu): every thread
 // gets a sample per interval of its life, and waits show where they wait.
 
 import (
-	"bufio"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/gprof-dev/gprof/format/gecko"
 )
 
 // offcpuTruth is what testdata/offcpu prints for one thread.
@@ -58,26 +55,6 @@ func offcpuTruths(t *testing.T, out string) map[string]offcpuTruth {
 	return m
 }
 
-// collapsed returns a thread's stacks ("a;b;c" root first) and counts.
-func collapsed(t *testing.T, path, thread string) map[string]int {
-	t.Helper()
-	r := gprof(t, "report", "--format", "collapsed", "--thread", thread, path)
-	if r.code != 0 {
-		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
-	}
-	m := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
-	for sc.Scan() {
-		i := strings.LastIndexByte(sc.Text(), ' ')
-		n, err := strconv.Atoi(sc.Text()[i+1:])
-		if i < 0 || err != nil {
-			t.Fatalf("bad collapsed line %q", sc.Text())
-		}
-		m[sc.Text()[:i]] += n
-	}
-	return m
-}
-
 // share is the fraction of the samples in stacks whose frames include fn.
 func share(stacks map[string]int, fn string) (float64, int) {
 	all, in := 0, 0
@@ -105,11 +82,7 @@ func containsStr(xs []string, x string) bool {
 func TestOffCPUKnownSplit(t *testing.T) {
 	bin := buildC(t, "offcpu")
 	out := filepath.Join(t.TempDir(), "offcpu.json.gz")
-	r := gprof(t, "record", "--off-cpu", "-q", "-o", out, "--", bin, "2")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "--off-cpu", "-q", "-o", out, "--", bin, "2")
 	truth := offcpuTruths(t, r.stdout)
 
 	// Wall-clock shares within 2 points of the thread's own measure.
@@ -156,10 +129,7 @@ func TestOffCPUKnownSplit(t *testing.T) {
 	}
 
 	// CPU deltas add up to the thread's own CPU time.
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.profile
 	for name, tr := range truth {
 		found := false
 		for _, pr := range p.Processes {
@@ -177,7 +147,7 @@ func TestOffCPUKnownSplit(t *testing.T) {
 				// ms in all, in wake-ups far shorter than a period) is
 				// not held to it: bursts that never complete a period
 				// of the sampling clock carry no CPU delta (a known
-				// limit, in the README), so its sum is only logged.
+				// limit, in docs/recording.md), so its sum is only logged.
 				if tr.cpu < 100e6 {
 					t.Logf("%s: CPU deltas sum to %.1f ms; the thread measured %.1f ms", name, float64(sum)/1e6, float64(tr.cpu)/1e6)
 					continue
@@ -203,11 +173,7 @@ func TestOffCPUProcessedCPU(t *testing.T) {
 	bin := buildC(t, "offcpu")
 	dir := t.TempDir()
 	out, conv := filepath.Join(dir, "offcpu.json"), filepath.Join(dir, "offcpu.processed.json")
-	r := gprof(t, "record", "--off-cpu", "-q", "-o", out, "--", bin, "0.5")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "--off-cpu", "-q", "-o", out, "--", bin, "0.5")
 	if r := gprof(t, "convert", "-o", conv, out); r.code != 0 {
 		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
 	}
@@ -263,11 +229,7 @@ func TestOffCPUSleep(t *testing.T) {
 	for _, backend := range []string{"perf", "ptrace"} {
 		t.Run(backend, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "sleep.json")
-			r := gprof(t, "record", "--off-cpu", "--backend", backend, "-q", "-o", out, "--", sleep, "1")
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-			}
+			mustRecord(t, "--off-cpu", "--backend", backend, "-q", "-o", out, "--", sleep, "1")
 			stacks := collapsed(t, out, "sleep")
 			all, in := 0, 0
 			nanosleep := regexp.MustCompile(`;__GI___nanosleep;.*nanosleep;\[blocked\]$`)

@@ -1,25 +1,16 @@
 //go:build linux
 
-package main
-
-// End-to-end tests: the test binary runs as gprof itself (TestMain), builds
-// small C and Go programs with gcc and go, and profiles them for real with
-// perf events. They need what CI has: root (or a permissive
-// perf_event_paranoid), gcc and readelf.
+package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,166 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gprof-dev/gprof/attach"
-	"github.com/gprof-dev/gprof/cmd"
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
-
-var (
-	gprofBin string // the gprof under test
-	fixtures string // directory of built test programs
-)
-
-// runAsGprof, set in the environment, makes the test binary act as gprof
-// itself (the cmd/nm pattern): the tests run the very code they were built
-// from, with no second build.
-const runAsGprof = "GPROF_TEST_RUN_AS_GPROF"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(runAsGprof) == "1" {
-		attach.ExecHelperMain()
-		os.Exit(cmd.Main(os.Args))
-	}
-	dir, err := os.MkdirTemp("", "gprof-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := func() int {
-		defer os.RemoveAll(dir)
-		fixtures = dir
-		// A copy in the fixtures directory, which tests open to other
-		// users; go test's own build directory is private.
-		gprofBin = filepath.Join(dir, "gprof")
-		self, err := os.Executable()
-		if err == nil {
-			err = copyExecutable(self, gprofBin)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "copying the test binary to run as gprof: %v\n", err)
-			return 1
-		}
-		os.Setenv(runAsGprof, "1")
-		return m.Run()
-	}()
-	os.Exit(code)
-}
-
-func copyExecutable(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o755)
-}
-
-// buildC compiles testdata/NAME.c once per test binary run.
-func buildC(t *testing.T, name string, flags ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc is not installed (./test.sh installs it)")
-	}
-	out := filepath.Join(fixtures, name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", name+".c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", name, err, b)
-	}
-	return out
-}
-
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-// gprof runs the gprof under test.
-func gprof(t *testing.T, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(gprofBin, args...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	r := result{o.String(), e.String(), 0}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run gprof: %v", err)
-	}
-	return r
-}
-
-// skipIfNoPerf skips when the kernel forbids perf events altogether, the
-// one case where these tests cannot run.
-func skipIfNoPerf(t *testing.T, r result) {
-	t.Helper()
-	if r.code != 0 && strings.Contains(r.stderr, "permission") && !strings.Contains(r.stderr, "ptrace") {
-		t.Skipf("perf events are not permitted here: %s", r.stderr)
-	}
-}
-
-// readRaw decodes a (possibly gzipped) JSON profile into generic values,
-// for checks on the exact bytes the Firefox Profiler will see.
-func readRaw(t *testing.T, path string) map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = bufio.NewReader(f)
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = zr
-	}
-	var v map[string]any
-	if err := json.NewDecoder(r).Decode(&v); err != nil {
-		t.Fatalf("%s is not JSON: %v", path, err)
-	}
-	return v
-}
-
-// workerCPU parses split's "thread TID cpu_ns N" lines.
-func workerCPU(t *testing.T, out string) map[int]int64 {
-	t.Helper()
-	m := map[int]int64{}
-	for _, mt := range regexp.MustCompile(`thread (\d+) cpu_ns (\d+)`).FindAllStringSubmatch(out, -1) {
-		tid, _ := strconv.Atoi(mt[1])
-		ns, _ := strconv.ParseInt(mt[2], 10, 64)
-		m[tid] = ns
-	}
-	if len(m) == 0 {
-		t.Fatalf("no per-thread CPU times in the program's output: %q", out)
-	}
-	return m
-}
-
-func readelfBuildID(t *testing.T, path string) []byte {
-	t.Helper()
-	out, err := exec.Command("readelf", "-n", path).Output()
-	if err != nil {
-		t.Skipf("readelf: %v", err)
-	}
-	m := regexp.MustCompile(`Build ID: ([0-9a-f]+)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("readelf -n %s shows no build-id", path)
-	}
-	var b []byte
-	for i := 0; i+1 < len(m[1]); i += 2 {
-		v, _ := strconv.ParseUint(string(m[1][i:i+2]), 16, 8)
-		b = append(b, byte(v))
-	}
-	return b
-}
 
 // TestRecordLaunchMultiThread is issue 2's acceptance check on a launched
 // multi-threaded C program: every thread present, samples per busy thread
@@ -196,20 +32,13 @@ func readelfBuildID(t *testing.T, path string) []byte {
 func TestRecordLaunchMultiThread(t *testing.T) {
 	bin := buildC(t, "split")
 	out := filepath.Join(t.TempDir(), "p.json.gz")
-	r := gprof(t, "record", "-q", "-r", "1000", "-o", out, "--", bin, "3", "0.7")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("gprof record exited %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "-r", "1000", "-o", out, "--", bin, "3", "0.7")
 	if r.stderr != "" {
 		t.Errorf("-q printed to stderr: %q", r.stderr)
 	}
 	cpu := workerCPU(t, r.stdout)
 
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.profile
 	if p.Meta.LostEvents != 0 {
 		t.Errorf("lost %d events at 1 kHz", p.Meta.LostEvents)
 	}
@@ -294,51 +123,6 @@ func TestRecordLaunchMultiThread(t *testing.T) {
 	}
 }
 
-type reportJSON struct {
-	Samples int64 `json:"samples"`
-	All     struct {
-		TopSelf  []reportFunc `json:"top_self"`
-		TopTotal []reportFunc `json:"top_total"`
-	} `json:"all"`
-}
-
-type reportFunc struct {
-	Name     string  `json:"name"`
-	File     string  `json:"file"`
-	Line     int     `json:"line"`
-	SelfPct  float64 `json:"self_pct_all"`
-	TotalPct float64 `json:"total_pct_all"`
-}
-
-func runReport(t *testing.T, path string, extra ...string) reportJSON {
-	t.Helper()
-	r := gprof(t, append([]string{"report", "--json", "--top", "-1", path}, extra...)...)
-	if r.code != 0 {
-		t.Fatalf("gprof report: exit %d: %s", r.code, r.stderr)
-	}
-	var rep reportJSON
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("report --json is not JSON: %v\n%s", err, r.stdout)
-	}
-	return rep
-}
-
-// margin logs a checked figure beside its bound, so that the verbose log
-// of runs on a loaded machine shows how near each check comes to failing.
-func margin(t testing.TB, what string, got, bound float64) {
-	t.Helper()
-	t.Logf("margin: %s %.4g, bound %.4g", what, got, bound)
-}
-
-func findFunc(fs []reportFunc, name string) (reportFunc, bool) {
-	for _, f := range fs {
-		if f.Name == name {
-			return f, true
-		}
-	}
-	return reportFunc{}, false
-}
-
 // TestSplitSurvivesDeletedBinary is issue 3's acceptance check: record a
 // C program with a known 50/30/20 split, delete the binary, and still get
 // names, files, lines and the split from report and convert.
@@ -348,11 +132,7 @@ func TestSplitSurvivesDeletedBinary(t *testing.T) {
 	bin := filepath.Join(dir, "split")
 	copyFile(t, src, bin)
 	out := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "2", "1")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-r", "4000", "-o", out, "--", bin, "2", "1")
 	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
 	}
@@ -405,71 +185,6 @@ func TestSplitSurvivesDeletedBinary(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// startSpin starts the attach target and waits until it runs.
-func startSpin(t *testing.T) *exec.Cmd {
-	t.Helper()
-	bin := buildC(t, "spin")
-	cmd := exec.Command(bin)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("spin said %q", line)
-	}
-	return cmd
-}
-
-// procState returns the state letter and TracerPid of every thread of pid.
-func procState(t *testing.T, pid int) (states string, tracers []string) {
-	t.Helper()
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "State:"); ok {
-				states += strings.Fields(v)[0]
-			}
-			if v, ok := strings.CutPrefix(line, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
-				tracers = append(tracers, task.Name()+":"+strings.TrimSpace(v))
-			}
-		}
-	}
-	return states, tracers
-}
-
-// assertUnharmed checks that a target runs on, untraced and not stopped.
-func assertUnharmed(t *testing.T, pid int) {
-	t.Helper()
-	time.Sleep(50 * time.Millisecond)
-	if err := syscall.Kill(pid, 0); err != nil {
-		t.Fatalf("target %d is gone: %v", pid, err)
-	}
-	states, tracers := procState(t, pid)
-	if strings.ContainsAny(states, "tT") {
-		t.Errorf("target %d left stopped: thread states %q", pid, states)
-	}
-	if len(tracers) > 0 {
-		t.Errorf("target %d still traced: %v", pid, tracers)
-	}
-}
-
 // TestAttach attaches to a running process, sees a thread it creates
 // afterwards, and leaves it running.
 func TestAttach(t *testing.T) {
@@ -480,16 +195,9 @@ func TestAttach(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 		syscall.Kill(pid, syscall.SIGUSR1) // spin starts its second thread
 	}()
-	r := gprof(t, "record", "-p", strconv.Itoa(pid), "-d", "1.2", "-o", out)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record -p: exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-p", strconv.Itoa(pid), "-d", "1.2", "-o", out)
 	assertUnharmed(t, pid)
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.profile
 	proc := p.Processes[0]
 	if proc.Pid != pid || len(proc.Threads) != 2 {
 		t.Fatalf("got pid %d with %d threads, want pid %d with 2 (one created after attach)", proc.Pid, len(proc.Threads), pid)
@@ -551,15 +259,8 @@ func TestSignalsStopRecording(t *testing.T) {
 func TestLaunchFollowsChildren(t *testing.T) {
 	bin := buildC(t, "split")
 	out := filepath.Join(t.TempDir(), "c.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.2 && "+bin+" 1 0.2; exit 7")
-	skipIfNoPerf(t, r)
-	if r.code != 4 {
-		t.Fatalf("want exit 4 (the command failed), got %d: %s", r.code, r.stderr)
-	}
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRecordExit(t, 4, "-q", "-o", out, "--", "sh", "-c", bin+" 1 0.2 && "+bin+" 1 0.2; exit 7")
+	p := r.profile
 	var splits int
 	for _, proc := range p.Processes {
 		if proc.Name != "split" {
@@ -588,16 +289,12 @@ func TestLaunchFollowsChildren(t *testing.T) {
 func TestGoProgram(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gohot")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/gohot")
+	build := rootCommand("go", "build", "-o", bin, "./testdata/gohot")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	out := filepath.Join(dir, "g.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", bin)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", out, "--", bin)
 	rep := runReport(t, out)
 	for _, fn := range []string{"main.hot", "main.main"} {
 		if _, ok := findFunc(rep.All.TopTotal, fn); !ok {
@@ -613,11 +310,7 @@ func TestSystemBinaryStacks(t *testing.T) {
 		t.Skip("perl is not installed")
 	}
 	out := filepath.Join(t.TempDir(), "perl.json.gz")
-	r := gprof(t, "record", "-q", "-o", out, "--", "perl", "-e", `my $s = 0; $s += sqrt($_) for 1 .. 1.2e7; print "$s\n"`)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", out, "--", "perl", "-e", `my $s = 0; $s += sqrt($_) for 1 .. 1.2e7; print "$s\n"`)
 	rep := runReport(t, out)
 	if rep.Samples < 50 {
 		t.Fatalf("only %d samples", rep.Samples)
@@ -642,11 +335,7 @@ func TestLazyBindingStacks(t *testing.T) {
 	for _, backend := range []string{"perf", "ptrace"} {
 		t.Run(backend, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "lazy.json.gz")
-			r := gprof(t, "record", "-q", "--backend", backend, "-o", out, "--", bin)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-			}
+			mustRecord(t, "-q", "--backend", backend, "-o", out, "--", bin)
 			in, reach := 0, 0
 			for stack, n := range collapsed(t, out, "lazy") {
 				if !strings.Contains(stack, ";_dl_runtime_resolve") {
@@ -681,11 +370,7 @@ func TestStackCopyCutShort(t *testing.T) {
 	}{{"16K", true}, {"64K", false}} {
 		t.Run(c.size, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "deep.json.gz")
-			r := gprof(t, "record", "--stack-size", c.size, "-o", out, "--", bin, "0.4")
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "--stack-size", c.size, "-o", out, "--", bin, "0.4")
 			said := strings.Contains(r.stderr, "stop where the 16384-byte stack copy ends") && strings.Contains(r.stderr, "--stack-size 64K")
 			if said != c.notice {
 				t.Errorf("stderr %q: notice of short copies %v, want %v", r.stderr, said, c.notice)
@@ -780,11 +465,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestDurationStopsLaunchedCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "d.json.gz")
 	start := time.Now()
-	r := gprof(t, "record", "-q", "--json", "-d", "0.5", "-o", out, "--", "sleep", "30")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "-q", "--json", "-d", "0.5", "-o", out, "--", "sleep", "30")
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("took %v: the command was not stopped", el)
 	}
@@ -802,9 +483,6 @@ func TestDurationStopsLaunchedCommand(t *testing.T) {
 	}
 	if sum.ExitCode == nil || *sum.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit_code %v, want %d (terminated by SIGTERM)", sum.ExitCode, 128+int(syscall.SIGTERM))
-	}
-	if _, err := gecko.ReadFile(out); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -835,7 +513,7 @@ func TestLaunchExecFails(t *testing.T) {
 }
 
 // TestCommandFailureExitCode: a launched command that fails on its own
-// makes gprof exit 4 (README's table), distinct from gprof's own failure
+// makes gprof exit 4 (docs/recording.md's table), distinct from gprof's own failure
 // (1), with the profile written and the command's status in --json.
 func TestCommandFailureExitCode(t *testing.T) {
 	for _, c := range []struct {
@@ -848,11 +526,7 @@ func TestCommandFailureExitCode(t *testing.T) {
 	} {
 		t.Run(c.args[len(c.args)-1], func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "f.json")
-			r := gprof(t, append([]string{"record", "-q", "--json", "-o", out, "--"}, c.args...)...)
-			skipIfNoPerf(t, r)
-			if r.code != 4 {
-				t.Errorf("exit %d, want 4 (the command failed): %s", r.code, r.stderr)
-			}
+			r := mustRecordExit(t, 4, append([]string{"-q", "--json", "-o", out, "--"}, c.args...)...)
 			var sum struct {
 				ExitCode *int `json:"exit_code"`
 			}
@@ -861,9 +535,6 @@ func TestCommandFailureExitCode(t *testing.T) {
 			}
 			if sum.ExitCode == nil || *sum.ExitCode != c.code {
 				t.Errorf("exit_code %v, want %d", sum.ExitCode, c.code)
-			}
-			if _, err := gecko.ReadFile(out); err != nil {
-				t.Errorf("profile: %v", err)
 			}
 		})
 	}
@@ -898,16 +569,9 @@ func TestRecordThread(t *testing.T) {
 			spin, late := startSpin2(t)
 			pid := spin.Process.Pid
 			out := filepath.Join(t.TempDir(), "t.json.gz")
-			r := gprof(t, "record", "-q", "--backend", be, "-d", "0.8", "-t", strconv.Itoa(late), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "-q", "--backend", be, "-d", "0.8", "-t", strconv.Itoa(late), "-o", out)
 			assertUnharmed(t, pid)
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			if len(p.Processes) != 1 {
 				t.Fatalf("%d processes, want 1", len(p.Processes))
 			}
@@ -949,18 +613,11 @@ func TestRecordPidOfThread(t *testing.T) {
 			spin, late := startSpin2(t)
 			pid := spin.Process.Pid
 			out := filepath.Join(t.TempDir(), "p.json.gz")
-			r := gprof(t, "record", "--backend", be, "-d", "0.6", "-p", strconv.Itoa(late), "-o", out)
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
-			}
+			r := mustRecord(t, "--backend", be, "-d", "0.6", "-p", strconv.Itoa(late), "-o", out)
 			if want := fmt.Sprintf("%d is a thread of process %d", late, pid); !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr %q does not say %q", r.stderr, want)
 			}
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := r.profile
 			if len(p.Processes) != 1 || p.Processes[0].Pid != pid || p.Processes[0].Name != "spin" || len(p.Processes[0].Threads) != 2 {
 				t.Fatalf("want process spin pid %d with its 2 threads, got %d processes, first %q pid %d", pid, len(p.Processes), p.Processes[0].Name, p.Processes[0].Pid)
 			}

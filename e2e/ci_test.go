@@ -1,13 +1,12 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,18 +20,14 @@ import (
 func TestDiffGate(t *testing.T) {
 	base := buildC(t, "split")
 	slow := filepath.Join(fixtures, "split-slow-b")
-	if b, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-DB_UNITS=6", "-o", slow, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", "-O2", "-g", "-pthread", "-DB_UNITS=6", "-o", slow, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	dir := t.TempDir()
 	rec := func(name, bin string) string {
 		out := filepath.Join(dir, name+".json.gz")
 		// 4 kHz: the shares checked below are within a point or two.
-		r := gprof(t, "record", "-q", "-r", "4000", "-o", out, "--", bin, "1", "1")
-		skipIfNoPerf(t, r)
-		if r.code != 0 {
-			t.Fatalf("record %s: exit %d: %s", name, r.code, r.stderr)
-		}
+		mustRecord(t, "-q", "-r", "4000", "-o", out, "--", bin, "1", "1")
 		return out
 	}
 	b1, b2, n := rec("base1", base), rec("base2", base), rec("slow", slow)
@@ -103,11 +98,7 @@ func TestReportViews(t *testing.T) {
 	bin := buildC(t, "split")
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-o", rec, "--", bin, "2", "0.5")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", rec, "--", bin, "2", "0.5")
 	rep := runReport(t, rec)
 	folded := filepath.Join(dir, "p.folded")
 	if r := gprof(t, "report", "--format", "collapsed", "-o", folded, rec); r.code != 0 {

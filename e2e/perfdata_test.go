@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"math"
@@ -13,31 +13,6 @@ import (
 
 	"github.com/gprof-dev/gprof/format"
 )
-
-// perfRecord runs 'perf record -o OUT ARGS...', and skips the test when
-// perf or perf events are unavailable. Tests point HOME at a temporary
-// directory, where perf keeps its build-id cache (~/.debug) and gprof
-// looks for it.
-func perfRecord(t *testing.T, out string, args ...string) {
-	t.Helper()
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Skip("perf is not installed (apt-get install linux-perf)")
-	}
-	cmd := exec.Command("perf", append([]string{"record", "-q", "-o", out}, args...)...)
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		s := string(b)
-		if strings.Contains(s, "perf_event_paranoid") || strings.Contains(s, "Permission") || strings.Contains(s, "not supported") {
-			t.Skipf("perf record cannot sample here: %s", firstLine(s))
-		}
-		t.Fatalf("perf record %v: %v\n%s", args, err, b)
-	}
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return l
-}
 
 // perfReportSelf returns each symbol's self share (percent of samples or
 // period) as 'perf report' computes it.
@@ -123,7 +98,7 @@ func buildSplitAs(t *testing.T, name string, flags ...string) string {
 	}
 	out := filepath.Join(t.TempDir(), name)
 	args := append([]string{"-O2", "-g", "-pthread", "-o", out, filepath.Join("testdata", "split.c")}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	return out
@@ -145,7 +120,7 @@ func TestPerfDataFramePointers(t *testing.T) {
 
 	// Rebuild the binary at the same path with its functions elsewhere:
 	// names must still come from the recorded build.
-	if b, err := exec.Command("gcc", "-O0", "-g", "-pthread", "-DB_UNITS=7", "-o", bin, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
+	if b, err := rootCommand("gcc", "-O0", "-g", "-pthread", "-DB_UNITS=7", "-o", bin, filepath.Join("testdata", "split.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	again := runReport(t, data)

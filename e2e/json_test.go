@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -18,11 +18,7 @@ func TestRecordJSONOutputApart(t *testing.T) {
 	dir := t.TempDir()
 	sumPath := filepath.Join(dir, "summary.json")
 	prog := `echo out; echo '{"not": "the summary"}'; exit 3`
-	r := gprof(t, "record", "-q", "--json-output", sumPath, "-o", filepath.Join(dir, "p.json.gz"), "--", "sh", "-c", prog)
-	skipIfNoPerf(t, r)
-	if r.code != 4 {
-		t.Fatalf("exit %d, want 4 (the command failed; its 3 is in the summary): %s", r.code, r.stderr)
-	}
+	r := mustRecordExit(t, 4, "-q", "--json-output", sumPath, "-o", filepath.Join(dir, "p.json.gz"), "--", "sh", "-c", prog).result
 	if want := "out\n{\"not\": \"the summary\"}\n"; r.stdout != want {
 		t.Errorf("stdout %q, want only the command's %q", r.stdout, want)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // Issue 4's acceptance checks: complete stacks without frame pointers, by
 // default, for our own -O2 -fomit-frame-pointer program and for Debian's
@@ -17,7 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gprof-dev/gprof/format/gecko"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -73,28 +72,13 @@ func completeness(t *testing.T, proc *profile.Process, exe string) (float64, int
 	return float64(complete) / float64(total), total
 }
 
-func recordProfile(t *testing.T, args ...string) *profile.Profile {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "p.json.gz")
-	r := gprof(t, append([]string{"record", "-q", "-o", out}, args...)...)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record %v: exit %d: %s", args, r.code, r.stderr)
-	}
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestOmitFramePointerStacks: a multi-threaded -O2 -fomit-frame-pointer
 // program whose hot code is a qsort comparator called back through libc.
 // With default flags at least 99% of stacks are complete; with frame
 // pointers alone they are not, which is why dwarf is the default.
 func TestOmitFramePointerStacks(t *testing.T) {
 	bin := buildC(t, "nofp", "-fomit-frame-pointer")
-	p := recordProfile(t, "--", bin, "2", "0.5")
+	p := mustRecord(t, "-q", "--", bin, "2", "0.5").profile
 	frac, n := completeness(t, p.Processes[0], bin)
 	t.Logf("default (dwarf): %.2f%% of %d stacks complete", 100*frac, n)
 	if frac < 0.99 {
@@ -107,21 +91,12 @@ func TestOmitFramePointerStacks(t *testing.T) {
 		}
 	}
 
-	fp := recordProfile(t, "--call-graph", "fp", "--", bin, "2", "0.3")
+	fp := mustRecord(t, "-q", "--call-graph", "fp", "--", bin, "2", "0.3").profile
 	fpFrac, _ := completeness(t, fp.Processes[0], bin)
 	t.Logf("--call-graph fp: %.2f%% complete", 100*fpFrac)
 	if fpFrac > 0.5 {
 		t.Logf("frame pointers alone gave complete stacks: the fixture no longer exercises CFI")
 	}
-}
-
-func writeTemp(t *testing.T, p *profile.Profile) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "w.json.gz")
-	if err := gecko.WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestDebianBinaryStacks profiles Debian's own xz (stripped, no frame
@@ -141,7 +116,7 @@ func TestDebianBinaryStacks(t *testing.T) {
 	if err := os.WriteFile(in, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := recordProfile(t, "--", xz, "-6", "-T1", "-k", "-f", in)
+	p := mustRecord(t, "-q", "--", xz, "-6", "-T1", "-k", "-f", in).profile
 	var proc *profile.Process
 	for _, pr := range p.Processes {
 		if pr.Name == "xz" {
@@ -164,8 +139,8 @@ func TestSystemBinaryNames(t *testing.T) {
 	if _, err := exec.LookPath("sqlite3"); err != nil {
 		t.Skip("sqlite3 is not installed (./test.sh installs it)")
 	}
-	p := recordProfile(t, "--", "sqlite3", ":memory:",
-		"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000) SELECT sum(x*x % 7) FROM c;")
+	p := mustRecord(t, "-q", "--", "sqlite3", ":memory:",
+		"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1000000) SELECT sum(x*x % 7) FROM c;").profile
 	rep := runReport(t, writeTemp(t, p))
 	if _, ok := findFunc(rep.All.TopTotal, "sqlite3VdbeExec"); !ok {
 		t.Errorf("sqlite3's interpreter loop is not named; top: %v", rep.All.TopSelf)
@@ -195,7 +170,7 @@ func TestPtraceMatchesPerf(t *testing.T) {
 	const threads, seconds, rate = 2, 4.0, 1000
 	want := threads * seconds * rate
 	for _, backend := range []string{"perf", "ptrace"} {
-		p := recordProfile(t, "--backend", backend, "--", bin, strconv.Itoa(threads), fmt.Sprint(seconds))
+		p := mustRecord(t, "-q", "--backend", backend, "--", bin, strconv.Itoa(threads), fmt.Sprint(seconds)).profile
 		rep := runReport(t, writeTemp(t, p))
 		n := float64(rep.Samples)
 		if n < want/2 {

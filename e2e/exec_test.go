@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/gprof-dev/gprof/format/gecko"
 )
 
 // frontEndThread is what the Firefox Profiler keeps of a thread to build
@@ -114,19 +112,12 @@ func TestExecKeepsEveryThreadSelectable(t *testing.T) {
 	out, conv := filepath.Join(dir, "x.json.gz"), filepath.Join(dir, "p.json.gz")
 	spin := `i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done`
 	script := spin + `; (` + spin + `; exec perl -e '1 for 1..2e6'); exec perl -e '1 for 1..2e6'`
-	r := gprof(t, "record", "--json", "-o", out, "--", "sh", "-c", script)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	r := mustRecord(t, "--json", "-o", out, "--", "sh", "-c", script)
 	var sum struct{ Processes int }
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
 		t.Fatalf("record --json: %v\n%s", err, r.stdout)
 	}
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.profile
 	// No pid is reused here, so each repeat of a pid is an exec.
 	execs, seen := 0, map[int]bool{}
 	for _, pr := range p.Processes {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"os/exec"
@@ -41,11 +41,7 @@ func TestPprofOutAgreesWithReport(t *testing.T) {
 	bin := buildC(t, "split")
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "p.json.gz")
-	r := gprof(t, "record", "-q", "-o", rec, "--", bin, "2", "1")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	mustRecord(t, "-q", "-o", rec, "--", bin, "2", "1")
 	pb := filepath.Join(dir, "p.pb.gz")
 	if r := gprof(t, "convert", "--to", "pprof", rec, "-o", pb); r.code != 0 {
 		t.Fatalf("convert --to pprof: exit %d: %s", r.code, r.stderr)
@@ -82,7 +78,7 @@ func TestPprofOutAgreesWithReport(t *testing.T) {
 func TestGoPprofConverts(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gopprof")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/gopprof").CombinedOutput(); err != nil {
+	if out, err := rootCommand("go", "build", "-o", bin, "./testdata/gopprof").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	prof := filepath.Join(dir, "cpu.pprof")

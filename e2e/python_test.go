@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bufio"
@@ -139,17 +139,13 @@ func checkSplit(t *testing.T, out string, script string) {
 // with both Linux backends, launched and attached, split.py's functions
 // show as Python frames with their known shares.
 func TestPythonSplit(t *testing.T) {
-	script, _ := filepath.Abs("testdata/python/split.py")
+	script := repoPath("testdata", "python", "split.py")
 	for minor, py := range pythons(t) {
 		for _, backend := range []string{"perf", "ptrace"} {
 			t.Run(minor+"/"+backend+"/launch", func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "py.json")
 				sum := filepath.Join(t.TempDir(), "sum.json")
-				r := gprof(t, "record", "--backend", backend, "--json-output", sum, "-o", out, "--", py, script, "2")
-				skipIfNoPerf(t, r)
-				if r.code != 0 {
-					t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-				}
+				r := mustRecord(t, "--backend", backend, "--json-output", sum, "-o", out, "--", py, script, "2")
 				t.Log(strings.TrimSpace(r.stderr))
 				skipIfShort(t, sum)
 				checkSplit(t, out, script)
@@ -162,11 +158,7 @@ func TestPythonSplit(t *testing.T) {
 					syscall.Kill(pid, syscall.SIGUSR1)
 				}()
 				sum := filepath.Join(t.TempDir(), "sum.json")
-				r := gprof(t, "record", "--backend", backend, "--json-output", sum, "-p", strconv.Itoa(pid), "-o", out)
-				skipIfNoPerf(t, r)
-				if r.code != 0 {
-					t.Fatalf("record -p: exit %d: %s", r.code, r.stderr)
-				}
+				r := mustRecord(t, "--backend", backend, "--json-output", sum, "-p", strconv.Itoa(pid), "-o", out)
 				cmd.Wait()
 				t.Log(strings.TrimSpace(r.stderr))
 				skipIfShort(t, sum)
@@ -198,7 +190,7 @@ func startPython(t *testing.T, py string, args ...string) (*exec.Cmd, int) {
 // TestPythonCExtension: a Python function calling into hashlib and zlib
 // has the extensions' native frames under its Python frame.
 func TestPythonCExtension(t *testing.T) {
-	script, _ := filepath.Abs("testdata/python/cext.py")
+	script := repoPath("testdata", "python", "cext.py")
 	pys := pythons(t)
 	for _, minor := range []string{"3.8", "3.12"} {
 		py, ok := pys[minor]
@@ -207,15 +199,8 @@ func TestPythonCExtension(t *testing.T) {
 		}
 		t.Run(minor, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "py.json")
-			r := gprof(t, "record", "-o", out, "--", py, script, "2")
-			skipIfNoPerf(t, r)
-			if r.code != 0 {
-				t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-			}
-			p, err := gecko.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := mustRecord(t, "-o", out, "--", py, script, "2")
+			p := r.profile
 			found := map[string]int{}
 			for _, pr := range p.Processes {
 				for _, th := range pr.Threads {
@@ -252,21 +237,14 @@ func TestPythonCExtension(t *testing.T) {
 
 // TestPythonOff: --no-python leaves the interpreter's frames.
 func TestPythonOff(t *testing.T) {
-	script, _ := filepath.Abs("testdata/python/split.py")
+	script := repoPath("testdata", "python", "split.py")
 	py, ok := pythons(t)["3.12"]
 	if !ok {
 		t.Skip("no CPython 3.12")
 	}
 	out := filepath.Join(t.TempDir(), "py.json")
-	r := gprof(t, "record", "--no-python", "-o", out, "--", py, script, "0.3")
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
-	p, err := gecko.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRecord(t, "--no-python", "-o", out, "--", py, script, "0.3")
+	p := r.profile
 	for _, pr := range p.Processes {
 		for _, th := range pr.Threads {
 			for _, f := range th.Frames.Frames {
@@ -286,7 +264,7 @@ func TestPythonOff(t *testing.T) {
 // execs pyenv, which execs python), and with -X perf (3.12+), the Python
 // frames are there.
 func TestPythonShimsAndPerfFlag(t *testing.T) {
-	script, _ := filepath.Abs("testdata/python/split.py")
+	script := repoPath("testdata", "python", "split.py")
 	shim := filepath.Join(pyenvRoot(), "shims", "python")
 	if _, err := os.Stat(shim); err != nil {
 		t.Skip("no pyenv shim")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bufio"
@@ -39,9 +39,9 @@ func TestViewNamesLikeReport(t *testing.T) {
 		bin := filepath.Join(dir, "split")
 		copyFile(t, buildC(t, "split"), bin)
 		out := filepath.Join(dir, "p.json.gz")
-		recordOK(t, "record", "-q", "-o", out, "--", bin, "2", "0.3")
+		mustRecord(t, "-q", "-o", out, "--", bin, "2", "0.3")
 		bare := filepath.Join(dir, "bare.json.gz")
-		recordOK(t, "record", "-q", "--no-symbols", "-o", bare, "--", bin, "1", "0.3")
+		mustRecord(t, "-q", "--no-symbols", "-o", bare, "--", bin, "1", "0.3")
 
 		checkViewNames(t, out, "work_a")
 		checkViewNames(t, bare, "work_a")
@@ -56,11 +56,11 @@ func TestViewNamesLikeReport(t *testing.T) {
 	t.Run("Go", func(t *testing.T) {
 		dir := t.TempDir()
 		bin := filepath.Join(dir, "gohot")
-		if b, err := exec.Command("go", "build", "-o", bin, "./testdata/gohot").CombinedOutput(); err != nil {
+		if b, err := rootCommand("go", "build", "-o", bin, "./testdata/gohot").CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, b)
 		}
 		out := filepath.Join(dir, "g.json.gz")
-		recordOK(t, "record", "-q", "-o", out, "--", bin)
+		mustRecord(t, "-q", "-o", out, "--", bin)
 		checkViewNames(t, out, "main.hot")
 		if err := os.Remove(bin); err != nil {
 			t.Fatal(err)
@@ -75,13 +75,13 @@ func TestViewNamesLikeReport(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "perl.json.gz")
 		// Kernel frames too, where the kernel permits them: system
 		// calls reading /proc.
-		recordOK(t, "record", "-q", "-k", "-o", out, "--", perl, "-e",
+		mustRecord(t, "-q", "-k", "-o", out, "--", perl, "-e",
 			`for (1 .. 300) { open my $f, "<", "/proc/self/status"; my @l = <$f> } my $s = 0; $s += sqrt($_) for 1 .. 2e6; print "$s\n"`)
 		checkViewNames(t, out, "Perl_runops_standard")
 		// Without stored names: perl's from the binary, the kernel's
 		// from /proc/kallsyms.
 		bare := filepath.Join(t.TempDir(), "bare.json.gz")
-		recordOK(t, "record", "-q", "-k", "--no-symbols", "-o", bare, "--", perl, "-e",
+		mustRecord(t, "-q", "-k", "--no-symbols", "-o", bare, "--", perl, "-e",
 			`for (1 .. 300) { open my $f, "<", "/proc/self/status"; my @l = <$f> }`)
 		checkViewNames(t, bare, "main")
 	})
@@ -96,7 +96,7 @@ func TestViewRefusals(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"meta": {"version": 36}, "threads": 7}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	good := filepath.Join("format", "gecko", "testdata", "firefox-v25.json")
+	good := repoPath("format", "gecko", "testdata", "firefox-v25.json")
 	for _, c := range []struct {
 		args []string
 		code int
@@ -198,15 +198,6 @@ func checkSourceAsm(t *testing.T, path, fn string, haveBinary bool) {
 		t.Errorf("/asm/v1 of %s: status %d, %.300v", fn, code, asm)
 	case !haveBinary && code != 404:
 		t.Errorf("/asm/v1 of %s, binary deleted: status %d, want 404", fn, code)
-	}
-}
-
-func recordOK(t *testing.T, args ...string) {
-	t.Helper()
-	r := gprof(t, args...)
-	skipIfNoPerf(t, r)
-	if r.code != 0 {
-		t.Fatalf("%s: exit %d: %s", args[0], r.code, r.stderr)
 	}
 }
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
-	"github.com/gprof-dev/gprof/symbolize"
 )
 
 // TestRecordLaunchMultiThread is issue 2's acceptance check on a launched
@@ -81,7 +81,7 @@ func TestRecordLaunchMultiThread(t *testing.T) {
 	for _, l := range proc.Libs {
 		if l.Path == bin {
 			found = true
-			if want := symbolize.BreakpadID(bid, true); l.BreakpadID != want {
+			if want := objfile.BreakpadID(bid, true); l.BreakpadID != want {
 				t.Errorf("breakpadId %s, want %s", l.BreakpadID, want)
 			}
 			if want := fmt.Sprintf("%x", bid); l.CodeID != want {

@@ -7,7 +7,6 @@ package e2e
 // own binaries; and the ptrace backend agreeing with perf.
 
 import (
-	"debug/elf"
 	"fmt"
 	"math"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -28,11 +28,11 @@ import (
 // symbols, so it works on Debian's stripped binaries.
 func completeness(t *testing.T, proc *profile.Process, exe string) (float64, int) {
 	t.Helper()
-	f, err := elf.Open(exe)
+	f, err := objfile.Open(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := f.Entry
+	entry, _ := f.Entry()
 	f.Close()
 	b, err := symbolize.Open(exe)
 	if err != nil {

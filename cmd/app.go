@@ -118,7 +118,7 @@ func Main(args []string) int {
 	app := App()
 	app.Writer = os.Stdout
 	app.ErrWriter = os.Stderr
-	err := app.Run(interspersed(app, args))
+	err := app.Run(interspersed(app, switchOutputAlone(app, args)))
 	return printError(os.Stderr, err)
 }
 

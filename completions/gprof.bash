@@ -33,7 +33,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--delay|-D|--control|--switch-output|--switch-max-files|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -44,7 +44,7 @@ _gprof() {
             --json-output) __gprof_files; return ;;
             --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     convert)
         case $prev in

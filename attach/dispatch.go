@@ -43,6 +43,8 @@ type Driver struct {
 	// Settle, when set, waits until the backend holds no target thread
 	// suspended and keeps it so (see Settle).
 	Settle func()
+	// Dump, when set, takes every thread's stack once (see Dump).
+	Dump func(DumpOptions, event.Handler) (DumpResult, error)
 	// Control: the backend applies Options.Control's changes itself,
 	// really stopping its sampling while it is off. For the others the
 	// dispatcher applies them and drops what they deliver meanwhile.

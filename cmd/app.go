@@ -76,6 +76,7 @@ gprof convert PROFILE -o OUTPUT
 gprof push --endpoint URL PROFILE...`,
 		Commands: []*cli.Command{
 			recordCommand(),
+			dumpCommand(),
 			convertCommand(),
 			symbolicateCommand(),
 			reportCommand(),

@@ -19,7 +19,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report view diff push setup completion inspect help --help -h --version -v"
+        __gprof_words "record dump convert symbolicate report view diff push setup completion inspect help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -45,6 +45,15 @@ _gprof() {
             --ca-file) __gprof_files; return ;;
         esac
         __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        ;;
+    dump)
+        case $prev in
+            --tid|-t|--timeout|--kill-after|--stack-size|--debuginfod|--symbol-server) return ;;
+            --pid|-p) __gprof_pids; return ;;
+            --output|-o) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        __gprof_words "--pid -p --tid -t --timeout --kill-after --output -o --json --no-python --stack-size --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
     convert)
         case $prev in
@@ -114,7 +123,7 @@ _gprof() {
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff push setup completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record dump convert symbolicate report view diff push setup completion inspect help"; fi
         ;;
     esac
 }

@@ -50,6 +50,7 @@ complete -c gprof -f
 complete -c gprof -n 'not __gprof_command' -s h -l help -d 'show help'
 complete -c gprof -n 'not __gprof_command' -s v -l version -d 'print the version'
 complete -c gprof -n 'not __gprof_command' -a record -d 'sample a command or running processes and write a profile'
+complete -c gprof -n 'not __gprof_command' -a dump -d 'print every thread\'s stack of a process once'
 complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof or OTLP'
 complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
@@ -103,6 +104,19 @@ complete -c gprof -n '__gprof_using record' -l max-request-size -x -d 'split a p
 complete -c gprof -n '__gprof_using record' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using record' -a --
 complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
+
+complete -c gprof -n '__gprof_using dump' -s p -l pid -x -a '(__gprof_pids)' -d 'dump process PID'
+complete -c gprof -n '__gprof_using dump' -s t -l tid -x -d 'dump thread TID of -p PID alone'
+complete -c gprof -n '__gprof_using dump' -l timeout -x -d 'run the command after \'--\''
+complete -c gprof -n '__gprof_using dump' -l kill-after -x -d 'with --timeout, send SIGKILL this DURATION after SIGTERM if the command is still there'
+complete -c gprof -n '__gprof_using dump' -s o -l output -r -F -d 'write the dump to FILE'
+complete -c gprof -n '__gprof_using dump' -l json -d 'the same as --json-output -'
+complete -c gprof -n '__gprof_using dump' -l no-python -d 'leave CPython\'s eval function frames as they are, rather than show the Python functions'
+complete -c gprof -n '__gprof_using dump' -l stack-size -x -d 'bytes of each thread\'s stack to copy'
+complete -c gprof -n '__gprof_using dump' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using dump' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using dump' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
+complete -c gprof -n '__gprof_using dump' -s h -l help -d 'show help'
 
 complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
 complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof otlp' -d 'output FORMAT'
@@ -197,4 +211,4 @@ complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat M
 complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report view diff push setup completion inspect help'
+complete -c gprof -n '__gprof_using help' -a 'record dump convert symbolicate report view diff push setup completion inspect help'

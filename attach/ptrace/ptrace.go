@@ -49,7 +49,7 @@ const (
 // The ptrace backend comes after perf: Auto uses it where perf events are
 // denied.
 func init() {
-	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace, Control: true})
+	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace, Control: true, Dump: dumpStacks})
 }
 
 func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {

@@ -186,9 +186,13 @@ func finishWindows(c *cli.Context, rt *recordTime, res *record.Result, stopped b
 			w.Samples += uint64(th.Samples.Len())
 		}
 	}
-	ph.set("writing the last window")
-	ws.write(w)
-	ph.done()
+	if !w.Empty() || len(ws.list) == 0 {
+		// (A last window with no thread, the targets having exited
+		// before it, is not written; unless it is the only one.)
+		ph.set("writing the last window")
+		ws.write(w)
+		ph.done()
+	}
 	var unsent []string
 	if ws.pusher != nil {
 		ws.pusher.finish()

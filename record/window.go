@@ -209,6 +209,10 @@ func (ww *windower) close(keep bool) *Window {
 		ww.names.learn(p)
 	}
 	nameWaits(p, waits)
+	if !hasThreads(p) {
+		// Nothing ran in it (the targets had exited): no profile.
+		return nil
+	}
 	ww.seq++
 	win := &Window{Profile: p, Seq: ww.seq, Start: start, End: start.Add(time.Duration(end - t0))}
 	for _, pr := range p.Processes {
@@ -460,3 +464,17 @@ func (nc *nameCache) learn(p *profile.Profile) {
 		}
 	}
 }
+
+// hasThreads reports whether p has a thread: a profile without one is no
+// profile to the front-end.
+func hasThreads(p *profile.Profile) bool {
+	for _, pr := range p.Processes {
+		if len(pr.Threads) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether a window has no thread: nothing ran in it.
+func (w Window) Empty() bool { return !hasThreads(w.Profile) }

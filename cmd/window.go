@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,9 +42,9 @@ type switchOutput struct {
 	size   int64         // 0: not by size
 }
 
-// parseSwitchOutput reads --switch-output's value: "signal", a time with
-// its unit (30s, 5m, 1h, 1d, as perf takes them) or a size with its unit
-// (100M, 1G; B, K, M, G).
+// parseSwitchOutput reads --switch-output's value: "signal", a time (30s,
+// 5m, 1h, 1d as perf takes them, or a Go duration such as 500ms or 1m30s)
+// or a size (100M, 1G; B, K, M, G in capitals, as perf takes them).
 func parseSwitchOutput(s string) (switchOutput, error) {
 	var so switchOutput
 	v := strings.TrimSpace(s)
@@ -55,18 +56,8 @@ func parseSwitchOutput(s string) (switchOutput, error) {
 	if v == "" {
 		return so, bad
 	}
-	switch unit := v[len(v)-1]; unit {
-	case 's', 'm', 'h', 'd':
-		n, err := parsePositive(v[:len(v)-1])
-		if err != nil {
-			return so, bad
-		}
-		mult := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[unit]
-		so.every = time.Duration(n * float64(mult))
-		if so.every < 100*time.Millisecond || so.every > maxSeconds {
-			return so, usagef("--switch-output %s is out of range: give 100ms (0.1s) to 366 days", s)
-		}
-	case 'B', 'b', 'K', 'k', 'M', 'G', 'g':
+	switch v[len(v)-1] {
+	case 'B', 'K', 'M', 'G':
 		n, err := parseSize(v)
 		if err != nil {
 			return so, bad
@@ -75,19 +66,24 @@ func parseSwitchOutput(s string) (switchOutput, error) {
 			return so, usagef("--switch-output %s is too small: give at least 64K of profile data a window", s)
 		}
 		so.size = n
+		return so, nil
+	case 'd':
+		n, err := strconv.ParseFloat(v[:len(v)-1], 64)
+		if err != nil || !(n > 0) {
+			return so, bad
+		}
+		so.every = time.Duration(n * float64(24*time.Hour))
 	default:
-		return so, bad
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return so, bad
+		}
+		so.every = d
+	}
+	if so.every < 100*time.Millisecond || so.every > maxSeconds {
+		return so, usagef("--switch-output %s is out of range: give 100ms to 366 days", s)
 	}
 	return so, nil
-}
-
-// parsePositive reads a positive number.
-func parsePositive(s string) (float64, error) {
-	var f float64
-	if _, err := fmt.Sscan(s, &f); err != nil || !(f > 0) {
-		return 0, errors.New("not a positive number")
-	}
-	return f, nil
 }
 
 // switchOutputAlone rewrites record's "--switch-output" given without a

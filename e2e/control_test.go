@@ -542,3 +542,79 @@ func TestRecordWithoutControlUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// The control's snapshot: with --switch-output, the window so far is
+// written before the ack comes; without, the profile so far is written
+// to --output, and recording goes on to the complete one.
+func TestControlSnapshot(t *testing.T) {
+	spin := startSpin(t)
+	pid := strconv.Itoa(spin.Process.Pid)
+	t.Run("windows", func(t *testing.T) {
+		ctl, ack := fifos(t)
+		dir := t.TempDir()
+		out, sumPath := filepath.Join(dir, "p.json.gz"), filepath.Join(dir, "sum.json")
+		g := startGprof(t, nil, "record", "--switch-output", "-o", out, "--json-output", sumPath, "--control", "fifo:"+ctl+","+ack, "-p", pid)
+		c := openController(t, ctl, ack)
+		time.Sleep(1200 * time.Millisecond)
+		if a := c.send(t, "snapshot", 60*time.Second); a != "ack\n" {
+			t.Fatalf("snapshot: %q", a)
+		}
+		if files := windowFiles(t, dir); len(files) != 1 {
+			t.Fatalf("%d window files once snapshot was acked, want 1: %v", len(files), files)
+		}
+		time.Sleep(1200 * time.Millisecond)
+		if a := c.send(t, "stop", 60*time.Second); a != "ack\n" {
+			t.Fatalf("stop: %q", a)
+		}
+		if !g.exited(60*time.Second) || g.cmd.ProcessState.ExitCode() != 0 {
+			skipIfNoBackend(t, g.stderr.String())
+			t.Fatalf("gprof did not end well after stop: %s", g.stderr.String())
+		}
+		sum := readWindowsSummary(t, sumPath)
+		files := windowFiles(t, dir)
+		if len(files) != 2 || len(sum.Windows) != 2 {
+			t.Fatalf("%d window files, %d in the summary, want 2 (the snapshot, then the end)", len(files), len(sum.Windows))
+		}
+		checkWindows(t, files, sum)
+	})
+	t.Run("no windows", func(t *testing.T) {
+		ctl, ack := fifos(t)
+		out := filepath.Join(t.TempDir(), "p.json.gz")
+		g := startGprof(t, nil, "record", "-o", out, "--control", "fifo:"+ctl+","+ack, "-p", pid)
+		c := openController(t, ctl, ack)
+		time.Sleep(1200 * time.Millisecond)
+		if a := c.send(t, "snapshot", 60*time.Second); a != "ack\n" {
+			t.Fatalf("snapshot: %q", a)
+		}
+		snap, err := gecko.ReadFile(out)
+		if err != nil {
+			t.Fatalf("the profile so far, once snapshot was acked: %v", err)
+		}
+		checkFrontEndTracks(t, out)
+		time.Sleep(1200 * time.Millisecond)
+		if a := c.send(t, "stop", 60*time.Second); a != "ack\n" {
+			t.Fatalf("stop: %q", a)
+		}
+		if !g.exited(60*time.Second) || g.cmd.ProcessState.ExitCode() != 0 {
+			skipIfNoBackend(t, g.stderr.String())
+			t.Fatalf("gprof did not end well after stop: %s", g.stderr.String())
+		}
+		final, err := gecko.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(p *profile.Profile) int {
+			n := 0
+			for _, c := range samplesByTid(p) {
+				n += c
+			}
+			return n
+		}
+		ns, nf := count(snap), count(final)
+		t.Logf("snapshot: %d samples over %.2f s; final: %d over %.2f s", ns, float64(snap.Meta.Duration)/1e9, nf, float64(final.Meta.Duration)/1e9)
+		if ns == 0 || nf <= ns || final.Meta.Duration <= snap.Meta.Duration {
+			t.Errorf("the snapshot (%d samples) is not a part of the final profile (%d samples)", ns, nf)
+		}
+	})
+	assertUnharmed(t, spin.Process.Pid)
+}

@@ -58,7 +58,7 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 			}
 			name := clean(f.Name)
 			if f.Lib != "" {
-				name += "  [" + clean(f.Lib) + "]"
+				name += "  " + report.LibLabel(clean(f.Lib))
 			}
 			fmt.Fprintf(b, "  %-22s %-22s %s\n", share(f.SelfShare), share(f.TotalShare), name)
 		}

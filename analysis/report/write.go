@@ -282,11 +282,7 @@ func location(f Function) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		if lib := printable(f.Lib); strings.HasPrefix(lib, "[") {
-			b.WriteString(lib) // already bracketed: [vdso], [kernel.kallsyms]
-		} else {
-			b.WriteString("[" + lib + "]")
-		}
+		b.WriteString(LibLabel(printable(f.Lib)))
 	}
 	return b.String()
 }

@@ -39,6 +39,9 @@ func File(path string) (*profile.Profile, Kind, error) {
 		return nil, "", err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, "", fmt.Errorf("%s: %w", path, notProfile("a directory"))
+	}
 	p, k, err := Reader(f)
 	if err != nil {
 		return nil, k, fmt.Errorf("%s: %w", path, err)
@@ -53,7 +56,9 @@ func File(path string) (*profile.Profile, Kind, error) {
 // package, which the recorder's own output goes through, imports no
 // recorder.
 type Importer struct {
-	Kind  Kind
+	Kind Kind
+	// Name is how messages name the format ("ETL"); Kind when empty.
+	Name  string
 	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
 	Read  func(r io.Reader, info FileInfo) (*profile.Profile, error)
 }
@@ -81,6 +86,7 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 	var (
 		src  io.Reader = br
 		head []byte
+		gz   bool
 	)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		// Keep the compressed bytes the sniffing reads, to give them
@@ -88,11 +94,12 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 		var seen bytes.Buffer
 		zr, err := gzip.NewReader(io.TeeReader(br, &seen))
 		if err != nil {
-			return nil, "", fmt.Errorf("not a valid gzip file: %w", err)
+			return nil, "", notProfile(gzipFound(err))
 		}
+		gz = true
 		head, err = io.ReadAll(io.LimitReader(zr, sniffSize))
 		if err != nil && len(head) == 0 {
-			return nil, "", fmt.Errorf("cannot read: %w", err)
+			return nil, "", notProfile(gzipFound(err))
 		}
 		src = io.MultiReader(&seen, br)
 	} else {
@@ -102,8 +109,15 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 			return nil, "", fmt.Errorf("cannot read: %w", err)
 		}
 	}
+	// found says what the file holds when no reader takes it.
+	found := func(what string) error {
+		if gz {
+			what = "gzip data holding " + what
+		}
+		return notProfile(what)
+	}
 	if len(bytes.TrimSpace(head)) == 0 {
-		return nil, "", errors.New("empty file, not a profile")
+		return nil, "", found(describe(head))
 	}
 	for _, im := range importers {
 		if im.Sniff(head) {
@@ -117,14 +131,25 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 			return p, im.Kind, err
 		}
 	}
-	if pprof.Sniff(head) {
+	if !startsJSON(head) {
+		if isText(head) || !pprof.Sniff(head) {
+			return nil, "", found(describe(head))
+		}
 		p, err := pprof.Read(src)
 		return p, PProf, err
 	}
+	kind, read := Gecko, gecko.Read
 	if bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) {
-		p, err := processed.Read(src)
-		return p, Processed, err
+		kind, read = Processed, processed.Read
 	}
-	p, err := gecko.Read(src)
-	return p, Gecko, err
+	p, err := read(src)
+	if err != nil {
+		// JSON, but no profile's: say what it holds rather than where
+		// a profile's reader first stumbled over it.
+		if what := describeJSON(head); what != "" {
+			return nil, "", found(what)
+		}
+		return nil, kind, err
+	}
+	return p, kind, nil
 }

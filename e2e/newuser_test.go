@@ -75,3 +75,66 @@ func TestPythonRecordingIsCPUTime(t *testing.T) {
 		}
 	}
 }
+
+// A diff rule says what it measured, and the function it broke is listed
+// where the rule looked: issue 29's 'total:jsoner>+5pp' failed on jsoner's
+// total share while the text listed jsoner under Improvements by its self
+// share. Here the new program runs jsoner on a bigger object (more of its
+// time in json's C code, so its own self share shrinks) and its other
+// threads a fifth as long (so its total share grows).
+func TestDiffRuleListsWhereItLooks(t *testing.T) {
+	py := python312(t)
+	base := mustRecord(t, "--", py, threesScript(), "0.5")
+	next := mustRecord(t, "--", py, threesScript(), "0.5", "new")
+	r := gprof(t, "diff", "--top", "-1", "--fail-if", "total:jsoner>+5pp", base.out, next.out)
+	t.Logf("gprof diff:\n%s", r.stdout)
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3 (the rule broken): %s", r.code, r.stderr)
+	}
+	reg, rest, _ := strings.Cut(r.stdout, "Improvements")
+	imp, rules, _ := strings.Cut(rest, "Rules:")
+	if !strings.Contains(reg, "jsoner  [python]  ← breaks total:jsoner>+5pp") {
+		t.Errorf("jsoner is not listed under Regressions as the rule's")
+	}
+	if strings.Contains(imp, " jsoner  [python]") {
+		t.Errorf("jsoner is listed under Improvements")
+	}
+	if !strings.Contains(rules, "FAIL total:jsoner>+5pp: jsoner total share +") {
+		t.Errorf("the rule's line does not show jsoner's total share")
+	}
+	js := gprof(t, "diff", "--json", "--fail-if", "total:jsoner>+5pp", base.out, next.out)
+	var res struct {
+		Functions []struct {
+			Name  string `json:"name"`
+			Total struct {
+				Delta, Noise float64
+			} `json:"total_pct"`
+		} `json:"functions"`
+		Rules []struct {
+			Broken  []string `json:"broken"`
+			Measure string   `json:"measure"`
+			Changes []struct {
+				Name    string `json:"name"`
+				Verdict string `json:"verdict"`
+				Change  struct {
+					Delta float64 `json:"delta"`
+				} `json:"change"`
+			} `json:"changes"`
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &res); err != nil || js.code != 3 {
+		t.Fatalf("diff --json: exit %d, %v", js.code, err)
+	}
+	rule := res.Rules[0]
+	if rule.Measure != "total_pct" || len(rule.Changes) != 1 || rule.Changes[0].Name != "jsoner" || rule.Changes[0].Verdict != "broken" || len(rule.Broken) != 1 {
+		t.Errorf("rules[0] %+v", rule)
+	}
+	for _, f := range res.Functions {
+		if f.Name == "jsoner" {
+			margin(t, "jsoner's total share change over 3 noise", f.Total.Delta/(3*f.Total.Noise), 1)
+			if len(rule.Changes) > 0 && f.Total.Delta != rule.Changes[0].Change.Delta {
+				t.Errorf("the rule's change %v is not jsoner's total %v", rule.Changes[0].Change.Delta, f.Total.Delta)
+			}
+		}
+	}
+}

@@ -278,6 +278,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		out.SymbolicatedAddresses = st.Resolved
 		out.RejectedDebugFiles = st.RejectedDebugFiles()
+		if msg := unnamedJIT(prof); msg != "" && opts.Attach.Notice != nil {
+			opts.Attach.Notice(msg)
+		}
 	}
 	nameWaits(prof, b.waits)
 	return out, nil

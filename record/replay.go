@@ -73,6 +73,9 @@ func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 		if _, err := libs.symbolize(prof); err != nil && opts.Notice != nil {
 			opts.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
 		}
+		if msg := unnamedJIT(prof); msg != "" && opts.Notice != nil {
+			opts.Notice(msg)
+		}
 	}
 	return prof
 }

@@ -64,9 +64,8 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 			imp = append(imp, f)
 		}
 	}
-	nBroken := len(broken)
-	reg = append(broken, reg...)
-	list := func(title string, fs []Func) {
+	// list prints fs, the first keep of them whatever --top says.
+	list := func(title string, fs []Func, keep int) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		if len(fs) == 0 {
 			b.WriteString("  none beyond the noise\n")
@@ -74,8 +73,7 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 		}
 		fmt.Fprintf(b, "  %-22s %-22s %s\n", "self share (pp)", "total share (pp)", "function")
 		for i, f := range fs {
-			// Rows a rule broke are always shown.
-			if top >= 0 && i >= max(top, nBroken) {
+			if top >= 0 && i >= max(top, keep) {
 				fmt.Fprintf(b, "  … %d more (--top)\n", len(fs)-i)
 				break
 			}
@@ -93,9 +91,9 @@ func WriteText(w io.Writer, res Result, top int, clean func(string) string) erro
 	if res.By == report.ByCPU {
 		of = "CPU time"
 	}
-	list("Regressions (share of "+of+" grew):", reg)
-	nBroken = 0
-	list("Improvements (share of "+of+" shrank):", imp)
+	// Rows a rule broke are always shown.
+	list("Regressions (share of "+of+" grew):", append(broken, reg...), len(broken))
+	list("Improvements (share of "+of+" shrank):", imp, 0)
 	groupList := func(title string, gs []Group) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		for i, g := range gs {

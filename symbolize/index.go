@@ -300,13 +300,13 @@ func (ix *index) unnamedFunc(pc uint64) []Frame {
 		return nil
 	}
 	rel := start - ix.base
-	return []Frame{{Function: UnnamedPrefix + strconv.FormatUint(rel, 16), FuncAddr: rel, FuncSize: end - start}}
+	return []Frame{{Function: unnamedPrefix + strconv.FormatUint(rel, 16), FuncAddr: rel, FuncSize: end - start}}
 }
 
-// UnnamedPrefix starts the name of a function its binary does not name
+// unnamedPrefix starts the name of a function its binary does not name
 // (unnamedFunc), followed by its lib-relative start in hex, as
 // disassemblers name such functions.
-const UnnamedPrefix = "sub_"
+const unnamedPrefix = "sub_"
 
 // newDWARFIndex lists the compilation units and the address ranges they
 // cover; their contents are read on demand.

@@ -39,3 +39,48 @@ func TestFuncBoundsAgainstSymbols(t *testing.T) {
 	}
 	t.Skip("none of the libraries is here")
 }
+
+// ehFrame builds a small .eh_frame at address addr: one CIE and an FDE
+// for [start, start+size), pc-relative as linkers write them.
+func ehFrame(addr, start, size uint64) []byte {
+	le32 := func(b []byte, v uint32) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24)) }
+	cie := []byte{0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 0x07, 0x08, 0, 0}
+	b := le32(nil, uint32(len(cie)))
+	b = append(b, cie...)
+	fdeAt := len(b)
+	body := le32(nil, uint32(fdeAt+4)) // back to the CIE
+	pcAt := uint64(fdeAt + 8)
+	body = le32(body, uint32(start-(addr+pcAt)))
+	body = le32(body, uint32(size))
+	body = append(body, 0, 0, 0, 0)
+	b = le32(b, uint32(len(body)))
+	b = append(b, body...)
+	return le32(b, 0)
+}
+
+func TestFuncBoundsSynthetic(t *testing.T) {
+	s := cfiSection{data: ehFrame(0x2000, 0x1000, 0x40), addr: 0x2000, eh: true}
+	s.buildIndex()
+	b := &FuncBounds{eh: s, hasEH: true}
+	if start, end, ok := b.Find(0x1010); !ok || start != 0x1000 || end != 0x1040 {
+		t.Errorf("Find(0x1010) = %#x, %#x, %v", start, end, ok)
+	}
+	if _, _, ok := b.Find(0x1040); ok {
+		t.Errorf("0x1040, past the function, is in it")
+	}
+}
+
+// FuzzFuncBounds: no .eh_frame, however damaged, makes finding a
+// function panic or loop.
+func FuzzFuncBounds(f *testing.F) {
+	f.Add(ehFrame(0x2000, 0x1000, 0x40), uint64(0x1010))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, pc uint64) {
+		s := cfiSection{data: data, addr: 0x2000, eh: true}
+		s.buildIndex()
+		b := &FuncBounds{eh: s, hasEH: true}
+		if start, end, ok := b.Find(pc); ok && !(start <= pc && pc < end) {
+			t.Fatalf("Find(%#x) = [%#x, %#x)", pc, start, end)
+		}
+	})
+}

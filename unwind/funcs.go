@@ -14,10 +14,14 @@ type FuncBounds struct {
 	hasDbg  bool
 }
 
-// NewFuncBounds reads f's call frame information; a file without any
-// gives a FuncBounds that finds nothing.
+// NewFuncBounds reads f's call frame information; a file without any,
+// or none (nil: symbols from a PDB alone), gives a FuncBounds that finds
+// nothing.
 func NewFuncBounds(f *objfile.File) *FuncBounds {
 	b := &FuncBounds{}
+	if f == nil {
+		return b
+	}
 	if s := f.Section(".eh_frame"); s != nil && s.InFile() {
 		if data, err := s.Data(); err == nil && len(data) > 0 {
 			b.eh, b.hasEH = cfiSection{data: data, addr: s.Addr, eh: true}, true

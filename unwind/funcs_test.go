@@ -84,3 +84,11 @@ func FuzzFuncBounds(f *testing.F) {
 		}
 	})
 }
+
+// An object with no file of its own (symbols from a PDB alone) has no call
+// frame information: its FuncBounds finds nothing rather than crashing.
+func TestFuncBoundsNoFile(t *testing.T) {
+	if _, _, ok := NewFuncBounds(nil).Find(0x1010); ok {
+		t.Error("FuncBounds of no file found a function")
+	}
+}

@@ -139,3 +139,24 @@ func TestNotAProfileSaysWhatItFound(t *testing.T) {
 		t.Errorf("an output was written")
 	}
 }
+
+// inspect reads binaries, not profiles: a file of another kind gets the
+// same kind of line, what inspect expected and what it found.
+func TestInspectSaysWhatItFound(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, body, found string }{
+		{"big.txt", strings.Repeat("garbage line\n", 1000), `a text file starting "garbage line"`},
+		{"empty", "", "an empty file"},
+		{"pic.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := path + ": expected a program, shared library or object file (ELF, Mach-O or PE) or a PDB, found " + c.found
+		_, errOut, code := runCLI(t, "inspect", path)
+		if code != ExitError || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("gprof inspect %s: exit %d, stderr %q, want %q", c.name, code, errOut, want)
+		}
+	}
+}

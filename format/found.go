@@ -55,6 +55,14 @@ func describe(head []byte) string {
 		return "xz data (gprof reads gzip-compressed profiles only)"
 	case bytes.HasPrefix(head, []byte("\x28\xb5\x2f\xfd")):
 		return "zstd data (gprof reads gzip-compressed profiles only)"
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "a PNG image"
+	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		return "a JPEG image"
+	case bytes.HasPrefix(head, []byte("%PDF-")):
+		return "a PDF document"
+	case bytes.HasPrefix(head, []byte("\x1f\x8b")):
+		return "gzip data"
 	case isText(head):
 		line, _, _ := bytes.Cut(bytes.TrimLeft(head, " \t\r\n\f\ufeff"), []byte("\n"))
 		s := strings.TrimSpace(string(line))
@@ -66,6 +74,12 @@ func describe(head []byte) string {
 	n := min(len(head), 8)
 	return "binary data starting " + strings.TrimSpace(fmt.Sprintf("% x", head[:n]))
 }
+
+// Describe says in a few words what a file that starts with head holds,
+// for a command that expected something else: "a text file starting
+// \"...\"", "a PNG image", "an empty file". Give it the file's first
+// 512 bytes or more.
+func Describe(head []byte) string { return describe(head) }
 
 // textSniff is how much of a file isText looks at.
 const textSniff = 512
@@ -173,6 +187,13 @@ func skipValue(d *json.Decoder) error {
 			return nil
 		}
 	}
+}
+
+// cutShort is Reader's line for a gzip-compressed profile whose
+// compressed stream ends early: a recording stopped while writing, or a
+// partial copy. n is the compressed bytes there are.
+func cutShort(n int64) error {
+	return fmt.Errorf("expected a whole profile (%s), found gzip data cut short after %d bytes: the file is incomplete (a partial copy, or a recording stopped while writing)", expectedKinds(), n)
 }
 
 // gzipFound says what a gzip stream's failure to decompress found.

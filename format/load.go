@@ -82,11 +82,13 @@ func Register(im Importer) { importers = append(importers, im) }
 // so that it bounds what it holds by the size of the file, not of what it
 // was handed (see format/internal/limit).
 func Reader(r io.Reader) (*profile.Profile, Kind, error) {
-	br := bufio.NewReaderSize(r, sniffSize)
+	cr := &countReader{r: r}
+	br := bufio.NewReaderSize(cr, sniffSize)
 	var (
 		src  io.Reader = br
 		head []byte
 		gz   bool
+		cut  bool // the gzip stream ends within the sniffed head
 	)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		// Keep the compressed bytes the sniffing reads, to give them
@@ -101,6 +103,7 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 		if err != nil && len(head) == 0 {
 			return nil, "", notProfile(gzipFound(err))
 		}
+		cut = errors.Is(err, io.ErrUnexpectedEOF)
 		src = io.MultiReader(&seen, br)
 	} else {
 		var err error
@@ -119,6 +122,11 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 	if len(bytes.TrimSpace(head)) == 0 {
 		return nil, "", found(describe(head))
 	}
+	if cut && (startsJSON(head) && describeJSON(head) == "" || !isText(head) && pprof.Sniff(head)) {
+		// A profile, but not all of it: say so rather than where its
+		// reader ran out of input.
+		return nil, "", cutShort(cr.n)
+	}
 	for _, im := range importers {
 		if im.Sniff(head) {
 			var info FileInfo
@@ -128,6 +136,9 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 				}
 			}
 			p, err := im.Read(src, info)
+			if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, im.Kind, cutShort(cr.n)
+			}
 			return p, im.Kind, err
 		}
 	}
@@ -136,6 +147,9 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 			return nil, "", found(describe(head))
 		}
 		p, err := pprof.Read(src)
+		if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, PProf, cutShort(cr.n)
+		}
 		return p, PProf, err
 	}
 	kind, read := Gecko, gecko.Read
@@ -149,7 +163,23 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 		if what := describeJSON(head); what != "" {
 			return nil, "", found(what)
 		}
+		if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, kind, cutShort(cr.n)
+		}
 		return nil, kind, err
 	}
 	return p, kind, nil
+}
+
+// countReader counts the bytes read through it: the size of a file read
+// to its end.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ func TestReaderSaysWhatItFound(t *testing.T) {
 		{"JSON array", []byte(`[{"a": 1}]`), "JSON that is not a profile (an array)", ""},
 		{"not JSON after all", []byte(`{garbage`), `a text file starting "{garbage"`, ""},
 		{"binary", []byte{0x02, 0x00, 0xff, 0xfe, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60}, "binary data starting 02 00 ff fe 10 20 30 40", ""},
+		{"PNG", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "a PNG image", ""},
 		{"ELF", append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...), "an ELF file (a program or library: 'gprof record -- PROGRAM' profiles it)", ""},
 		{"gzipped text", gz(text), `gzip data holding a text file starting "garbage line 1"`, ""},
 		{"gzipped JSON", gz([]byte(`{"x": 1}`)), `gzip data holding JSON that is not a profile (top-level keys "x")`, ""},
@@ -57,6 +59,30 @@ func TestReaderSaysWhatItFound(t *testing.T) {
 		}
 		if want := "expected a profile (" + expectedKinds() + "), found " + tc.found; msg != want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.what, msg, want)
+		}
+	}
+}
+
+// A gzipped profile cut short (a partial copy, a recording stopped while
+// writing) is named so, with its size, rather than by where its reader ran
+// out of input: within the head Reader sniffs, and past it (a profile
+// whose JSON is bigger than sniffSize), Gecko and processed alike.
+func TestReaderCutShort(t *testing.T) {
+	pad := strings.Repeat("x", 2*sniffSize)
+	for _, tc := range []struct {
+		what string
+		json string
+	}{
+		{"small Gecko", `{"meta":{"version":36,"startTime":1,"interval":1,"categories":[{"name":"Other","color":"grey"}]},"libs":[],"threads":[],"processes":[]}`},
+		{"big Gecko", `{"meta":{"version":36,"startTime":1,"interval":1,"product":"` + pad + `","categories":[{"name":"Other","color":"grey"}]},"libs":[],"threads":[],"processes":[]}`},
+		{"big processed", `{"meta":{"version":36,"preprocessedProfileVersion":48,"startTime":1,"interval":1,"product":"` + pad + `"},"libs":[],"threads":[]}`},
+	} {
+		z := gz([]byte(tc.json))
+		in := z[:len(z)*2/3]
+		_, _, err := Reader(bytes.NewReader(in))
+		want := fmt.Sprintf("expected a whole profile (%s), found gzip data cut short after %d bytes", expectedKinds(), len(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v\nwant %q…", tc.what, err, want)
 		}
 	}
 }

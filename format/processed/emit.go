@@ -536,13 +536,13 @@ func (b *builder) writeShared(j *jsonWriter) {
 }
 
 func (b *builder) stackTable() func(*jsonWriter) {
-	n := len(b.sFrame)
+	st := &b.stacks
 	return object(
-		field{"length", number(n)},
-		field{"frame", ints(b.sFrame)},
+		field{"length", number(st.Len())},
+		field{"frame", ints(st.Frame)},
 		// How far back the prefix stack is; 0 for a root.
-		field{"prefixOffset", computed(len(b.sPrefix), func(j *jsonWriter, i int) {
-			if p := b.sPrefix[i]; p < 0 {
+		field{"prefixOffset", computed(len(st.Prefix), func(j *jsonWriter, i int) {
+			if p := st.Prefix[i]; p < 0 {
 				j.int(0)
 			} else {
 				j.int(int64(int32(i) - p))

@@ -43,8 +43,7 @@ func (c *Collector) Handle(e event.Event) {
 			r := *e.Regs
 			s.Regs = &r
 		}
-		c.Samples = append(c.Samples, s)
-		c.Events = append(c.Events, &s)
+		add(c, &c.Samples, s)
 	case *event.Map:
 		m := *e
 		m.BuildID = slices.Clone(e.BuildID)
@@ -52,34 +51,30 @@ func (c *Collector) Handle(e event.Event) {
 			im := *e.Image
 			m.Image = &im
 		}
-		c.Maps = append(c.Maps, m)
-		c.Events = append(c.Events, &m)
+		add(c, &c.Maps, m)
 	case *event.Unmap:
-		u := *e
-		c.Unmaps = append(c.Unmaps, u)
-		c.Events = append(c.Events, &u)
+		add(c, &c.Unmaps, *e)
 	case *event.Comm:
 		cm := *e
 		cm.Argv = slices.Clone(e.Argv)
-		c.Comms = append(c.Comms, cm)
-		c.Events = append(c.Events, &cm)
+		add(c, &c.Comms, cm)
 	case *event.Fork:
-		f := *e
-		c.Forks = append(c.Forks, f)
-		c.Events = append(c.Events, &f)
+		add(c, &c.Forks, *e)
 	case *event.Exit:
-		x := *e
-		c.Exits = append(c.Exits, x)
-		c.Events = append(c.Events, &x)
+		add(c, &c.Exits, *e)
 	case *event.Switch:
-		sw := *e
-		c.Switches = append(c.Switches, sw)
-		c.Events = append(c.Events, &sw)
+		add(c, &c.Switches, *e)
 	case *event.Lost:
+		c.Lost += e.Count
 		l := *e
-		c.Lost += l.Count
 		c.Events = append(c.Events, &l)
 	}
+}
+
+// add appends e, a copy of an event, to its kind's list and to Events.
+func add[T any](c *Collector, list *[]T, e T) {
+	*list = append(*list, e)
+	c.Events = append(c.Events, any(&e).(event.Event))
 }
 
 // Reset forgets every event collected so far, so that a test can look at

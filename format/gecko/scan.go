@@ -382,20 +382,26 @@ func (s *scanner) slowString() []byte {
 func (s *scanner) hex4(i int) rune {
 	var r rune
 	for j := i; j < i+4; j++ {
-		c := s.buf[j]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			s.failAt(j, "invalid character %s in \\u hexadecimal character escape", quoteChar(c))
+		d, ok := unhex(s.buf[j])
+		if !ok {
+			s.failAt(j, "invalid character %s in \\u hexadecimal character escape", quoteChar(s.buf[j]))
 		}
-		r = r<<4 | rune(c)
+		r = r<<4 | rune(d)
 	}
 	return r
+}
+
+// unhex returns the value of hexadecimal digit c, of either case.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func (s *scanner) string() string { return string(s.stringBytes()) }

@@ -47,6 +47,10 @@ func (e *syntaxError) Error() string {
 	if errors.As(e.err, new(*limit.Error)) {
 		return e.err.Error() // says what is wrong with the whole file
 	}
+	if errors.Is(e.err, io.ErrUnexpectedEOF) {
+		// Kept in the chain, so that callers can tell a file cut short.
+		return fmt.Sprintf("unexpected end of compressed input at byte %d", e.off)
+	}
 	if e.err != nil {
 		return fmt.Sprintf("%v at byte %d", e.err, e.off)
 	}
@@ -118,9 +122,6 @@ func (s *scanner) fill(keep int) (shift int, ok bool) {
 			if err == io.EOF {
 				s.eof = true
 				return keep, n > 0
-			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				err = errors.New("unexpected end of compressed input")
 			}
 			panic(&syntaxError{err: err, off: s.base + int64(s.end)})
 		}

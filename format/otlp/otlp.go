@@ -94,7 +94,7 @@ func Build(p *profile.Profile, o Options) *Request {
 		b.start = p.Meta.StartTime.UnixNano()
 	}
 	periodType := "cpu"
-	if OffCPU(p) {
+	if p.OffCPU() {
 		periodType = "wall"
 	}
 	b.period = &ValueType{TypeStrindex: b.str(periodType), UnitStrindex: b.str("nanoseconds")}
@@ -108,17 +108,6 @@ func Build(p *profile.Profile, o Options) *Request {
 		}
 	}
 	return out
-}
-
-// OffCPU says whether p was recorded with off-CPU samples (its categories
-// are those of such a recording), whose samples count wall-clock time.
-func OffCPU(p *profile.Profile) bool {
-	for _, c := range p.Meta.Categories {
-		if c.Name == "Idle" {
-			return true
-		}
-	}
-	return false
 }
 
 // WriteFile writes the request to path, atomically: OTLP JSON when the

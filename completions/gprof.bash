@@ -19,7 +19,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record dump convert symbolicate report view diff push setup completion inspect help --help -h --version -v"
+        __gprof_words "record report view diff dump convert symbolicate push inspect setup completion help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -45,6 +45,33 @@ _gprof() {
             --ca-file) __gprof_files; return ;;
         esac
         __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        ;;
+    report)
+        case $prev in
+            --top|-n|--by|--limit|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
+            --format) __gprof_words "text json collapsed"; return ;;
+            --output|-o) __gprof_files; return ;;
+            --json-output) __gprof_files; return ;;
+            --pid) __gprof_pids; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --limit --all --no-inline --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
+        ;;
+    view)
+        case $prev in
+            --address|--port|--profiler-url|--debuginfod|--symbol-server) return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
+        ;;
+    diff)
+        case $prev in
+            --fail-if|--top|-n|--profiler-url|--by|--debuginfod|--symbol-server) return ;;
+            --base) __gprof_files; return ;;
+            --new) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
     dump)
         case $prev in
@@ -74,33 +101,6 @@ _gprof() {
         esac
         if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
-    report)
-        case $prev in
-            --top|-n|--by|--limit|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
-            --format) __gprof_words "text json collapsed"; return ;;
-            --output|-o) __gprof_files; return ;;
-            --json-output) __gprof_files; return ;;
-            --pid) __gprof_pids; return ;;
-            --symbol-dir) __gprof_dirs; return ;;
-        esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --limit --all --no-inline --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
-        ;;
-    view)
-        case $prev in
-            --address|--port|--profiler-url|--debuginfod|--symbol-server) return ;;
-            --symbol-dir) __gprof_dirs; return ;;
-        esac
-        if [[ $cur == -* ]]; then __gprof_words "--no-open --address --port --allow-remote --profiler-url --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
-        ;;
-    diff)
-        case $prev in
-            --fail-if|--top|-n|--profiler-url|--by|--debuginfod|--symbol-server) return ;;
-            --base) __gprof_files; return ;;
-            --new) __gprof_files; return ;;
-            --symbol-dir) __gprof_dirs; return ;;
-        esac
-        __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
-        ;;
     push)
         case $prev in
             --endpoint|--service-name|--label|--header|--timeout|--max-request-size|--debuginfod|--symbol-server) return ;;
@@ -109,12 +109,6 @@ _gprof() {
         esac
         if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --debuginfod --symbol-server --quiet -q --help -h"; else __gprof_files; fi
         ;;
-    setup)
-        __gprof_words "--help -h"
-        ;;
-    completion)
-        if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
-        ;;
     inspect)
         case $prev in
             --arch) return ;;
@@ -122,8 +116,14 @@ _gprof() {
         esac
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
+    setup)
+        __gprof_words "--help -h"
+        ;;
+    completion)
+        if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
+        ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record dump convert symbolicate report view diff push setup completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record report view diff dump convert symbolicate push inspect setup completion help"; fi
         ;;
     esac
 }

@@ -43,6 +43,12 @@ type Driver struct {
 	// Settle, when set, waits until the backend holds no target thread
 	// suspended and keeps it so (see Settle).
 	Settle func()
+	// Dump, when set, takes every thread's stack once (see Dump).
+	Dump func(DumpOptions, event.Handler) (DumpResult, error)
+	// Control: the backend applies Options.Control's changes itself,
+	// really stopping its sampling while it is off. For the others the
+	// dispatcher applies them and drops what they deliver meanwhile.
+	Control bool
 }
 
 var (
@@ -189,8 +195,12 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 	if notify == nil {
 		notify = func(string) {}
 	}
+	if c := opts.Control; c != nil {
+		h = controlled(c, h)
+		defer c.Ended()
+	}
 	for i, d := range tries {
-		res, err := d.Start(ctx, opts, h)
+		res, err := start(ctx, d, opts, h)
 		var ue *unavailableError
 		if !errors.As(err, &ue) {
 			return res, err
@@ -204,4 +214,15 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 		notify(fmt.Sprintf("%s are not available (%s); using the %s backend", ue.what, ue.why, tries[i+1].Name))
 	}
 	panic("unreachable")
+}
+
+// start runs backend d; a backend that cannot apply a Control itself has
+// its changes applied at once while it runs.
+func start(ctx context.Context, d Driver, opts Options, h event.Handler) (Result, error) {
+	if opts.Control != nil && !d.Control {
+		stop := make(chan struct{})
+		defer close(stop)
+		go applyAtOnce(opts.Control, stop)
+	}
+	return d.Start(ctx, opts, h)
 }

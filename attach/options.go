@@ -57,6 +57,9 @@ type Options struct {
 	Interp func(pid, tid int, mem Memory) any
 	// Backend is the backend to use; Auto picks the best one available.
 	Backend Backend
+	// Control, when set, turns sampling off and on during the recording
+	// (see Control); nil samples from start to end.
+	Control *Control
 	// Notice receives one-line, human-readable notices (fallbacks, lost
 	// data); nil discards them.
 	Notice func(string)

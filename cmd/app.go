@@ -75,6 +75,7 @@ Note: GNU binutils installs an unrelated program also called gprof
 			reportCommand(),
 			viewCommand(),
 			diffCommand(),
+			dumpCommand(),
 			convertCommand(),
 			symbolicateCommand(),
 			pushCommand(),
@@ -155,7 +156,7 @@ func Main(args []string) int {
 	app := App()
 	app.Writer = os.Stdout
 	app.ErrWriter = os.Stderr
-	err := app.Run(interspersed(app, args))
+	err := app.Run(interspersed(app, switchOutputAlone(app, args)))
 	return printError(os.Stderr, err)
 }
 

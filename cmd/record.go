@@ -121,9 +121,10 @@ Examples:
 	}
 }
 
-// recordFlags are record's flags: its own, then those of --push.
+// recordFlags are record's flags: its own, those of its control in time,
+// then those of --push.
 func recordFlags(own []cli.Flag) []cli.Flag {
-	return append(append(own, otlpFlags()...), sendFlags("push-timeout")...)
+	return append(append(append(own, recordTimeFlags()...), otlpFlags()...), sendFlags("push-timeout")...)
 }
 
 // recordSummary is what --json-output writes; field names are a stable
@@ -174,6 +175,19 @@ type recordSummary struct {
 	// not be read, or was not the sample's). Absent without Python.
 	PythonSamples *uint64 `json:"python_samples,omitempty"`
 	PythonUnread  *uint64 `json:"python_unread,omitempty"`
+	// PausedRanges are the stretches with sampling off (-D, --control),
+	// in seconds from the start of the (last window's) profile; EndSec
+	// is null while sampling was still off at the end.
+	PausedRanges []pausedSummary `json:"paused_ranges,omitempty"`
+	// Windows are the files of --switch-output, oldest first; Output is
+	// then the last one and Samples counts those of every window.
+	Windows []*windowSummary `json:"windows,omitempty"`
+}
+
+// pausedSummary is a stretch with sampling off, in the summary.
+type pausedSummary struct {
+	StartSec float64  `json:"start_s"`
+	EndSec   *float64 `json:"end_s"`
 }
 
 // fetchedFile is a debug file a server sent: where from, where it is
@@ -231,6 +245,9 @@ func runRecord(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
+	// A --control "stop" ends the recording as Ctrl-C does.
+	ctx, stopRecording := context.WithCancel(ctx)
+	defer stopRecording()
 
 	// A launched command inherits gprof's terminal, so its status line is
 	// pinned to the bottom row, out of the way of the command's output.
@@ -259,12 +276,25 @@ func runRecord(c *cli.Context) error {
 		sigs.onNotice(func(msg string) { ph.println("gprof: " + msg) })
 	}
 	opts.Phase = func(msg string) { sigs.finished(); status.close(); ph.set(msg) }
+	rt, err := setupRecordTime(c, &opts, out, kind, target, quiet, status.println)
+	if err != nil {
+		status.close()
+		return err
+	}
+	rt.start(stopRecording)
 	res, err := record.Run(ctx, opts)
+	rt.end()
 	sigs.finished()
 	status.close()
 	if err != nil {
 		ph.done()
 		return err
+	}
+	if msg := rt.neverEnabled(); msg != "" {
+		opts.Attach.Notice(msg)
+	}
+	if rt != nil && rt.win != nil {
+		return finishWindows(c, rt, res, ctx.Err() != nil, jsonOut, quiet, ph, opts)
 	}
 	if res.Samples == 0 && len(opts.Attach.Command) == 0 && len(opts.Attach.Pids)+len(opts.Attach.Tids) > 0 {
 		// An attached target that never ran leaves a profile with nothing
@@ -289,24 +319,7 @@ func runRecord(c *cli.Context) error {
 		opts.Attach.Notice(n)
 	}
 
-	sum := recordSummary{
-		Version: recordSummaryVersion, Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
-		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
-		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
-		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
-		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
-		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
-		EventLayout: res.Layout, EventFiles: res.Files,
-	}
-	for _, f := range opts.Remote.Fetched() {
-		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})
-	}
-	if res.PythonSamples+res.PythonUnread > 0 {
-		sum.PythonSamples, sum.PythonUnread = &res.PythonSamples, &res.PythonUnread
-	}
-	if res.ExitCode >= 0 {
-		sum.ExitCode = &res.ExitCode
-	}
+	sum := summaryOf(res, out, opts)
 	if !quiet {
 		printRecordSummary(os.Stderr, sum)
 	}
@@ -348,6 +361,37 @@ func runRecord(c *cli.Context) error {
 		return exitCodeError{ExitCommandFailed}
 	}
 	return nil
+}
+
+// summaryOf is the summary of a recording whose profile went to out.
+func summaryOf(res *record.Result, out string, opts record.Options) recordSummary {
+	sum := recordSummary{
+		Version: recordSummaryVersion, Output: out, DurationSec: res.Duration.Seconds(), Samples: res.Samples,
+		Processes: res.Processes, Threads: res.Threads, Lost: res.Lost,
+		Backend: res.Backend, Event: res.Event, Symbols: res.SymbolicatedAddresses,
+		Discarded: res.Discarded, NoStackSec: res.NoStackCPU.Seconds(), NoStackWhy: res.NoStackReason,
+		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
+		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
+		EventLayout: res.Layout, EventFiles: res.Files,
+	}
+	for _, f := range opts.Remote.Fetched() {
+		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})
+	}
+	if res.PythonSamples+res.PythonUnread > 0 {
+		sum.PythonSamples, sum.PythonUnread = &res.PythonSamples, &res.PythonUnread
+	}
+	if res.ExitCode >= 0 {
+		sum.ExitCode = &res.ExitCode
+	}
+	for _, r := range res.Profile.Meta.PausedRanges {
+		ps := pausedSummary{StartSec: float64(r.Start) / 1e9}
+		if r.End >= 0 {
+			end := float64(r.End) / 1e9
+			ps.EndSec = &end
+		}
+		sum.PausedRanges = append(sum.PausedRanges, ps)
+	}
+	return sum
 }
 
 // recordPushTarget checks --push and the flags that go with it.

@@ -19,7 +19,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record report view diff convert symbolicate push inspect setup completion help --help -h --version -v"
+        __gprof_words "record report view diff dump convert symbolicate push inspect setup completion help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -33,7 +33,7 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--delay|-D|--control|--switch-output|--switch-max-files|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
@@ -44,7 +44,7 @@ _gprof() {
             --json-output) __gprof_files; return ;;
             --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     report)
         case $prev in
@@ -72,6 +72,15 @@ _gprof() {
             --symbol-dir) __gprof_dirs; return ;;
         esac
         __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
+        ;;
+    dump)
+        case $prev in
+            --tid|-t|--timeout|--kill-after|--stack-size|--debuginfod|--symbol-server) return ;;
+            --pid|-p) __gprof_pids; return ;;
+            --output|-o) __gprof_files; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        __gprof_words "--pid -p --tid -t --timeout --kill-after --output -o --json --no-python --stack-size --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
     convert)
         case $prev in
@@ -114,7 +123,7 @@ _gprof() {
         if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
         ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record report view diff convert symbolicate push inspect setup completion help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record report view diff dump convert symbolicate push inspect setup completion help"; fi
         ;;
     esac
 }

@@ -233,8 +233,11 @@ func readRaw(t *testing.T, path string) map[string]any {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var r io.Reader = bufio.NewReader(f)
-	if strings.HasSuffix(path, ".gz") {
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	// By its magic: the windows of record --switch-output are gzipped
+	// and named OUTPUT.TIME.
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(r)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,10 @@
 package perfrecord
 
-import "github.com/gprof-dev/gprof/event"
+import (
+	"unsafe"
+
+	"github.com/gprof-dev/gprof/event"
+)
 
 // An Arena owns the memory of the events a Decoder decodes into it: the
 // events themselves, their frames, registers and stack copies. Handing
@@ -35,8 +39,25 @@ type Arena struct {
 func (a *Arena) Reset() {
 	a.samples.used, a.regs.used, a.maps.used, a.comms.used = 0, 0, 0, 0
 	a.forks.used, a.exits.used, a.losts.used, a.switches.used = 0, 0, 0, 0
-	a.frames = a.frames[:0]
-	a.bytes = a.bytes[:0]
+	a.frames = shrink(a.frames)
+	a.bytes = shrink(a.bytes)
+}
+
+// arenaKeep is the size of an arena's buffer kept whatever its use.
+const arenaKeep = 1 << 20
+
+// shrink empties an arena's buffer for reuse, or drops it when its last
+// use took less than a quarter of it: buffers only grow (doubling) as a
+// batch needs more, and a live backend's batches are far larger when its
+// handler was held up a moment (a window being cut, a loaded machine).
+// Kept, such a buffer would stay for good in each batch that ever had
+// one; the arenas of a long recording grew by megabytes an hour.
+func shrink[T any](b []T) []T {
+	var zero T
+	if int(unsafe.Sizeof(zero))*cap(b) > arenaKeep && len(b) < cap(b)/4 {
+		return nil
+	}
+	return b[:0]
 }
 
 // chunk hands out the elements of a slice one by one. When it is used up

@@ -130,12 +130,28 @@ type Meta struct {
 	DataStart int64
 	// LostEvents counts samples or records the kernel or backend dropped.
 	LostEvents uint64
+	// PausedRanges are the stretches in which sampling was off (record
+	// -D, --control), in time order.
+	PausedRanges []PausedRange
 	// Categories lists frame categories; nil means DefaultCategories.
 	Categories []CategoryInfo
 	// Extra holds free-form facts (backend, event, command line) that writers
 	// may surface; keys are stable strings.
 	Extra map[string]string
 }
+
+// PausedRange is a stretch of a recording with sampling off, as the
+// Firefox Profiler's pausedRanges: Start and End are ns since
+// Meta.StartTime, End < 0 when sampling was still off as recording
+// stopped. Reason is the front-end's: PausedByProfiler.
+type PausedRange struct {
+	Start, End int64
+	Reason     string
+}
+
+// PausedByProfiler is the reason of a stretch the profiler was told to
+// pause: the Firefox Profiler's "profiler-paused".
+const PausedByProfiler = "profiler-paused"
 
 // Process is one OS process.
 type Process struct {

@@ -23,6 +23,12 @@ type counterSampler struct {
 	mu     sync.Mutex
 	live   map[int]bool
 	series map[int]*procSeries
+	// seriesMu guards the readings while windows are cut from them
+	// (window.go); windowed says they are, and uncalibrated that CPU
+	// deltas are not to be calibrated (see calibrate).
+	seriesMu     sync.Mutex
+	windowed     bool
+	uncalibrated bool
 
 	over profile.Overhead // times are monotonic ns until attach
 	// threads holds, every threadEvery loops, each thread's CPU time as
@@ -130,6 +136,7 @@ func (c *counterSampler) run() {
 			return
 		case <-t.C:
 		}
+		c.seriesMu.Lock()
 		c0 := c.probe.threadCPU()
 		c.mu.Lock()
 		pids = pids[:0]
@@ -199,6 +206,7 @@ func (c *counterSampler) run() {
 		c.over.Counters = append(c.over.Counters, counters)
 		c.over.Threads = append(c.over.Threads, max(self-lastSelf-counters, 0))
 		lastSelf = self
+		c.seriesMu.Unlock()
 	}
 }
 
@@ -236,7 +244,9 @@ func (c *counterSampler) attach(p *profile.Profile, t0 int64) {
 		}
 	}
 	c.attachPower(p, rel)
-	c.calibrate(p, rel)
+	if !c.uncalibrated {
+		c.calibrate(p, rel)
+	}
 	if len(c.over.Time) > 0 {
 		o := c.over
 		o.Time = make([]int64, len(c.over.Time))

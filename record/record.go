@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,9 @@ type Options struct {
 	Progress func(Progress)
 	// Phase, when set, hears about the steps after recording stops.
 	Phase func(string)
+	// Windows, when set, cuts the recording into windows (see Windows);
+	// the profile Run returns is then the last one.
+	Windows *Windows
 }
 
 // Progress is a live snapshot of a recording.
@@ -152,6 +156,31 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		lost.Store(b.lost)
 		threads.Store(int64(b.threadCount))
 	}
+	if ctl := opts.Attach.Control; ctl != nil {
+		tg := &toggles{c: ctl}
+		inner := handler
+		handler = func(ev event.Event) {
+			tg.follow(b, event.EventTime(ev))
+			inner(ev)
+		}
+		if counters != nil {
+			// Calibration needs the scheduler's CPU time of the
+			// sampled stretches alone.
+			counters.uncalibrated = true
+		}
+	}
+	var win *windower
+	if opts.Windows != nil {
+		var mu sync.Mutex
+		win = newWindower(opts.Windows, &mu, b, libs, opts, counters)
+		inner := handler
+		handler = func(ev event.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			inner(ev)
+			win.sampled()
+		}
+	}
 
 	done := make(chan struct{})
 	if opts.Progress != nil {
@@ -171,6 +200,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
+	if win != nil {
+		// What is left is the last window, Run's to finish as a
+		// recording without windows.
+		win.finish()
+	}
 	if counters != nil {
 		counters.stop()
 	}
@@ -180,7 +214,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	procs := b.finish(end)
-	prof.Meta.Duration = end - t0
+	prof.Meta.Duration = end - b.t0
+	if ctl := opts.Attach.Control; ctl != nil {
+		prof.Meta.PausedRanges = pausedRanges(ctl, b.t0, end)
+	}
 	// The backend's total counts the same records it reported as Lost
 	// events; it is the larger only for a backend that does not send them.
 	prof.Meta.LostEvents = max(b.lost, res.Lost)
@@ -209,7 +246,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		out.Threads += len(pr.p.Threads)
 	}
 	if counters != nil {
-		counters.attach(prof, t0)
+		counters.attach(prof, b.t0)
 	}
 	if b.offCPU {
 		prof.Meta.Extra["offcpu_switches"] = fmt.Sprint(b.switches)

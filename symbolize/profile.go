@@ -589,3 +589,16 @@ func LoadJITDump(pid int) (*jitdump.File, string, error) {
 	f, err := jitdump.Read(p)
 	return f, p, err
 }
+
+// Lookups calls fn with each library and address Profile would look p's
+// native frames up at (perfMap: in a JIT's perf map, whose names can
+// change over time), whether or not p.Symbols has them already: what a
+// caller symbolizing profile after profile of one recording keeps to
+// spare the next one the lookups it made.
+func Lookups(p *profile.Profile, fn func(k profile.LibKey, addr uint64, perfMap bool)) {
+	for _, g := range collect(p) {
+		for addr := range g.addrs {
+			fn(g.key, addr, g.kind == kindPerfMap)
+		}
+	}
+}

@@ -74,6 +74,9 @@ func (s *perfSession) chooseLayout(threads int) (layout, error) {
 	if s.opts.OffCPU {
 		need *= 2
 	}
+	if s.opts.Control != nil {
+		need += threads * len(s.cpus) // the side-band events (control.go)
+	}
 	free, limit := fileBudget()
 	if need+need/8+fileReserve <= free {
 		return perThread, nil
@@ -115,6 +118,7 @@ func (s *perfSession) cpuAttr() unix.PerfEventAttr {
 // (and, with OffCPU, the switch-out event writing into it).
 func (s *perfSession) openCPUs() error {
 	s.attr = s.cpuAttr()
+	s.gate(&s.attr)
 	for i, cpu := range s.cpus {
 		fd, err := perfEventOpen(&s.attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
@@ -132,9 +136,11 @@ func (s *perfSession) openCPUs() error {
 		s.ringList = append(s.ringList, r)
 	}
 	if s.opts.OffCPU {
-		return s.openSwitches(-1)
+		if err := s.openSwitches(-1); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.openSideband(-1)
 }
 
 // targets is what a per-CPU layout keeps of the records of every task: the

@@ -101,6 +101,8 @@ type perfSession struct {
 	// watch, when set, are the processes whose end ends the recording
 	// (a system-wide recording of a command: the command).
 	watch []int
+	// ctl is the state of Options.Control (control.go).
+	ctl controlState
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -110,7 +112,7 @@ func (s *perfSession) notice(format string, args ...any) {
 // The perf backend is Linux's first: Auto falls back to ptrace when perf
 // events are denied.
 func init() {
-	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true})
+	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true, Control: true})
 }
 
 func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res attach.Result, err error) {
@@ -176,6 +178,9 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		if err := l.Started(); err != nil {
 			return res, err
 		}
+		if opts.Control != nil {
+			opts.Control.Started()
+		}
 	case opts.SystemWide:
 		if err := s.openSystem(first); err != nil {
 			return res, err
@@ -185,6 +190,9 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		if err := s.attach(first); err != nil {
 			return res, err
 		}
+	}
+	if opts.Control != nil {
+		opts.Control.Started()
 	}
 	res.Layout, res.Files = s.layout.String(), len(s.fds)
 	// Sampling began when the last event was opened; the names and
@@ -521,6 +529,7 @@ func (s *perfSession) openTask(tid int) error {
 	if s.opened[tid] {
 		return nil
 	}
+	s.gate(&s.attr)
 	for i, cpu := range s.cpus {
 		fd, err := perfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
@@ -548,6 +557,9 @@ func (s *perfSession) openTask(tid int) error {
 		if err := s.openSwitches(tid); err != nil {
 			return err
 		}
+	}
+	if err := s.openSideband(tid); err != nil {
+		return err
 	}
 	s.opened[tid] = true
 	return nil
@@ -926,14 +938,27 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 	done := make(chan struct{})
 	var waker sync.WaitGroup
 	waker.Add(1)
+	var control <-chan struct{}
+	if s.opts.Control != nil {
+		control = s.opts.Control.Wake()
+	}
 	go func() {
 		defer waker.Done()
-		select {
-		case <-ctx.Done():
-			if wake >= 0 {
-				unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		for {
+			select {
+			case <-ctx.Done():
+				if wake >= 0 {
+					unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+				}
+				return
+			case <-control:
+				// Sampling is to be turned off or on: wake the reader.
+				if wake >= 0 {
+					unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+				}
+			case <-done:
+				return
 			}
-		case <-done:
 		}
 	}()
 	reason := make(chan stopReason, 1)
@@ -1015,6 +1040,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				}
 			}
 			pfds = live
+			s.applyControl()
 			flush(getBatch())
 			if s.dec.interpSeen && !realtime {
 				// A Python stack is read when its sample is: on a busy

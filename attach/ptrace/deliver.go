@@ -98,6 +98,7 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 	// The CPU time since the thread's previous sample. Two stoppers can
 	// sample one thread as it moves between their CPUs; should their
 	// samples come out of order, the later one carries the time.
+	th.rebased(e)
 	s.sample.CPUDelta = max(e.run-th.base, 0)
 	th.base = max(th.base, e.run)
 	s.emit(&s.sample)

@@ -49,7 +49,7 @@ const (
 // The ptrace backend comes after perf: Auto uses it where perf events are
 // denied.
 func init() {
-	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace})
+	attach.Register(attach.Driver{Name: attach.Ptrace, Order: 20, Start: recordPtrace, Control: true, Dump: dumpStacks})
 }
 
 func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (attach.Result, error) {
@@ -73,6 +73,9 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 		s.interval = floor
 	}
 	res.Interval = s.interval
+	if opts.Control != nil {
+		s.paused.Store(!opts.Control.StartsOn())
+	}
 	s.stackSize = opts.StackSize
 	if s.stackSize <= 0 {
 		s.stackSize = ptDefaultStak
@@ -246,6 +249,11 @@ type ptSampler struct {
 	// sweepGen is raised when a cold thread ran: every stopper then looks
 	// at all its cold threads (see coldAfter, checkCold).
 	sweepGen atomic.Uint64
+
+	// paused: sampling is off (Options.Control); gen counts the times it
+	// was turned on again (see control.go).
+	paused atomic.Bool
+	gen    atomic.Uint64
 }
 
 type ptProc struct {
@@ -288,8 +296,9 @@ func (pr *ptProc) hot() []*shared {
 type ptThread struct {
 	comm string
 	// base is the thread's CPU time at its previous sample, or when it was
-	// first seen.
+	// first seen; gen the turn of sampling on it counts from (control.go).
 	base int64
+	gen  uint64
 	sh   *shared
 }
 
@@ -392,6 +401,9 @@ func (s *ptSampler) run() (err error) {
 	}
 
 	s.setup = time.Since(s.started)
+	if s.opts.Control != nil {
+		s.opts.Control.Started()
+	}
 
 	// The coordinator keeps up with the targets (it finds new threads and
 	// exits, and turns what the stoppers saw into events) every
@@ -400,6 +412,7 @@ func (s *ptSampler) run() (err error) {
 	period := max(s.interval, ptCoordPeriod)
 	lastSlow := time.Now()
 	for s.ctx.Err() == nil {
+		s.applyControl()
 		s.deliver()
 		now := time.Now()
 		slow := now.Sub(lastSlow) >= ptSlowPeriod

@@ -30,6 +30,10 @@ type entry struct {
 	cpu      int
 	time     int64 // the tick, on the monotonic clock
 	run      int64 // the thread's CPU time at the tick
+	// gen is the turn of sampling on (control.go) of the tick, since
+	// the thread's CPU time at its first look in that turn.
+	gen      uint64
+	since    int64
 	regs     event.Regs
 	inKernel bool
 	stack    []byte

@@ -98,6 +98,10 @@ type shared struct {
 	// moveTo is 1 + the index of the worker to hand the thread to once
 	// its stop is collected (it went to that worker's CPU); 0 for none.
 	moveTo int
+	// gen is the turn of sampling on its lastRun counts from, resumeRun
+	// its CPU time at its first look in that turn (control.go).
+	gen       uint64
+	resumeRun int64
 }
 
 func newShared(pr *sharedProc, tid int, sched ptSched) *shared {

@@ -175,6 +175,11 @@ func (w *worker) loop() {
 		if !w.sleepUntil(next) {
 			break
 		}
+		if w.s.paused.Load() {
+			// Sampling is off (control.go): stop no thread.
+			next = time.Now().Add(pausedPoll)
+			continue
+		}
 		next = next.Add(jitter(interval))
 		cpu0 := threadCPU()
 		w.tick(next)
@@ -380,6 +385,7 @@ func (w *worker) look(th *shared) (keep bool) {
 	if !ok {
 		return true
 	}
+	w.rebase(th, sched)
 	ran := sched.run - th.lastRun
 	th.lastRun = sched.run
 	th.seenRun.Store(sched.run)
@@ -569,7 +575,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	// the instructions that fault.
 	fair := atTick || kentry == entryInterrupt
 	var stack []byte
-	e := entry{kind: p.kind, pid: th.pid, tid: th.tid, time: w.woke, cpu: p.cpu, run: p.before.run}
+	e := entry{kind: p.kind, pid: th.pid, tid: th.tid, time: w.woke, cpu: p.cpu, run: p.before.run, gen: th.gen, since: th.resumeRun}
 	slot := w.ring.slot()
 	if err == nil && fair && slot != nil {
 		var end uint64

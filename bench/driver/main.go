@@ -45,6 +45,11 @@ type env struct {
 	longRate    int
 	longLimit   string
 	longDepth   int
+	// windows suite
+	windowsSeconds int
+	windowsEvery   string
+	windowsRounds  int
+	windowsUnits   int
 
 	loadMu sync.Mutex
 	loads  []float64
@@ -65,7 +70,11 @@ func main() {
 	flag.IntVar(&e.longRate, "long-rate", 1000, "sampling rate of long recordings")
 	flag.StringVar(&e.longLimit, "long-limit", "", "--max-memory of the bounded long recording (default 8M; quick 4M)")
 	flag.IntVar(&e.longDepth, "long-depth", 24, "maximum call depth of the long recordings' target (more depth: more distinct stacks)")
-	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale,python (default all)")
+	flag.IntVar(&e.windowsSeconds, "windows-seconds", 0, "length of the windows suite's long recording (default 3600: an hour; quick 60)")
+	flag.StringVar(&e.windowsEvery, "windows-every", "10s", "--switch-output of the windows suite's long recording")
+	flag.IntVar(&e.windowsRounds, "windows-rounds", 0, "interleaved rounds of the windows suite's comparison with perf (default 3; quick 1)")
+	flag.IntVar(&e.windowsUnits, "windows-units", 0, "work units per thread of the windows suite's comparison with perf (~0.12 ms each; default 100000; quick 30000)")
+	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale,python,windows (default all but windows, which records for an hour)")
 	out := flag.String("o", "bench/RESULTS.md", "results `FILE`")
 	flag.Parse()
 	def := func(v *int, full, quick int) {
@@ -82,6 +91,9 @@ func main() {
 	def(&e.postSamples, 600_000, 150_000)
 	def(&e.postRounds, 3, 1)
 	def(&e.longSeconds, 60, 15)
+	def(&e.windowsSeconds, 3600, 60)
+	def(&e.windowsRounds, 3, 1)
+	def(&e.windowsUnits, 100000, 30000)
 	if e.fidSeconds == 0 {
 		e.fidSeconds = 1.5
 		if e.quick {
@@ -128,7 +140,11 @@ func (e *env) main(only, out string) error {
 		}
 	}
 	want := func(s string) bool {
-		return only == "" || strings.Contains(","+only+",", ","+s+",")
+		if only == "" {
+			// The windows suite records for an hour: only when named.
+			return s != "windows"
+		}
+		return strings.Contains(","+only+",", ","+s+",")
 	}
 
 	start := time.Now()
@@ -148,6 +164,7 @@ func (e *env) main(only, out string) error {
 		{"samplers", e.samplersSuite},
 		{"scale", e.scaleSuite},
 		{"python", e.pythonSuite},
+		{"windows", e.windowsSuite},
 	} {
 		if !want(s.name) {
 			continue

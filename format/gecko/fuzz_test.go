@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/gprof-dev/gprof/profile"
 )
 
 // FuzzRead checks that no input makes Read panic or return an error that
@@ -11,6 +13,10 @@ import (
 // Seeds live in testdata/fuzz/FuzzRead.
 func FuzzRead(f *testing.F) {
 	f.Add(encode(f, testProfile()))
+	// With paused ranges (record -D, --control), one still open.
+	paused := testProfile()
+	paused.Meta.PausedRanges = []profile.PausedRange{{Start: 0, End: 2e6, Reason: profile.PausedByProfiler}, {Start: 5e6, End: -1}}
+	f.Add(encode(f, paused))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := Read(bytes.NewReader(in))
 		if err != nil {

@@ -111,6 +111,7 @@ type rawProfile struct {
 	// track ("gprofImage"), else -1.
 	counterImages []int
 	overhead      *profile.Overhead
+	paused        []profile.PausedRange // times relative to the top profile
 }
 
 // rawProcess is the gprofProcess object Write adds to each process.
@@ -240,6 +241,8 @@ func readProfile(s *scanner, top bool) *topProfile {
 			p.overhead = readOverhead(s)
 		case "gprofSymbols":
 			p.symbols = readSymbols(s)
+		case "pausedRanges":
+			p.paused = readPausedRanges(s)
 		case "profile":
 			if top && s.peek() == '{' {
 				p.wrapped = &readProfile(s, false).rawProfile
@@ -876,6 +879,7 @@ func (top *rawProfile) build(meter *limit.Meter) (*profile.Profile, error) {
 	m.CPUName = top.cpuName
 	m.LostEvents = top.lostEvents
 	m.DataStart = top.profilingStart
+	m.PausedRanges = top.paused
 	m.Extra = top.extra
 	if !slices.Equal(top.categories, profile.DefaultCategories) {
 		m.Categories = top.categories
@@ -1225,3 +1229,43 @@ func parseLangLocation(s string) (name, file string, line int32, ok bool) {
 	}
 	return s[:open], s[open+2 : colon], int32(n), true
 }
+
+// readPausedRanges reads a profile's pausedRanges: stretches with sampling
+// off, in ms since the main process's startTime. A null start (paused
+// since before the buffer began) reads as 0; a null end (still paused
+// when the profile was taken) as -1.
+func readPausedRanges(s *scanner) []profile.PausedRange {
+	var out []profile.PausedRange
+	if !s.beginArray("pausedRanges") {
+		return nil
+	}
+	for i := 0; s.elem(i); i++ {
+		s.hold(pausedCost)
+		r := profile.PausedRange{End: -1}
+		if !s.beginObject("a paused range") {
+			continue
+		}
+		for j := 0; s.field(j); j++ {
+			switch string(s.key) {
+			case "startTime":
+				if !s.null() {
+					r.Start = s.number().fixed(6)
+				}
+			case "endTime":
+				if !s.null() {
+					r.End = s.number().fixed(6)
+				}
+			case "reason":
+				r.Reason = s.keptString()
+			default:
+				s.skip()
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// pausedCost is what a paused range holds in memory, for the reader's
+// limit.
+const pausedCost = int(unsafe.Sizeof(profile.PausedRange{})) + 16

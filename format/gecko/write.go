@@ -2,6 +2,7 @@ package gecko
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -307,7 +308,8 @@ func (w *profileWriter) processBody(proc *profile.Process, base int64) {
 			}
 		}
 	}
-	e.Raw(`],"pausedRanges":[]`)
+	e.Byte(']')
+	w.pausedRanges()
 	e.Raw(`,"sources":{"schema":{"id":0,"filename":1,"startLine":2,"startColumn":3,"sourceMapURL":4},"data":[]}`)
 	if proc != nil {
 		own := proc.Counters
@@ -700,4 +702,29 @@ func LangLocation(f *profile.Frame) string {
 		line = max(f.Line, 0)
 	}
 	return f.Label + " (" + f.File + ":" + strconv.Itoa(int(line)) + ")"
+}
+
+// pausedRanges writes the stretches with sampling off. Every process
+// object gets them, in the main process's time: the front-end gives a
+// process's ranges to its threads without moving them to its startTime.
+func (w *profileWriter) pausedRanges() {
+	e := w.e
+	e.Raw(`,"pausedRanges":[`)
+	for i, r := range w.p.Meta.PausedRanges {
+		if i > 0 {
+			e.Byte(',')
+		}
+		e.Raw(`{"startTime":`)
+		e.Ms(r.Start)
+		e.Raw(`,"endTime":`)
+		if r.End < 0 {
+			e.Raw("null")
+		} else {
+			e.Ms(r.End)
+		}
+		e.Raw(`,"reason":`)
+		e.JSString(cmp.Or(r.Reason, profile.PausedByProfiler))
+		e.Byte('}')
+	}
+	e.Byte(']')
 }

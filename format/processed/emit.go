@@ -4,6 +4,7 @@ package processed
 // with their samples and markers, and the shared tables.
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/goccy/go-json"
@@ -449,7 +450,22 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 		j.ms(th.End)
 	}
 	j.key("pausedRanges")
-	j.value("[]")
+	j.beginArray()
+	for _, r := range b.p.Meta.PausedRanges {
+		j.beginObject()
+		j.key("startTime")
+		j.ms(r.Start)
+		j.key("endTime")
+		if r.End < 0 {
+			j.null()
+		} else {
+			j.ms(r.End)
+		}
+		j.key("reason")
+		j.str(cmp.Or(r.Reason, profile.PausedByProfiler))
+		j.endObject()
+	}
+	j.endArray()
 
 	j.key("samples")
 	samplesTable(t)(j)

@@ -3,6 +3,7 @@ package processed
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -179,8 +180,18 @@ type rawThread struct {
 	ProcessShutdownTime *float64        `json:"processShutdownTime"`
 	RegisterTime        float64         `json:"registerTime"`
 	UnregisterTime      *float64        `json:"unregisterTime"`
+	PausedRanges        []rawPaused     `json:"pausedRanges"`
 	Samples             *rawSamples     `json:"samples"`
 	Markers             *rawMarkers     `json:"markers"`
+}
+
+// rawPaused is a stretch with sampling off; a null start (paused since
+// before the buffer began) reads as 0, a null end (still paused as the
+// profile was taken) as -1.
+type rawPaused struct {
+	StartTime *float64 `json:"startTime"`
+	EndTime   *float64 `json:"endTime"`
+	Reason    string   `json:"reason"`
 }
 
 type rawSamples struct {
@@ -402,6 +413,7 @@ func convert(rp *rawProfile) (*profile.Profile, error) {
 			p.Processes = append(p.Processes, pr)
 		}
 		pr.Threads = append(pr.Threads, th)
+		r.pausedRanges(t)
 		if exitCode != nil {
 			pr.ExitCode = *exitCode
 		}
@@ -1185,6 +1197,20 @@ func (sc *stackConv) file(fn int) string {
 		return sc.r.string(tb, fnt.FileName.index(fn))
 	}
 	return ""
+}
+
+// pausedRanges adds the stretches with sampling off that thread t lists
+// and the profile does not have yet: the front-end gives each thread its
+// process's, and gprof writes the recording's to every thread.
+func (r *reader) pausedRanges(t *rawThread) {
+	m := &r.p.Meta
+	for _, raw := range t.PausedRanges {
+		pr := profile.PausedRange{Start: max(optMs(raw.StartTime), 0), End: optMs(raw.EndTime), Reason: raw.Reason}
+		if !slices.Contains(m.PausedRanges, pr) {
+			m.PausedRanges = append(m.PausedRanges, pr)
+		}
+	}
+	slices.SortStableFunc(m.PausedRanges, func(a, b profile.PausedRange) int { return cmp.Compare(a.Start, b.Start) })
 }
 
 // errTruncated is a gzip stream that ends early; it unwraps to

@@ -280,6 +280,12 @@ func FuzzRead(f *testing.F) {
 	var buf bytes.Buffer
 	Write(&buf, testProfile())
 	f.Add(buf.Bytes())
+	// With paused ranges (record -D, --control), one still open.
+	paused := testProfile()
+	paused.Meta.PausedRanges = []profile.PausedRange{{Start: 0, End: 2e6, Reason: profile.PausedByProfiler}, {Start: 5e6, End: -1}}
+	var pbuf bytes.Buffer
+	Write(&pbuf, paused)
+	f.Add(pbuf.Bytes())
 	f.Add([]byte(v56))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Read(bytes.NewReader(b))

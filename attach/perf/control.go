@@ -1,0 +1,151 @@
+//go:build linux
+
+package perf
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/perfrecord"
+)
+
+// Sampling off and on (attach.Control: record -D and --control), as perf
+// record does it: the sampling events (the clock and, with OffCPU, the
+// switch-out events) are disabled with PERF_EVENT_IOC_DISABLE, which
+// reaches every inherited copy of an event, so that while sampling is off
+// no timer fires in the targets and nothing is written to the rings; and
+// PERF_EVENT_IOC_ENABLE turns them on again.
+//
+// A disabled event reports nothing at all, mappings and new tasks
+// included, and a mapping missed while sampling was off would leave later
+// samples nameless. So with a Control the side-band records (mmap, comm,
+// fork and exit) move to a software "dummy" event of their own per task
+// and CPU, as perf record -D adds one, that stays enabled and writes into
+// the same ring. Context-switch records stay with the clock event: while
+// sampling is off, no off-CPU time is recorded either.
+
+// countSWDummy is PERF_COUNT_SW_DUMMY: an event that counts nothing, for
+// side-band records alone (Linux 3.12).
+const countSWDummy = 9
+
+// sidebandBits are the attr bits of the side-band records.
+const sidebandBits = unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
+	unix.PerfBitTask | bitBuildID
+
+// controlState is the perf session's part of a Control.
+type controlState struct {
+	// on is whether the sampling events are enabled, as last applied.
+	on bool
+	// onExec: the events are enabled at the launched command's exec
+	// (enable_on_exec), which the side-band events keep even when
+	// sampling starts off.
+	onExec bool
+	// sideband holds the side-band events' fds, which are never
+	// disabled.
+	sideband map[int]bool
+	// bits are the side-band bits the sampling events had (bitBuildID
+	// only where the kernel knows it), moved to the side-band events.
+	bits uint64
+}
+
+// gate adjusts the attr of sampling events about to be opened for the
+// Control: without their side-band records, and disabled (not enabled at
+// exec either) while sampling is off.
+func (s *perfSession) gate(a *unix.PerfEventAttr) {
+	if s.opts.Control == nil {
+		return
+	}
+	c := &s.ctl
+	if c.sideband == nil {
+		c.sideband = map[int]bool{}
+		c.on = s.opts.Control.StartsOn()
+	}
+	if a.Bits&unix.PerfBitEnableOnExec != 0 {
+		c.onExec = true
+	}
+	if b := a.Bits & sidebandBits; b != 0 {
+		c.bits = b
+		a.Bits &^= sidebandBits
+	}
+	if !c.on {
+		a.Bits = a.Bits&^unix.PerfBitEnableOnExec | unix.PerfBitDisabled
+	}
+}
+
+// sidebandAttr is the dummy event that carries the side-band records.
+func (s *perfSession) sidebandAttr() unix.PerfEventAttr {
+	a := s.attr
+	a.Type = perfrecord.TypeSoftware
+	a.Config = countSWDummy
+	a.Sample = 1
+	a.Bits &^= unix.PerfBitFreq | unix.PerfBitContextSwitch | unix.PerfBitDisabled | unix.PerfBitEnableOnExec
+	a.Bits |= s.ctl.bits
+	if s.ctl.onExec {
+		a.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
+	}
+	return a
+}
+
+// openSideband opens the side-band event of tid (-1: every task) on every
+// CPU, writing into that CPU's ring.
+func (s *perfSession) openSideband(tid int) error {
+	if s.opts.Control == nil {
+		return nil
+	}
+	a := s.sidebandAttr()
+	for _, cpu := range s.cpus {
+		r := s.rings[cpu]
+		if r == nil {
+			continue
+		}
+		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if err == unix.ENODEV {
+				continue
+			}
+			return err
+		}
+		s.fds = append(s.fds, fd)
+		s.ctl.sideband[fd] = true
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		}
+	}
+	return nil
+}
+
+// applyControl turns the sampling events off or on as the Control asks, if
+// it asks anything. Samples taken before they were disabled are still in
+// the rings, dated before the change.
+func (s *perfSession) applyControl() {
+	c := s.opts.Control
+	if c == nil {
+		return
+	}
+	on, seq, ok := c.Pending()
+	if !ok {
+		return
+	}
+	if on == s.ctl.on {
+		c.Applied(on, event.Now(), seq)
+		return
+	}
+	req := uintptr(unix.PERF_EVENT_IOC_DISABLE)
+	if on {
+		req = unix.PERF_EVENT_IOC_ENABLE
+	}
+	t := event.Now()
+	for _, fd := range s.fds {
+		if !s.ctl.sideband[fd] {
+			// A task that has exited may refuse; nothing to do then.
+			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, 0)
+		}
+	}
+	if !on {
+		t = event.Now()
+	}
+	s.ctl.on = on
+	c.Applied(on, t, seq)
+}

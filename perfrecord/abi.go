@@ -90,8 +90,9 @@ const RegsABINone = 0
 // Event types (enum perf_type_id) and the event ids (enum perf_sw_ids,
 // enum perf_hw_id) gprof samples.
 const (
-	TypeHardware = 0
-	TypeSoftware = 1
+	TypeHardware   = 0
+	TypeSoftware   = 1
+	TypeTracepoint = 2
 
 	CountSWCPUClock        = 0
 	CountSWTaskClock       = 1

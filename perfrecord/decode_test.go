@@ -148,8 +148,8 @@ func TestDecodeSideband(t *testing.T) {
 		want := []event.Event{
 			&event.Lost{Time: 5555, Count: 12},
 			&event.Lost{Time: 5556, Count: 3},
-			&event.Map{Time: 5557, Pid: 7, Start: 0x1000, End: 0x3000, FileOffset: 0x3000, Path: "/usr/bin/x", BuildID: buildID},
-			&event.Map{Time: 5559, Pid: 7, Start: 0x5000, End: 0x6000, FileOffset: 0x2000, Path: "/usr/lib/y.so",
+			&event.Map{Time: 5557, Pid: 7, Tid: 8, Start: 0x1000, End: 0x3000, FileOffset: 0x3000, Path: "/usr/bin/x", BuildID: buildID},
+			&event.Map{Time: 5559, Pid: 7, Tid: 8, Start: 0x5000, End: 0x6000, FileOffset: 0x2000, Path: "/usr/lib/y.so",
 				Dev: 0x123<<20 | 259<<8 | 0x45, Inode: 4242}, // makedev(259, 0x12345)
 			&event.Comm{Time: 5560, Pid: 7, Tid: 8, Name: "newname", Exec: true},
 			&event.Fork{Time: 6666, Pid: 7, Tid: 9, Ppid: 7, Ptid: 8},

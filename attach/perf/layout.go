@@ -70,9 +70,9 @@ func (s *perfSession) chooseLayout(threads int) (layout, error) {
 	if forceLayout != nil {
 		return *forceLayout, nil
 	}
-	need := threads * len(s.cpus)
+	need := threads * len(s.cpus) * len(s.events)
 	if s.opts.OffCPU {
-		need *= 2
+		need += threads * len(s.cpus)
 	}
 	free, limit := fileBudget()
 	if need+need/8+fileReserve <= free {
@@ -130,6 +130,12 @@ func (s *perfSession) openCPUs() error {
 		s.fds = append(s.fds, r.fd)
 		s.rings[cpu] = r
 		s.ringList = append(s.ringList, r)
+		if err := s.noteEvent(r.fd, 0); err != nil {
+			return err
+		}
+	}
+	if err := s.openExtras(-1); err != nil {
+		return err
 	}
 	if s.opts.OffCPU {
 		return s.openSwitches(-1)

@@ -1,0 +1,180 @@
+//go:build linux
+
+package perf
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/perfrecord"
+)
+
+// The session's side of several events (see events.go for what each is).
+
+// eventError is an error opening one event that already says what to do;
+// openError passes it on as it is.
+type eventError struct{ err error }
+
+func (e *eventError) Error() string { return e.err.Error() }
+func (e *eventError) Unwrap() error { return e.err }
+
+// resolveEvents resolves the events asked for (Options.Events, else
+// Options.Event) into s.events. Hardware events are left out, with a
+// notice, where the machine has no PMU to count them; if none is left,
+// cpu-clock samples instead.
+func (s *perfSession) resolveEvents(interval time.Duration, rate int) error {
+	specs := s.opts.Events
+	if len(specs) == 0 {
+		d, err := defaultEvent(s.opts.Event)
+		if err != nil {
+			return err
+		}
+		specs = []attach.EventSpec{d}
+	}
+	env := &eventEnv{interval: interval, rate: rate, command: s.opts.Command, env: s.opts.Env, pids: s.opts.Pids}
+	var dropped []string
+	for _, spec := range specs {
+		ev, err := resolveEvent(spec, env)
+		if err != nil {
+			return err
+		}
+		if spec.Kind == attach.KindHardware {
+			if err := tryAlone(ev); err != nil && hardwareMissing(err) {
+				dropped = append(dropped, spec.Name)
+				continue
+			}
+		}
+		s.events = append(s.events, ev)
+	}
+	if len(dropped) > 0 {
+		what := "left out"
+		if len(s.events) == 0 {
+			d, _ := defaultEvent("cpu-clock")
+			ev, _ := resolveEvent(d, env)
+			s.events = append(s.events, ev)
+			what = "sampling cpu-clock instead"
+		}
+		s.notice("no hardware PMU here (no %s, as in most VMs), so %s cannot be counted: %s", filepath.Join(pmuDir, "cpu"), strings.Join(dropped, ", "), what)
+	}
+	return nil
+}
+
+// tryAlone opens (and closes) ev on gprof itself, as a counter, to find
+// out whether the machine can count it at all.
+func tryAlone(ev *perfEvent) error {
+	a := ev.attr
+	a.Size = uint32(unsafe.Sizeof(a))
+	a.Bits |= unix.PerfBitDisabled
+	a.Sample, a.Bits = 0, a.Bits&^unix.PerfBitFreq
+	fd, err := perfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// probeEvents opens (and closes) every event but the first on gprof
+// itself as it will be opened on the targets, so that a refusal (a
+// tracepoint's fields without the privilege, a probe at a place the
+// kernel will not probe) is told before anything is launched.
+func (s *perfSession) probeEvents() error {
+	for _, ev := range s.events[1:] {
+		a := s.extraAttr(ev)
+		a.Bits |= unix.PerfBitDisabled | unix.PerfBitInherit
+		fd, err := perfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if e := eventOpenError(ev, err); e != nil {
+				return e
+			}
+			return s.openError(err, 0, "")
+		}
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// extraAttr is the attr of an event other than the first: the session's
+// with the event's own settings, and no side-band records.
+func (s *perfSession) extraAttr(ev *perfEvent) unix.PerfEventAttr {
+	a := s.attr
+	a.Type, a.Config, a.Ext1, a.Ext2, a.Sample = ev.attr.Type, ev.attr.Config, ev.attr.Ext1, ev.attr.Ext2, ev.attr.Sample
+	a.Bits &^= sideBand | unix.PerfBitFreq | unix.PerfBitExcludeUser
+	if !s.kernelDenied {
+		a.Bits &^= unix.PerfBitExcludeKernel
+	}
+	a.Bits |= ev.attr.Bits & (unix.PerfBitFreq | unix.PerfBitExcludeUser | unix.PerfBitExcludeKernel)
+	// A sample's count is a clock's CPU time only.
+	a.Sample_type &^= perfrecord.SampleRead
+	return a
+}
+
+// openExtras opens the events but the first on task tid (-1: every task)
+// on each CPU that has a ring, writing into it.
+func (s *perfSession) openExtras(tid int) error {
+	for i, ev := range s.events {
+		if i == 0 {
+			continue
+		}
+		a := s.extraAttr(ev)
+		for _, cpu := range s.cpus {
+			r := s.rings[cpu]
+			if r == nil {
+				continue
+			}
+			fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				if err == unix.ENODEV {
+					continue
+				}
+				if err == unix.ESRCH {
+					return err
+				}
+				if e := eventOpenError(ev, err); e != nil {
+					return &eventError{e}
+				}
+				return err
+			}
+			s.fds = append(s.fds, fd)
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+				return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+			}
+			if err := s.noteEvent(fd, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// noteEvent tells the decoder that the samples of file fd are event i's,
+// where there are several events.
+func (s *perfSession) noteEvent(fd, i int) error {
+	if s.dec == nil || s.dec.EventIDs == nil {
+		return nil
+	}
+	var id uint64
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
+		return fmt.Errorf("identify the %s event: %w", s.events[i].spec.Name, errno)
+	}
+	s.dec.EventIDs[id] = i
+	return nil
+}
+
+// markerFile picks the data mappings the decoder keeps: the marker files
+// of programs that mark their phases for profilers (samply's convention:
+// a program writes "START END NAME" lines to marker-PID.txt, or
+// marker-PID-TID.txt, and maps it so that the profiler sees its path).
+func markerFile(path []byte) bool {
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	base := path[bytes.LastIndexByte(path, '/')+1:]
+	return bytes.HasPrefix(base, []byte("marker-")) && bytes.HasSuffix(base, []byte(".txt"))
+}

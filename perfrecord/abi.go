@@ -97,6 +97,7 @@ const (
 	CountSWCPUClock        = 0
 	CountSWTaskClock       = 1
 	CountSWContextSwitches = 3
+	CountSWDummy           = 9 // counts nothing: a leader for side-band records
 
 	CountHWCPUCycles    = 0
 	CountHWInstructions = 1

@@ -53,6 +53,13 @@ type perfEvent struct {
 	// cstr is the C string a probe's attr points to (config1): kept
 	// here so that it lives as long as the attr is used.
 	cstr []byte
+	// pmu says the event is a probe made through a probe PMU. Such an
+	// event cannot be inherited: the kernel reads the string config1
+	// points to again for each thread a target creates, in that
+	// thread's memory, where it is not. So it is opened per CPU for
+	// every task instead, its samples kept by the targets they are of
+	// (see openProbes).
+	pmu bool
 }
 
 // Where the kernel describes its events. Variables so that tests can
@@ -240,6 +247,7 @@ func (ev *perfEvent) kprobe() error {
 		return fmt.Errorf("probe %s: this kernel cannot probe its functions: it has no kprobe PMU (%s; it needs CONFIG_KPROBE_EVENTS and Linux 4.17 or later)", ev.spec.Name, filepath.Join(pmuDir, "kprobe"))
 	}
 	ev.cstr = append([]byte(ev.spec.Symbol), 0)
+	ev.pmu = true
 	a := &ev.attr
 	a.Type = typ
 	a.Ext1 = uint64(uintptr(unsafe.Pointer(&ev.cstr[0]))) // kprobe_func
@@ -278,6 +286,7 @@ func (ev *perfEvent) uprobe(env *eventEnv) error {
 		return err
 	}
 	ev.cstr = append([]byte(bin), 0)
+	ev.pmu = true
 	a := &ev.attr
 	a.Type = typ
 	a.Ext1 = uint64(uintptr(unsafe.Pointer(&ev.cstr[0]))) // uprobe_path

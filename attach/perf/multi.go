@@ -63,6 +63,15 @@ func (s *perfSession) resolveEvents(interval time.Duration, rate int) error {
 		}
 		s.notice("no hardware PMU here (no %s, as in most VMs), so %s cannot be counted: %s", filepath.Join(pmuDir, "cpu"), strings.Join(dropped, ", "), what)
 	}
+	if s.events[0].pmu {
+		// A probe cannot lead: the leader is opened on each task and
+		// inherited (see perfEvent.pmu). A dummy event, which counts
+		// nothing, reports the mappings, names and tasks instead.
+		dummy := &perfEvent{spec: attach.EventSpec{Name: "dummy", Kind: attach.KindSoftware, Config: perfrecord.CountSWDummy}}
+		dummy.attr.Type, dummy.attr.Config, dummy.attr.Sample = perfrecord.TypeSoftware, perfrecord.CountSWDummy, 1
+		s.events = append([]*perfEvent{dummy}, s.events...)
+		s.leader = true
+	}
 	return nil
 }
 
@@ -88,6 +97,11 @@ func (s *perfSession) probeEvents() error {
 	for _, ev := range s.events[1:] {
 		a := s.extraAttr(ev)
 		a.Bits |= unix.PerfBitDisabled | unix.PerfBitInherit
+		if ev.pmu {
+			// Not inherited (see perfEvent.pmu): a thread gprof made
+			// meanwhile would fail to start.
+			a.Bits &^= unix.PerfBitInherit
+		}
 		fd, err := perfEventOpen(&a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			if e := eventOpenError(ev, err); e != nil {
@@ -116,38 +130,104 @@ func (s *perfSession) extraAttr(ev *perfEvent) unix.PerfEventAttr {
 }
 
 // openExtras opens the events but the first on task tid (-1: every task)
-// on each CPU that has a ring, writing into it.
+// on each CPU that has a ring, writing into it; the probes once, for
+// every task (see openProbes).
 func (s *perfSession) openExtras(tid int) error {
+	if tid != -1 && !s.probesOpen {
+		if err := s.openProbes(tid); err != nil {
+			return err
+		}
+	}
 	for i, ev := range s.events {
-		if i == 0 {
+		if i == 0 || ev.pmu && tid != -1 {
 			continue
 		}
-		a := s.extraAttr(ev)
-		for _, cpu := range s.cpus {
-			r := s.rings[cpu]
-			if r == nil {
-				continue
-			}
-			fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-			if err != nil {
-				if err == unix.ENODEV {
-					continue
-				}
-				if err == unix.ESRCH {
+		if err := s.openOne(i, ev, tid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openProbes opens the probes made through a probe PMU, which cannot be
+// inherited (see perfEvent.pmu), on each CPU for every task, writing into
+// the CPU's ring, and makes the decoder keep the samples of the targets
+// alone: the processes attached whole or launched (first, the task of the
+// first call) and those they start, and the threads attached alone.
+// Making probes needs the privilege that events per CPU need, so this
+// asks for nothing more.
+func (s *perfSession) openProbes(first int) error {
+	s.probesOpen = true
+	has := false
+	for _, ev := range s.events {
+		has = has || ev.pmu
+	}
+	if !has {
+		return nil
+	}
+	if s.dec.filter == nil {
+		pids := s.opts.Pids
+		if len(s.opts.Command) > 0 {
+			pids = []int{first}
+		}
+		s.dec.setFilter(newTargets(pids, s.opts.Tids))
+	}
+	if s.unpolled == nil {
+		s.unpolled = map[int]bool{}
+	}
+	n := len(s.fds)
+	err := s.withAttr(s.cpuAttr(), func() error {
+		for i, ev := range s.events {
+			if i > 0 && ev.pmu {
+				if err := s.openOne(i, ev, -1); err != nil {
 					return err
 				}
-				if e := eventOpenError(ev, err); e != nil {
-					return &eventError{e}
-				}
+			}
+		}
+		return nil
+	})
+	for _, fd := range s.fds[n:] {
+		s.unpolled[fd] = true
+	}
+	return err
+}
+
+// withAttr runs f with s.attr set to a, then restores it.
+func (s *perfSession) withAttr(a unix.PerfEventAttr, f func() error) error {
+	saved := s.attr
+	s.attr = a
+	defer func() { s.attr = saved }()
+	return f()
+}
+
+// openOne opens event i on task tid (-1: every task) on each CPU that has
+// a ring, writing into it.
+func (s *perfSession) openOne(i int, ev *perfEvent, tid int) error {
+	a := s.extraAttr(ev)
+	for _, cpu := range s.cpus {
+		r := s.rings[cpu]
+		if r == nil {
+			continue
+		}
+		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if err == unix.ENODEV {
+				continue
+			}
+			if err == unix.ESRCH {
 				return err
 			}
-			s.fds = append(s.fds, fd)
-			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-				return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+			if e := eventOpenError(ev, err); e != nil {
+				return &eventError{e}
 			}
-			if err := s.noteEvent(fd, i); err != nil {
-				return err
-			}
+			return err
+		}
+		s.fds = append(s.fds, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		}
+		if err := s.noteEvent(fd, i); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -156,12 +236,15 @@ func (s *perfSession) openExtras(tid int) error {
 // noteEvent tells the decoder that the samples of file fd are event i's,
 // where there are several events.
 func (s *perfSession) noteEvent(fd, i int) error {
-	if s.dec == nil || s.dec.EventIDs == nil {
+	if s.dec == nil || s.dec.EventIDs == nil || i == 0 && s.leader {
 		return nil
 	}
 	var id uint64
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
 		return fmt.Errorf("identify the %s event: %w", s.events[i].spec.Name, errno)
+	}
+	if s.leader {
+		i--
 	}
 	s.dec.EventIDs[id] = i
 	return nil

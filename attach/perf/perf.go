@@ -108,8 +108,16 @@ type perfSession struct {
 	// (a system-wide recording of a command: the command).
 	watch []int
 	// events are the events sampled, the first one's attr being attr's
-	// (see events.go).
+	// (see events.go); with leader set, the first is a dummy event that
+	// only reports mappings, names and tasks, and event i is the
+	// recording's event i-1.
 	events []*perfEvent
+	leader bool
+	// probesOpen: the probes, which are opened per CPU for every task
+	// (see openProbes), are open; unpolled are their files, which never
+	// hang up.
+	probesOpen bool
+	unpolled   map[int]bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -147,9 +155,11 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	}
 	res.Event = s.event
 	if opts.Sampling != nil {
-		specs := make([]attach.EventSpec, len(s.events))
+		var specs []attach.EventSpec
 		for i, ev := range s.events {
-			specs[i] = ev.spec
+			if i > 0 || !s.leader {
+				specs = append(specs, ev.spec)
+			}
 		}
 		opts.Sampling(specs)
 	}
@@ -253,6 +263,9 @@ func (s *perfSession) configure() error {
 	// the period (see perfEvent.sampling).
 	main := s.events[0]
 	s.event = main.spec.Name
+	if s.leader {
+		s.event = s.events[1].spec.Name
+	}
 	a.Type, a.Config, a.Ext1, a.Ext2, a.Sample = main.attr.Type, main.attr.Config, main.attr.Ext1, main.attr.Ext2, main.attr.Sample
 	a.Bits |= main.attr.Bits
 	periodIsNs := main.format.PeriodIsTime
@@ -416,8 +429,10 @@ func (s *perfSession) probe() error {
 	}
 	if len(s.events) > 1 {
 		s.dec.EventIDs = map[uint64]int{}
-		for _, ev := range s.events {
-			s.dec.Events = append(s.dec.Events, ev.format)
+		for i, ev := range s.events {
+			if i > 0 || !s.leader {
+				s.dec.Events = append(s.dec.Events, ev.format)
+			}
 		}
 	}
 	return nil
@@ -1032,6 +1047,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		flush(first)
 		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
 		for _, fd := range s.fds {
+			if s.unpolled[fd] {
+				continue // a CPU's probe: it never hangs up (see openProbes)
+			}
 			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
 		why := stopCancelled

@@ -357,6 +357,15 @@ func (s *perfSession) configure() error {
 		// the program makes it.
 		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
 	}
+	if counting := slices.ContainsFunc(s.events, func(ev *perfEvent) bool {
+		return !ev.format.PeriodIsTime && ev.attr.Bits&unix.PerfBitFreq == 0
+	}); counting {
+		// An event sampled every N occurrences comes as fast as the
+		// program makes them (a page fault a microsecond, each with a
+		// stack copy): the most a ring may hold (mapRing halves it
+		// where locked memory is short).
+		s.pages = max(s.pages, (16<<20)/os.Getpagesize())
+	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
 	s.format = perfrecord.Format{SampleIDAll: true, Regs: regs, PeriodIsTime: periodIsNs, Trace: main.format.Trace}
 	s.cpus = proc.OnlineCPUs()

@@ -1,0 +1,366 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gprof-dev/gprof/profile"
+)
+
+// Events beyond CPU time (docs/events.md): programs with known numbers of
+// page faults, file opens, context switches, probe hits and marked phases
+// (testdata/events.c), recorded with each event and held to the count the
+// program made and to perf record's on the same program.
+
+// eventReport is what these tests read of 'report --json': the samples
+// (weighted: events) of each function.
+type eventReport struct {
+	Samples int64 `json:"samples"`
+	All     struct {
+		TopSelf []struct {
+			Name string `json:"name"`
+			Self int64  `json:"self_samples"`
+		} `json:"top_self"`
+		TopTotal []struct {
+			Name  string `json:"name"`
+			Total int64  `json:"total_samples"`
+		} `json:"top_total"`
+	} `json:"all"`
+}
+
+func (r eventReport) total(fn string) int64 {
+	for _, f := range r.All.TopTotal {
+		if f.Name == fn {
+			return f.Total
+		}
+	}
+	return 0
+}
+
+func eventReportOf(t *testing.T, path string, args ...string) eventReport {
+	t.Helper()
+	r := gprof(t, append([]string{"report", "--json", "--top", "-1"}, append(args, path)...)...)
+	if r.code != 0 {
+		t.Fatalf("gprof report %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	var rep eventReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report --json: %v", err)
+	}
+	return rep
+}
+
+// perfCount records cmd with perf record -e event -c 1 (stacks as
+// callGraph says: fp or dwarf) and counts the samples of the command's
+// process, and those whose stack has function fn ("" for none).
+func perfCount(t *testing.T, event, callGraph, fn string, cmd ...string) (all, inFn int, output string) {
+	t.Helper()
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed (apt-get install linux-perf)")
+	}
+	out := filepath.Join(t.TempDir(), "perf.data")
+	// -B: no build-id cache, whose upkeep in perf 6.1 aborts after some
+	// runs ("stack smashing detected").
+	pr := exec.Command("perf", append([]string{"record", "-q", "-B", "-o", out, "-e", event, "-c", "1", "--call-graph", callGraph, "--"}, cmd...)...)
+	ob, err := pr.CombinedOutput()
+	if err != nil {
+		if s := string(ob); strings.Contains(s, "perf_event_paranoid") || strings.Contains(s, "Permission") {
+			t.Skipf("perf record cannot sample here: %s", firstLine(s))
+		}
+		t.Fatalf("perf record %s: %v\n%s", event, err, ob)
+	}
+	output = string(ob)
+	b, err := exec.Command("perf", "script", "-i", out, "-F", "comm,ip,sym").Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	name := filepath.Base(cmd[0])
+	for _, block := range strings.Split(string(b), "\n\n") {
+		if !strings.HasPrefix(strings.TrimSpace(block), name) {
+			continue // perf itself, before it execs the command
+		}
+		all++
+		if fn != "" && regexp.MustCompile(`\s`+fn+`\b`).MatchString(block) {
+			inFn++
+		}
+	}
+	return all, inFn, output
+}
+
+// processSamples is how many samples (weighted: events) the threads of
+// processes named name have in table event of p ("" for their own).
+func processSamples(p *profile.Profile, name, event string) int64 {
+	var n int64
+	for _, pr := range p.Processes {
+		if pr.Name != name {
+			continue
+		}
+		for _, th := range pr.Threads {
+			t := &th.Samples
+			for i := range th.Events {
+				if th.Events[i].Event == event {
+					t = &th.Events[i].Samples
+				}
+			}
+			for i := range t.Stack {
+				if t.Weight != nil {
+					n += int64(t.Weight[i])
+				} else {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// ensureTracefs mounts tracefs where it is not (as root), for the test's
+// length: tracepoints need it, and a fresh machine may not have it.
+func ensureTracefs(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/tracing/events"); err == nil {
+		return
+	}
+	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err == nil {
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("tracefs is not mounted, and mounting it needs root")
+	}
+	if err := syscall.Mount("nodev", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+		t.Skipf("tracefs cannot be mounted here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount("/sys/kernel/tracing", 0) })
+}
+
+// TestEventPageFaults: every fresh page a program touches is one page
+// fault; -e page-faults -c 1 makes each a sample with its stack.
+func TestEventPageFaults(t *testing.T) {
+	bin := buildC(t, "events")
+	const pages = 3000
+	// Frame pointers: the fault is in touch_pages itself, the sample's
+	// leaf; and 3000 faults in a millisecond with a 16 KiB stack copy
+	// each is more than a ring holds (dwarf mode loses some, as perf's).
+	rec := mustRecord(t, "--call-graph", "fp", "-e", "page-faults", "-c", "1", "--", bin, "faults", strconv.Itoa(pages))
+	if got := rec.profile.Meta.Extra["event"]; got != "page-faults" {
+		t.Errorf("event %q, want page-faults", got)
+	}
+	if !strings.Contains(rec.stdout, fmt.Sprintf("touched %d pages", pages)) {
+		t.Errorf("the program says %q", rec.stdout)
+	}
+	got := eventReportOf(t, rec.out).total("touch_pages")
+	all, peer, _ := perfCount(t, "page-faults", "fp", "touch_pages", bin, "faults", strconv.Itoa(pages))
+	t.Logf("page faults in touch_pages: gprof %d of %d, perf %d of %d, program %d", got, processSamples(rec.profile, "events", ""), peer, all, pages)
+	if got != pages {
+		t.Errorf("gprof counts %d page faults in touch_pages, the program made %d", got, pages)
+	}
+	if peer != pages {
+		t.Errorf("perf counts %d page faults in touch_pages, the program made %d", peer, pages)
+	}
+}
+
+// TestEventOpenat: a syscall tracepoint samples every call, with its
+// fields as a marker; beside CPU time, on a track of its own.
+func TestEventOpenat(t *testing.T) {
+	ensureTracefs(t)
+	bin := buildC(t, "events")
+	const opens = 500
+	rec := mustRecord(t, "-e", "cpu-clock,syscalls:sys_enter_openat", "--", bin, "opens", strconv.Itoa(opens))
+	got := eventReportOf(t, rec.out, "--event", "syscalls:sys_enter_openat").total("open_files")
+	gall := processSamples(rec.profile, "events", "syscalls:sys_enter_openat")
+	all, peer, _ := perfCount(t, "syscalls:sys_enter_openat", "dwarf", "open_files", bin, "opens", strconv.Itoa(opens))
+	t.Logf("openat calls: gprof %d in open_files of %d, perf %d in open_files of %d, program %d in open_files", got, gall, peer, all, opens)
+	if got != opens {
+		t.Errorf("gprof counts %d openat calls in open_files, the program made %d", got, opens)
+	}
+	// The loader's opens are the same few each run.
+	if gall != int64(all) {
+		t.Errorf("the program made %d openat calls for gprof, %d for perf", gall, all)
+	}
+	markers := 0
+	for _, pr := range rec.profile.Processes {
+		for _, th := range pr.Threads {
+			for _, m := range th.Markers {
+				if m.Name == "syscalls:sys_enter_openat" && m.Cause > 0 && strings.Contains(fmt.Sprint(m.Data["fields"]), "filename=0x") {
+					markers++
+				}
+			}
+		}
+	}
+	if markers < opens {
+		t.Errorf("%d openat markers with fields and a stack, want at least %d", markers, opens)
+	}
+	// The first event is still CPU time, the threads' own samples.
+	if rec.profile.Meta.Extra["event"] != "cpu-clock" || rec.profile.Meta.Extra["events"] != "cpu-clock,syscalls:sys_enter_openat" {
+		t.Errorf("events %q %q", rec.profile.Meta.Extra["event"], rec.profile.Meta.Extra["events"])
+	}
+}
+
+// TestEventContextSwitches: two threads that hand a byte back and forth
+// over pipes switch out at every read; the program counts its threads'
+// switches (getrusage), and every one is a sample.
+func TestEventContextSwitches(t *testing.T) {
+	bin := buildC(t, "events")
+	const rounds = 2000
+	// Frame pointers: 4000 switches in some 20 ms, each with a 16 KiB
+	// stack copy in dwarf mode, fill a ring before gprof's reader is
+	// under way (see docs/events.md).
+	rec := mustRecord(t, "--call-graph", "fp", "-e", "context-switches", "-c", "1", "--", bin, "switches", strconv.Itoa(rounds))
+	m := regexp.MustCompile(`switches ping (\d+) pong (\d+)`).FindStringSubmatch(rec.stdout)
+	if m == nil {
+		t.Fatalf("the program did not say its switches: %q", rec.stdout)
+	}
+	ping, _ := strconv.Atoi(m[1])
+	pong, _ := strconv.Atoi(m[2])
+	got := processSamples(rec.profile, "events", "")
+	want := int64(ping + pong)
+	all, _, pout := perfCount(t, "context-switches", "fp", "", bin, "switches", strconv.Itoa(rounds))
+	pm := regexp.MustCompile(`switches ping (\d+) pong (\d+)`).FindStringSubmatch(pout)
+	if pm == nil {
+		t.Fatalf("the program did not tell perf's run its switches: %q", pout)
+	}
+	pping, _ := strconv.Atoi(pm[1])
+	ppong, _ := strconv.Atoi(pm[2])
+	pwant := int64(pping + ppong)
+	t.Logf("context switches of the program: gprof %d (lost %d), the program %d (ping %d, pong %d, between its getrusage calls); perf %d, the program %d on that run",
+		got, rec.profile.Meta.LostEvents, want, ping, pong, all, pwant)
+	// getrusage counts the switches between its calls; the samples take
+	// those before and after them too (start-up, thread start and join):
+	// a few more.
+	for _, c := range []struct {
+		who       string
+		got, want int64
+	}{{"gprof", got, want}, {"perf", int64(all), pwant}} {
+		margin(t, c.who+"'s switches over the program's, less 1", float64(c.got)/float64(c.want)-1, 0.05)
+		if c.got < c.want || float64(c.got) > float64(c.want)*1.05+20 {
+			t.Errorf("%s counts %d switches of the program, the program %d", c.who, c.got, c.want)
+		}
+	}
+}
+
+// TestEventUSDT: a USDT probe with a semaphore: gprof makes the probe
+// for the recording (the kernel sets the semaphore while it is on), and
+// every pass is a sample.
+func TestEventUSDT(t *testing.T) {
+	bin := buildC(t, "events")
+	const ticks = 200
+	for _, how := range [][]string{{"-e", "sdt_gprof_test:tick"}, {"--probe", bin + ":sdt_gprof_test:tick"}} {
+		out := filepath.Join(t.TempDir(), "usdt.json.gz")
+		r := gprof(t, append(append([]string{"record", "-o", out}, how...), "--", bin, "usdt", strconv.Itoa(ticks))...)
+		skipIfNoPerf(t, r)
+		if r.code != 0 {
+			if strings.Contains(r.stderr, "uprobe PMU") {
+				t.Skipf("no uprobes here: %s", r.stderr)
+			}
+			t.Fatalf("record %v: %d %s", how, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stdout, fmt.Sprintf("ticks %d semaphore_set %d", ticks, ticks)) {
+			t.Errorf("%v: the semaphore was not set at every pass: %q", how, r.stdout)
+		}
+		if got := eventReportOf(t, out, "--event", "sdt_gprof_test:tick").total("ticks"); got != ticks {
+			t.Errorf("%v: %d probe hits in ticks, want %d", how, got, ticks)
+		}
+	}
+	// Nothing is left behind in tracefs.
+	if b, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(b), "gprof") {
+		t.Errorf("uprobe_events holds gprof's probes after the recording: %s", b)
+	}
+}
+
+// TestEventMarkers: a program's marker file (samply's convention) gives
+// markers on the thread that mapped it, and report --during-marker counts
+// the samples inside them.
+func TestEventMarkers(t *testing.T) {
+	bin := buildC(t, "events")
+	dir := t.TempDir()
+	rec := mustRecord(t, "--", bin, "phases", "300", "150", dir)
+	spans := map[string]profile.Marker{}
+	for _, pr := range rec.profile.Processes {
+		for _, th := range pr.Threads {
+			for _, m := range th.Markers {
+				if d, _ := m.Data["type"].(string); d == profile.MarkerFileType {
+					if !th.Main {
+						t.Errorf("marker %s on thread %d, not the main thread that mapped the file", m.Name, th.Tid)
+					}
+					spans[m.Name] = m
+				}
+			}
+		}
+	}
+	s, p := spans["serial"], spans["parallel"]
+	if s.Name == "" || p.Name == "" {
+		t.Fatalf("markers %v, want serial and parallel", spans)
+	}
+	mt := regexp.MustCompile(`serial_wall_ns (\d+) parallel_wall_ns (\d+)`).FindStringSubmatch(rec.stdout)
+	if mt == nil {
+		t.Fatalf("no phase times in %q", rec.stdout)
+	}
+	sw, _ := strconv.ParseInt(mt[1], 10, 64)
+	pw, _ := strconv.ParseInt(mt[2], 10, 64)
+	if s.End-s.Start != sw || p.End-p.Start != pw || p.Start != s.End {
+		t.Errorf("marker spans %d, %d ns (parallel from %d, serial to %d); the program's phases took %d, %d ns", s.End-s.Start, p.End-p.Start, p.Start, s.End, sw, pw)
+	}
+	during := eventReportOf(t, rec.out, "--during-marker", "serial")
+	if n := during.total("parallel_phase"); n != 0 {
+		t.Errorf("%d samples in parallel_phase during the serial marker", n)
+	}
+	if n := during.total("serial_phase") + during.total("spin_cpu"); n < 100 {
+		t.Errorf("%d samples in serial_phase during the serial marker, want most of its 300 ms", n)
+	}
+	r := gprof(t, "report", "--during-marker", "nosuch", rec.out)
+	if r.code != 2 || !strings.Contains(r.stderr, "parallel, serial") {
+		t.Errorf("--during-marker nosuch: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestEventErrors: what cannot be sampled is one line that says what to
+// type or grant.
+func TestEventErrors(t *testing.T) {
+	bin := buildC(t, "events")
+	for _, c := range []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{[]string{"-e", "page-fault"}, 2, "did you mean page-faults"},
+		{[]string{"-e", "sched:no_such_tracepoint"}, 1, "available_events"},
+		{[]string{"--probe", bin + ":no_such_function"}, 1, "no function no_such_function"},
+		{[]string{"-e", "sdt_gprof_test:no_such_probe"}, 1, "--probe BIN:"},
+		{[]string{"-e", "cpu-clock/period=0/"}, 2, "period=N"},
+	} {
+		ensureTracefs(t)
+		r := gprof(t, append(append([]string{"record", "-o", filepath.Join(t.TempDir(), "x.json.gz")}, c.args...), "--", bin, "opens", "1")...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != c.code || len(lines) != 1 || !strings.Contains(r.stderr, c.mention) {
+			t.Errorf("record %v: exit %d, stderr %q; want exit %d and one line saying %q", c.args, r.code, r.stderr, c.code, c.mention)
+		}
+	}
+	// A kernel without kprobes (this VM's) says so in one line; one
+	// with them records.
+	r := gprof(t, "record", "-o", filepath.Join(t.TempDir(), "k.json.gz"), "--probe", "do_sys_openat2", "--", bin, "opens", "1")
+	if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
+		if r.code != 1 || !strings.Contains(r.stderr, "no kprobe PMU") {
+			t.Errorf("--probe on a kernel without kprobes: exit %d %q", r.code, r.stderr)
+		}
+	} else if r.code != 0 {
+		t.Errorf("--probe do_sys_openat2: exit %d %q", r.code, r.stderr)
+	}
+	// Without a hardware PMU, cycles is one notice, and cpu-clock
+	// samples instead.
+	if _, err := os.Stat("/sys/bus/event_source/devices/cpu"); err != nil {
+		rec := mustRecord(t, "-e", "cycles", "--", bin, "faults", "10")
+		if !strings.Contains(rec.stderr, "no hardware PMU") || rec.profile.Meta.Extra["event"] != "cpu-clock" {
+			t.Errorf("-e cycles without a PMU: event %q, stderr %q", rec.profile.Meta.Extra["event"], rec.stderr)
+		}
+	}
+}

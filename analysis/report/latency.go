@@ -38,7 +38,7 @@ const ParallelismCounter = "Parallelism"
 
 // latencyScale turns a sample's latency weight, 1/parallelism, into the
 // whole number a sample table's weight holds.
-const latencyScale = 10000
+const latencyScale = 1 << 16
 
 // Latency is the latency view of a profile: functions by their share of
 // wall-clock time, with their share of CPU time beside.

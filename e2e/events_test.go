@@ -5,14 +5,18 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gprof-dev/gprof/profile"
 )
@@ -362,5 +366,149 @@ func TestEventErrors(t *testing.T) {
 		if !strings.Contains(rec.stderr, "no hardware PMU") || rec.profile.Meta.Extra["event"] != "cpu-clock" {
 			t.Errorf("-e cycles without a PMU: event %q, stderr %q", rec.profile.Meta.Extra["event"], rec.stderr)
 		}
+	}
+}
+
+// TestLatency: perf 6.15's latency view on a program with a serial phase
+// (one thread) and a parallel one (four threads), recorded at once by
+// perf (cpu-clock and context switches, as perf record --latency) and by
+// gprof record --latency attached to it: gprof's shares of the two
+// phases are held to those the test computes from perf's records by
+// perf's definition (each sample weighs 1/the threads on a CPU then).
+// The perf installed may predate --latency (6.15); the switch records
+// are what it uses.
+func TestLatency(t *testing.T) {
+	bin := buildC(t, "events")
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed")
+	}
+	dir := t.TempDir()
+	goFile := filepath.Join(dir, "go")
+	perfData := filepath.Join(dir, "perf.data")
+	pc := exec.Command("perf", "record", "-q", "-B", "-e", "cpu-clock", "-c", "1000000", "--switch-events", "-o", perfData, "--", bin, "phases", "600", "300", dir)
+	pc.Env = append(os.Environ(), "EVENTS_WAIT="+goFile)
+	var pout strings.Builder
+	pc.Stdout, pc.Stderr = &pout, &pout
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Process.Kill()
+	// The program is perf's child, waiting for goFile.
+	var pid int
+	for i := 0; i < 500 && pid == 0; i++ {
+		if kids := childrenOf(pc.Process.Pid); len(kids) > 0 {
+			pid = kids[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatalf("perf started no program: %s", pout.String())
+	}
+	out := filepath.Join(dir, "p.json.gz")
+	g := startGprof(t, io.Discard, "record", "--latency", "-o", out, "-p", strconv.Itoa(pid))
+	time.Sleep(1500 * time.Millisecond) // attached, sampling
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Wait(); err != nil {
+		t.Fatalf("perf record: %v: %s", err, pout.String())
+	}
+	if !g.exited(30 * time.Second) {
+		t.Fatal("gprof did not end with its target")
+	}
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		skipIfNoBackend(t, g.stderr.String())
+		t.Fatalf("gprof record: %d %s", code, g.stderr.String())
+	}
+
+	// perf's definition (tools/perf/util/machine.c, event.c in 6.15),
+	// from perf's records of the program: its threads on a CPU are its
+	// switches in less its switches out and exits, at least 1 and at most
+	// the CPUs; each sample of the main thread (the serial phase) or a worker
+	// (the parallel one) weighs 1 over that count.
+	var b []byte
+	var err error
+	var perr strings.Builder
+	for try := 0; try < 3; try++ {
+		// perf 6.1's script aborts now and then in its build-id code
+		// ("assertion failed at util/build-id.c"): try again.
+		perr.Reset()
+		ps := exec.Command("perf", "script", "-i", perfData, "--show-switch-events", "--show-task-events", "-F", "pid,tid,event")
+		ps.Stderr = &perr
+		if b, err = ps.Output(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("perf script: %v: %s", err, perr.String())
+	}
+	running := 1 // perf starts at 1: there is no first switch in
+	var serial, parallel, serialCPU, parallelCPU float64
+	line := regexp.MustCompile(`^\s*(\d+)/(\d+)\s+(.*)$`)
+	for _, l := range strings.Split(string(b), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil || m[1] != strconv.Itoa(pid) {
+			continue
+		}
+		tid, _ := strconv.Atoi(m[2])
+		switch rest := m[3]; {
+		case strings.Contains(rest, "PERF_RECORD_SWITCH OUT"), strings.Contains(rest, "PERF_RECORD_EXIT"):
+			// A thread's last switch out, as it exits, has no record.
+			running--
+		case strings.Contains(rest, "PERF_RECORD_SWITCH IN"):
+			running++
+		case strings.Contains(rest, "cpu-clock"):
+			w := 1 / float64(max(1, min(running, runtime.NumCPU())))
+			if tid == pid {
+				serial += w
+				serialCPU++
+			} else {
+				parallel += w
+				parallelCPU++
+			}
+		}
+	}
+	if serialCPU < 100 || parallelCPU < 100 {
+		t.Fatalf("perf sampled %v serial and %v parallel ms: too few to compare", serialCPU, parallelCPU)
+	}
+	perfLat := 100 * serial / (serial + parallel)
+	perfCPU := 100 * serialCPU / (serialCPU + parallelCPU)
+
+	r := gprof(t, "report", "--latency", "--json", "--top", "-1", out)
+	if r.code != 0 {
+		t.Fatalf("report --latency: %d %s", r.code, r.stderr)
+	}
+	var l struct {
+		Samples  int64 `json:"samples"`
+		TopTotal []struct {
+			Name       string  `json:"name"`
+			LatencyPct float64 `json:"latency_pct"`
+			CPUPct     float64 `json:"cpu_pct"`
+		} `json:"top_total"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		t.Fatal(err)
+	}
+	shares := map[string][2]float64{}
+	for _, f := range l.TopTotal {
+		shares[f.Name] = [2]float64{f.LatencyPct, f.CPUPct}
+	}
+	s, p := shares["serial_phase"], shares["parallel_phase"]
+	gLat := 100 * s[0] / (s[0] + p[0])
+	gCPU := 100 * s[1] / (s[1] + p[1])
+	t.Logf("serial phase's share: latency gprof %.1f%%, perf's definition on perf's samples %.1f%%; CPU gprof %.1f%%, perf %.1f%% (%d gprof samples, %v perf)",
+		gLat, perfLat, gCPU, perfCPU, l.Samples, serialCPU+parallelCPU)
+	// Two samplings of one run: each share varies by sqrt(p(1-p)/N).
+	n := math.Min(float64(l.Samples), serialCPU+parallelCPU)
+	bound := 100 * 4 * math.Sqrt(0.25/n)
+	margin(t, "|gprof - perf| latency share of the serial phase (points)", math.Abs(gLat-perfLat), bound)
+	margin(t, "|gprof - perf| CPU share of the serial phase (points)", math.Abs(gCPU-perfCPU), bound)
+	if math.Abs(gLat-perfLat) > bound || math.Abs(gCPU-perfCPU) > bound {
+		t.Errorf("serial phase: gprof latency %.1f%% CPU %.1f%%, perf's %.1f%% %.1f%%: more apart than %.1f points", gLat, gCPU, perfLat, perfCPU, bound)
+	}
+	// The serial phase ran alone: its share of the latency is larger
+	// than its share of the CPU, wherever the workers ran side by side.
+	if perfLat > perfCPU+1 && gLat <= gCPU {
+		t.Errorf("serial phase: latency share %.1f%% not above its CPU share %.1f%%", gLat, gCPU)
 	}
 }

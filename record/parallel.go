@@ -34,7 +34,12 @@ type parallelism struct {
 
 type parState struct {
 	running map[int]bool
-	n       int
+	// seen is when each thread's state was last set: a live backend's
+	// rings give a thread's switch out (on one CPU) and in (on another)
+	// in two batches now and then, the later first, and the earlier
+	// then says nothing new.
+	seen map[int]int64
+	n    int
 	// last is when n last changed (or the count was last advanced); acc
 	// the thread-ns on a CPU since the counter's last sample, taken at
 	// lastEmit.
@@ -57,10 +62,14 @@ func (p *parallelism) set(pr *proc, tid int, on bool, t int64) {
 		if !on {
 			return // off before it was ever seen on
 		}
-		st = &parState{running: map[int]bool{}, last: t, lastEmit: t, times: []int64{t}, counts: []int64{0}}
+		st = &parState{running: map[int]bool{}, seen: map[int]int64{}, last: t, lastEmit: t, times: []int64{t}, counts: []int64{0}}
 		p.procs[pr] = st
 		p.order = append(p.order, pr)
 	}
+	if t < st.seen[tid] {
+		return // older than what the thread did since
+	}
+	st.seen[tid] = t
 	if st.running[tid] == on {
 		return
 	}
@@ -103,6 +112,7 @@ func (p *parallelism) end(pr *proc, t int64) {
 		st.advance(t)
 		st.n = 0
 		clear(st.running)
+		clear(st.seen)
 		st.emit(t)
 	}
 }

@@ -307,6 +307,10 @@ func hostMeta(start time.Time, opts Options) profile.Meta {
 	if len(opts.Attach.Command) > 0 {
 		m.Extra["command"] = fmt.Sprint(opts.Attach.Command)
 	}
+	if opts.Attach.SystemWide {
+		// The latency view counts each process's parallelism apart.
+		m.Extra["system_wide"] = "true"
+	}
 	if h, err := os.Hostname(); err == nil {
 		m.Extra["host"] = h
 	}

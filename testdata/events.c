@@ -12,7 +12,8 @@
 //	                      serial_phase, then 4 threads Y ms each in
 //	                      parallel_phase; marks both phases in
 //	                      DIR/marker-PID.txt, which it maps (samply's
-//	                      convention), and prints each phase's wall time
+//	                      convention), and prints each phase's wall time;
+//	                      with EVENTS_WAIT=FILE, waits for FILE first
 //	events usdt N         N passes by the USDT probe gprof_test:tick, which
 //	                      has a semaphore: prints how many passes saw it
 //	                      set (a tracer attached)
@@ -108,13 +109,19 @@ static void spin_cpu(long ms) {
 			sink += i;
 }
 
-__attribute__((noinline)) static void serial_phase(long ms) { spin_cpu(ms); }
+// The empty asm after each call keeps it a call (not a jump to spin_cpu
+// that would leave the phase's function off the stack).
+__attribute__((noinline)) static void serial_phase(long ms) {
+	spin_cpu(ms);
+	__asm__ __volatile__("" ::: "memory");
+}
 
 static long parallel_ms;
 
 __attribute__((noinline)) static void *parallel_phase(void *arg) {
 	(void)arg;
 	spin_cpu(parallel_ms);
+	__asm__ __volatile__("" ::: "memory");
 	return 0;
 }
 
@@ -132,6 +139,10 @@ static void phases(long x, long y, const char *dir) {
 		perror("mmap");
 		exit(1);
 	}
+	// With EVENTS_WAIT set, wait for that file: a profiler attaches.
+	const char *wait = getenv("EVENTS_WAIT");
+	while (wait && access(wait, F_OK) != 0)
+		usleep(1000);
 	long long t0 = now_ns(CLOCK_MONOTONIC);
 	serial_phase(x);
 	long long t1 = now_ns(CLOCK_MONOTONIC);

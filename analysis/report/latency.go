@@ -30,7 +30,8 @@ import (
 // 6.15, which counts every task it recorded, the view adds up every
 // process of the profile; in a system-wide recording, which perf 6.15
 // refuses to weigh, it counts the sample's own process alone (as perf
-// does since). A sample's parallelism is at least 1: its own thread ran.
+// does since). A sample's parallelism is at least 1, its own thread ran,
+// and at most the machine's CPUs, as perf clamps it.
 
 // ParallelismCounter is the name (and category) of the counters the
 // latency view reads.
@@ -89,10 +90,11 @@ var ErrNoParallelism = errors.New("the profile has no parallelism counter to wei
 type parallelismAt struct {
 	all    []*profile.Counter // every process's
 	byProc map[*profile.Process]*profile.Counter
+	cpus   int // the machine's, 0 when not known
 }
 
 func newParallelismAt(p *profile.Profile) (*parallelismAt, bool) {
-	pa := &parallelismAt{byProc: map[*profile.Process]*profile.Counter{}}
+	pa := &parallelismAt{byProc: map[*profile.Process]*profile.Counter{}, cpus: p.Meta.LogicalCPUs}
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -122,6 +124,16 @@ func rateAt(c *profile.Counter, t int64) float64 {
 }
 
 func (pa *parallelismAt) at(pr *profile.Process, t int64, perProcess bool) float64 {
+	n := pa.sum(pr, t, perProcess)
+	if pa.cpus > 0 {
+		// As perf: no more threads run than there are CPUs (switch
+		// records out of order can say otherwise for a moment).
+		n = min(n, float64(pa.cpus))
+	}
+	return max(n, 1)
+}
+
+func (pa *parallelismAt) sum(pr *profile.Process, t int64, perProcess bool) float64 {
 	var n float64
 	if perProcess {
 		if c := pa.byProc[pr]; c != nil {
@@ -132,7 +144,7 @@ func (pa *parallelismAt) at(pr *profile.Process, t int64, perProcess bool) float
 			n += rateAt(c, t)
 		}
 	}
-	return max(n, 1)
+	return n
 }
 
 // LatencyWeights returns a profile whose samples weigh their latency: each

@@ -349,7 +349,7 @@ func TestDecodeFileRecords(t *testing.T) {
 			u64(1, 0).u64(0x400100, 0x400300, 0).done() // branch stack: nr, hw_idx, one entry
 		evs := decodeAll(d, &Arena{}, kernel, mmap, data, fork, sample, exit)
 		want := []event.Event{
-			&event.Map{Pid: 5, Start: 0x400000, End: 0x401000, Path: "/bin/v1"},
+			&event.Map{Pid: 5, Tid: 5, Start: 0x400000, End: 0x401000, Path: "/bin/v1"},
 			&event.Fork{Time: 3000, Pid: 5, Tid: 6, Ppid: 5, Ptid: 5},
 			&event.Sample{Time: 3000, Pid: 5, Tid: 6, CPU: 1, CPUDelta: 250000, Stack: []uint64{0x400100, 0x400200}},
 			&event.Exit{Time: 3000, Pid: 5, Tid: 6},

@@ -38,6 +38,9 @@ type TraceField struct {
 	Signed       bool
 	// Kind says how the field's bytes are read.
 	Kind FieldKind
+	// Hex says the format prints the integer in hex (%x), as perf
+	// script does (a system call's arguments, say).
+	Hex bool
 }
 
 // FieldKind is how a field's value is read and printed.
@@ -77,6 +80,12 @@ func ParseTraceFormat(text []byte) (*TraceFormat, error) {
 			inFormat = true
 		case strings.HasPrefix(s, "print fmt:"):
 			inFormat = false
+			hex := hexFields(strings.TrimSpace(s[len("print fmt:"):]))
+			for i := range f.Fields {
+				if hex[f.Fields[i].Name] && f.Fields[i].Kind == FieldInt {
+					f.Fields[i].Hex = true
+				}
+			}
 		case inFormat && strings.HasPrefix(s, "field:"):
 			fld, err := parseField(s)
 			if err != nil {
@@ -193,7 +202,10 @@ func (f *TraceFormat) AppendFields(b []byte, raw []byte, big bool) []byte {
 			b = append(b, " bytes]"...)
 		default:
 			u := uintOf(o, v)
-			if fld.Signed {
+			if fld.Hex {
+				b = append(b, "0x"...)
+				b = strconv.AppendUint(b, u, 16)
+			} else if fld.Signed {
 				b = strconv.AppendInt(b, signExtend(u, fld.Size), 10)
 			} else {
 				b = strconv.AppendUint(b, u, 10)
@@ -201,6 +213,80 @@ func (f *TraceFormat) AppendFields(b []byte, raw []byte, big bool) []byte {
 		}
 	}
 	return b
+}
+
+// hexFields reads a format's print fmt, "FORMAT", ARG, ARG..., and
+// returns the fields (REC->name in an argument) that a %x or %X
+// conversion prints.
+func hexFields(pf string) map[string]bool {
+	out := map[string]bool{}
+	if !strings.HasPrefix(pf, `"`) {
+		return out
+	}
+	end := 1
+	for end < len(pf) && pf[end] != '"' {
+		if pf[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(pf) {
+		return out
+	}
+	format, rest := pf[1:end], pf[end+1:]
+	var convs []byte
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-+ #0123456789.*lhzjt", format[j]) >= 0 {
+			j++
+		}
+		if j < len(format) {
+			convs = append(convs, format[j])
+		}
+		i = j
+	}
+	var args []string
+	depth, start := 0, 0
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				args = append(args, rest[start:i])
+				start = i + 1
+			}
+		}
+	}
+	args = append(args, rest[start:])
+	if len(args) > 0 && strings.TrimSpace(args[0]) == "" {
+		args = args[1:] // the comma after the format
+	}
+	for i, a := range args {
+		if i >= len(convs) || convs[i] != 'x' && convs[i] != 'X' {
+			continue
+		}
+		k := strings.Index(a, "REC->")
+		if k < 0 {
+			continue
+		}
+		name := a[k+len("REC->"):]
+		n := 0
+		for n < len(name) && (name[n] == '_' || name[n] >= 'a' && name[n] <= 'z' || name[n] >= 'A' && name[n] <= 'Z' || name[n] >= '0' && name[n] <= '9') {
+			n++
+		}
+		out[name[:n]] = true
+	}
+	return out
 }
 
 func uintOf(o order, v []byte) uint64 {
@@ -253,4 +339,17 @@ func ProbeFormat(name string, ret bool) *TraceFormat {
 	return &TraceFormat{Name: name, Fields: []TraceField{
 		{Name: "__probe_ip", Type: "unsigned long", Offset: 8, Size: 8, Kind: FieldPointer},
 	}}
+}
+
+// MarkerFile reports whether a mapped file's NUL-terminated path names a
+// marker file, samply's convention for a program to mark its phases: it
+// writes "START END NAME" lines to marker-PID.txt (or marker-PID-TID.txt)
+// and maps it, so that a profiler sees it among the mappings of data
+// (Decoder.KeepData).
+func MarkerFile(path []byte) bool {
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	base := path[bytes.LastIndexByte(path, '/')+1:]
+	return bytes.HasPrefix(base, []byte("marker-")) && bytes.HasSuffix(base, []byte(".txt"))
 }

@@ -3,7 +3,6 @@
 package perf
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -248,16 +247,4 @@ func (s *perfSession) noteEvent(fd, i int) error {
 	}
 	s.dec.EventIDs[id] = i
 	return nil
-}
-
-// markerFile picks the data mappings the decoder keeps: the marker files
-// of programs that mark their phases for profilers (samply's convention:
-// a program writes "START END NAME" lines to marker-PID.txt, or
-// marker-PID-TID.txt, and maps it so that the profiler sees its path).
-func markerFile(path []byte) bool {
-	if i := bytes.IndexByte(path, 0); i >= 0 {
-		path = path[:i]
-	}
-	base := path[bytes.LastIndexByte(path, '/')+1:]
-	return bytes.HasPrefix(base, []byte("marker-")) && bytes.HasSuffix(base, []byte(".txt"))
 }

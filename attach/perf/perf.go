@@ -299,7 +299,7 @@ func (s *perfSession) configure() error {
 		a.Bits |= unix.PerfBitContextSwitch
 	}
 	// Data mappings too, of which the decoder keeps the marker files
-	// programs map so that profilers find them (see markerFile).
+	// programs map so that profilers find them (perfrecord.MarkerFile).
 	a.Bits |= unix.PerfBitMmapData
 	if !o.Kernel {
 		// Samples in kernel mode are kept, without their kernel stack: a
@@ -432,7 +432,7 @@ func (s *perfSession) probe() error {
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
 	s.dec.interp = s.opts.Interp
-	s.dec.KeepData = markerFile
+	s.dec.KeepData = perfrecord.MarkerFile
 	if s.opts.OffCPU {
 		s.dec.SwitchIDs = map[uint64]bool{}
 	}

@@ -65,7 +65,7 @@ func TestTraceFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw = make([]byte, 40)
-	le.PutUint32(raw[8:], 7<<16|32) // 7 bytes at 32
+	le.PutUint32(raw[8:], 7<<16|32)    // 7 bytes at 32
 	le.PutUint32(raw[12:], 0xfffffffb) // -5
 	copy(raw[16:], "sh\x00")
 	copy(raw[32:], "/bin/s\x00")

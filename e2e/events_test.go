@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/profile"
+	"github.com/gprof-dev/gprof/record/perfdata"
 )
 
 // Events beyond CPU time (docs/events.md): programs with known numbers of
@@ -422,44 +424,44 @@ func TestLatency(t *testing.T) {
 	}
 
 	// perf's definition (tools/perf/util/machine.c, event.c in 6.15),
-	// from perf's records of the program: its threads on a CPU are its
+	// from perf's records of the program (read with gprof's perf.data
+	// reader: perf 6.1's perf script aborts on these files now and then,
+	// in its build-id code): its threads on a CPU are its
 	// switches in less its switches out and exits, at least 1 and at most
 	// the CPUs; each sample of the main thread (the serial phase) or a worker
 	// (the parallel one) weighs 1 over that count.
-	var b []byte
-	var err error
-	var perr strings.Builder
-	for try := 0; try < 3; try++ {
-		// perf 6.1's script aborts now and then in its build-id code
-		// ("assertion failed at util/build-id.c"): try again.
-		perr.Reset()
-		ps := exec.Command("perf", "script", "-i", perfData, "--show-switch-events", "--show-task-events", "-F", "pid,tid,event")
-		ps.Stderr = &perr
-		if b, err = ps.Output(); err == nil {
-			break
-		}
-	}
+	data, err := os.ReadFile(perfData)
 	if err != nil {
-		t.Fatalf("perf script: %v: %s", err, perr.String())
+		t.Fatal(err)
+	}
+	pf, err := perfdata.Parse(data)
+	if err != nil {
+		t.Fatal(err)
 	}
 	running := 1 // perf starts at 1: there is no first switch in
 	var serial, parallel, serialCPU, parallelCPU float64
-	line := regexp.MustCompile(`^\s*(\d+)/(\d+)\s+(.*)$`)
-	for _, l := range strings.Split(string(b), "\n") {
-		m := line.FindStringSubmatch(l)
-		if m == nil || m[1] != strconv.Itoa(pid) {
-			continue
-		}
-		tid, _ := strconv.Atoi(m[2])
-		switch rest := m[3]; {
-		case strings.Contains(rest, "PERF_RECORD_SWITCH OUT"), strings.Contains(rest, "PERF_RECORD_EXIT"):
+	for _, e := range pf.Events {
+		switch e := e.(type) {
+		case *event.Switch:
+			if e.Pid != pid {
+				continue
+			}
+			if e.Out {
+				running--
+			} else {
+				running++
+			}
+		case *event.Exit:
 			// A thread's last switch out, as it exits, has no record.
-			running--
-		case strings.Contains(rest, "PERF_RECORD_SWITCH IN"):
-			running++
-		case strings.Contains(rest, "cpu-clock"):
+			if e.Pid == pid {
+				running--
+			}
+		case *event.Sample:
+			if e.Pid != pid {
+				continue
+			}
 			w := 1 / float64(max(1, min(running, runtime.NumCPU())))
-			if tid == pid {
+			if e.Tid == pid {
 				serial += w
 				serialCPU++
 			} else {

@@ -138,8 +138,10 @@ type recordSummary struct {
 	ExitCode    *int    `json:"exit_code"`
 	Backend     string  `json:"backend"`
 	Event       string  `json:"event"`
-	Symbols     int     `json:"symbolicated_addresses"`
-	Discarded   uint64  `json:"discarded_samples"`
+	// Events lists every event sampled, when there are several.
+	Events    []string `json:"events,omitempty"`
+	Symbols   int      `json:"symbolicated_addresses"`
+	Discarded uint64   `json:"discarded_samples"`
 	// NoStackSec is CPU time counted in the profile that no stack shows
 	// (kernel mode the kernel would not sample); NoStackWhy says why.
 	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
@@ -296,6 +298,9 @@ func runRecord(c *cli.Context) error {
 		OffCPUWaits: res.OffCPUSwitches, OffCPUUnstacked: res.OffCPUUnstacked,
 		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
 		EventLayout: res.Layout, EventFiles: res.Files,
+	}
+	if evs := res.Profile.Meta.Extra["events"]; evs != "" {
+		sum.Events = strings.Split(evs, ",")
 	}
 	for _, f := range opts.Remote.Fetched() {
 		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})

@@ -144,6 +144,9 @@ func EventNames() []string {
 // sampling and gprof accepts and ignores. The errors are one line each,
 // saying what to type.
 func ParseEvents(list string) ([]EventSpec, error) {
+	if hasControl(list) {
+		return nil, fmt.Errorf("event list %q has a control character: give names like cpu-clock,page-faults", list)
+	}
 	var out []EventSpec
 	for _, one := range splitEvents(list) {
 		one = strings.TrimSpace(one)
@@ -281,6 +284,9 @@ func eventByName(name string) (EventSpec, error) {
 	if !ok {
 		return EventSpec{}, unknownEvent(name)
 	}
+	if isCounter(sys) {
+		return EventSpec{}, fmt.Errorf("event %q: unknown modifier %q (gprof takes u, k and p)", name, ev)
+	}
 	if !validTraceName(sys) || !validTraceName(ev) && !strings.HasPrefix(sys, "sdt_") {
 		return EventSpec{}, fmt.Errorf("event %q: a tracepoint is SYSTEM:NAME in letters, digits and _ (as /sys/kernel/tracing/available_events lists them)", name)
 	}
@@ -364,6 +370,9 @@ func editDistance(a, b string) int {
 // BIN is a path, or a name looked up as ResolveProbes says. A probe at a
 // return is named FUNC__return, as perf names it.
 func ParseProbe(s string) (EventSpec, error) {
+	if hasControl(s) {
+		return EventSpec{}, fmt.Errorf("--probe %q has a control character", s)
+	}
 	orig := s
 	bad := func(why string) (EventSpec, error) {
 		return EventSpec{}, fmt.Errorf("--probe %q: %s: give FUNC (a kernel function), BIN:FUNC (a function of a binary) or BIN:sdt_PROVIDER:NAME (a USDT probe), with +OFFSET or %%return after a function if wanted", orig, why)
@@ -452,4 +461,10 @@ func binGroup(bin string) string {
 		base = base[:i]
 	}
 	return eventNamePart(base)
+}
+
+// hasControl reports whether s holds a control character, which no event
+// name has (and which would break an error's one line).
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }

@@ -419,13 +419,28 @@ func findProbeBinary(spec *attach.EventSpec, env *eventEnv) (string, error) {
 	}
 	for _, d := range libDirs {
 		for _, pat := range []string{name, name + ".so", name + ".so.*", name + "-*.so", name + "-*.so.*"} {
-			if m, _ := filepath.Glob(filepath.Join(d, pat)); len(m) > 0 {
-				slices.Sort(m)
-				return m[0], nil
+			m, _ := filepath.Glob(filepath.Join(d, pat))
+			slices.Sort(m)
+			for _, p := range m {
+				if isELF(p) { // libc.so is a linker script
+					return p, nil
+				}
 			}
 		}
 	}
 	return "", fmt.Errorf("probe %s: no binary %q found (not the program recorded, nor on PATH, nor a library in %s): give its path, --probe /path/to/%s:%s", spec.Name, name, strings.Join(libDirs[:2], " or "), name, spec.Symbol)
+}
+
+// isELF reports whether the file at p starts as an ELF file does.
+func isELF(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	n, _ := f.Read(b)
+	return n == 4 && string(b) == "\x7fELF"
 }
 
 // group is a file's name as perf probe makes a group name of it: up to

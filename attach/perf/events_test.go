@@ -86,13 +86,13 @@ func fakeSysfs(t *testing.T) (tracing, pmus string) {
 	return tracing, pmus
 }
 
-func cString(p uint64) string {
-	b := unsafe.Slice((*byte)(unsafe.Pointer(uintptr(p))), 256)
-	n := 0
-	for n < len(b) && b[n] != 0 {
-		n++
+// cString is the C string config1 points to: the event's own, which it
+// keeps alive.
+func cString(ev *perfEvent) string {
+	if len(ev.cstr) == 0 || ev.attr.Ext1 != uint64(uintptr(unsafe.Pointer(&ev.cstr[0]))) {
+		return "(config1 points elsewhere)"
 	}
-	return string(b[:n])
+	return strings.TrimSuffix(string(ev.cstr), "\x00")
 }
 
 // TestProbeAttrs: probes through the kprobe and uprobe PMUs, whose attrs
@@ -101,7 +101,7 @@ func cString(p uint64) string {
 func TestProbeAttrs(t *testing.T) {
 	fakeSysfs(t)
 	k := resolveOne(t, "probe:do_sys_openat2__return")
-	if k.attr.Type != 6 || k.attr.Config&probeRetprobe == 0 || cString(k.attr.Ext1) != "do_sys_openat2" || !k.pmu || k.format.Trace == nil {
+	if k.attr.Type != 6 || k.attr.Config&probeRetprobe == 0 || cString(k) != "do_sys_openat2" || !k.pmu || k.format.Trace == nil {
 		t.Errorf("kprobe attr %+v", k.attr)
 	}
 	tp := resolveOne(t, "sched:sched_switch")
@@ -129,8 +129,8 @@ func TestProbeAttrs(t *testing.T) {
 	if err != nil {
 		t.Skipf("no libc to probe here: %v", err)
 	}
-	if u.attr.Type != 7 || !strings.Contains(cString(u.attr.Ext1), "/libc") || u.attr.Ext2 == 0 || u.attr.Config != 0 || !u.pmu {
-		t.Errorf("uprobe attr %+v (%s)", u.attr, cString(u.attr.Ext1))
+	if u.attr.Type != 7 || !strings.Contains(cString(u), "/libc") || u.attr.Ext2 == 0 || u.attr.Config != 0 || !u.pmu {
+		t.Errorf("uprobe attr %+v (%s)", u.attr, cString(u))
 	}
 	spec.Symbol = "no_such_function"
 	if _, err := resolveEvent(spec, testEnv); err == nil || !strings.Contains(err.Error(), "no function no_such_function") {

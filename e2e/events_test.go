@@ -184,8 +184,10 @@ func TestEventOpenat(t *testing.T) {
 	rec := mustRecord(t, "-e", "cpu-clock,syscalls:sys_enter_openat", "--", bin, "opens", strconv.Itoa(opens))
 	got := eventReportOf(t, rec.out, "--event", "syscalls:sys_enter_openat").total("open_files")
 	gall := processSamples(rec.profile, "events", "syscalls:sys_enter_openat")
-	all, peer, _ := perfCount(t, "syscalls:sys_enter_openat", "dwarf", "open_files", bin, "opens", strconv.Itoa(opens))
-	t.Logf("openat calls: gprof %d in open_files of %d, perf %d in open_files of %d, program %d in open_files", got, gall, peer, all, opens)
+	// perf with frame pointers: its dwarf stack copies overflow its ring
+	// on a loaded machine, and only its count is compared.
+	all, _, _ := perfCount(t, "syscalls:sys_enter_openat", "fp", "", bin, "opens", strconv.Itoa(opens))
+	t.Logf("openat calls: gprof %d in open_files of %d (lost %d), perf %d, program %d in open_files", got, gall, rec.profile.Meta.LostEvents, all, opens)
 	if got != opens {
 		t.Errorf("gprof counts %d openat calls in open_files, the program made %d", got, opens)
 	}

@@ -173,6 +173,13 @@ func TestEventPageFaults(t *testing.T) {
 	if peer != pages {
 		t.Errorf("perf counts %d page faults in touch_pages, the program made %d", peer, pages)
 	}
+	// The front-end counts every fault on the program's track.
+	want := processSamples(rec.profile, "events", "")
+	for _, v := range frontEnd(t, rec.out) {
+		if got := v.samples("GeckoMain"); got != want {
+			t.Errorf("the front-end counts %d page-fault samples on the program's track, the profile has %d", got, want)
+		}
+	}
 }
 
 // TestEventOpenat: a syscall tracepoint samples every call, with its
@@ -207,6 +214,16 @@ func TestEventOpenat(t *testing.T) {
 	}
 	if markers < opens {
 		t.Errorf("%d openat markers with fields and a stack, want at least %d", markers, opens)
+	}
+	// The front-end shows the calls as a track of their own, and as
+	// markers of the program's thread whose fields it formats.
+	for _, v := range frontEnd(t, rec.out) {
+		if got := v.samples("events [syscalls:sys_enter_openat]"); got != gall {
+			t.Errorf("the front-end counts %d openat samples on their track, the profile has %d", got, gall)
+		}
+		if len(v.Views) == 0 || v.Views[0].Markers < opens || v.Views[0].Formatted < opens {
+			t.Errorf("the front-end derives markers %+v, want at least %d openat markers with their fields", v.Views, opens)
+		}
 	}
 	// The first event is still CPU time, the threads' own samples.
 	if rec.profile.Meta.Extra["event"] != "cpu-clock" || rec.profile.Meta.Extra["events"] != "cpu-clock,syscalls:sys_enter_openat" {
@@ -325,6 +342,11 @@ func TestEventMarkers(t *testing.T) {
 	if n := during.total("serial_phase") + during.total("spin_cpu"); n < 100 {
 		t.Errorf("%d samples in serial_phase during the serial marker, want most of its 300 ms", n)
 	}
+	for _, v := range frontEnd(t, rec.out) {
+		if len(v.Views) == 0 || v.Views[0].Markers < 2 {
+			t.Errorf("the front-end derives markers %+v, want the two phases on the main thread", v.Views)
+		}
+	}
 	r := gprof(t, "report", "--during-marker", "nosuch", rec.out)
 	if r.code != 2 || !strings.Contains(r.stderr, "parallel, serial") {
 		t.Errorf("--during-marker nosuch: exit %d %q", r.code, r.stderr)
@@ -397,11 +419,15 @@ func TestLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Process.Kill()
-	// The program is perf's child, waiting for goFile.
+	// The program is perf's child, waiting for goFile; attached once it
+	// is the program (perf's fork execs it when perf is ready), or the
+	// profile has perf's image of the pid too.
 	var pid int
 	for i := 0; i < 500 && pid == 0; i++ {
 		if kids := childrenOf(pc.Process.Pid); len(kids) > 0 {
-			pid = kids[0]
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", kids[0])); exe == bin {
+				pid = kids[0]
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -510,9 +536,94 @@ func TestLatency(t *testing.T) {
 	if math.Abs(gLat-perfLat) > bound || math.Abs(gCPU-perfCPU) > bound {
 		t.Errorf("serial phase: gprof latency %.1f%% CPU %.1f%%, perf's %.1f%% %.1f%%: more apart than %.1f points", gLat, gCPU, perfLat, perfCPU, bound)
 	}
+	// The Parallelism counter is a track of the process's, beside its
+	// threads'.
+	for _, v := range frontEnd(t, out) {
+		if v.Tracks.Local != len(v.Result.Threads)+1 {
+			t.Errorf("the front-end makes %d local tracks for %d threads (%+v), want one more: the Parallelism counter", v.Tracks.Local, len(v.Result.Threads), v.Result.Threads)
+		}
+	}
 	// The serial phase ran alone: its share of the latency is larger
 	// than its share of the CPU, wherever the workers ran side by side.
 	if perfLat > perfCPU+1 && gLat <= gCPU {
 		t.Errorf("serial phase: latency share %.1f%% not above its CPU share %.1f%%", gLat, gCPU)
 	}
+}
+
+// frontEndView is what these tests read of the front-end checker's
+// summary: each thread as the front-end imported it, its derived views,
+// the tracks it made and what went wrong.
+type frontEndView struct {
+	Result struct {
+		Threads []struct {
+			Name    string `json:"name"`
+			Samples int64  `json:"samples"`
+			Markers int    `json:"markers"`
+		} `json:"thread_list"`
+	} `json:"result"`
+	Tracks struct {
+		Local   int   `json:"local_tracks"`
+		Without []any `json:"threads_without_any_track"`
+	} `json:"tracks"`
+	Views []struct {
+		Markers   int `json:"markers_derived"`
+		Formatted int `json:"marker_fields_formatted"`
+	} `json:"views"`
+	ViewErrors []any `json:"view_errors"`
+	Structural []any `json:"oracle_structural_problems"`
+	Console    []any `json:"frontend_console"`
+}
+
+// frontEnd opens path (and its processed conversion) with the Firefox
+// Profiler front-end's own import and views ($GPROF_ORACLE, by default
+// /work/shared/tools/oracle/oracle, see its README), strict: its integrity
+// check, every panel's derived data and every thread on a track. It
+// returns the summaries, or none where the checker is not at hand.
+func frontEnd(t *testing.T, path string) []frontEndView {
+	t.Helper()
+	oracle := os.Getenv("GPROF_ORACLE")
+	if oracle == "" {
+		oracle = "/work/shared/tools/oracle/oracle"
+	}
+	if _, err := os.Stat(oracle); err != nil {
+		t.Logf("no front-end checker at %s", oracle)
+		return nil
+	}
+	conv := filepath.Join(t.TempDir(), "processed.json.gz")
+	if r := gprof(t, "convert", "-o", conv, path); r.code != 0 {
+		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
+	}
+	var views []frontEndView
+	for _, p := range []string{path, conv} {
+		out, err := exec.Command(oracle, "--strict", p).Output()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 2 {
+			t.Logf("front-end checker unusable: %s", ee.Stderr)
+			return nil
+		}
+		if err != nil {
+			t.Errorf("%s: the front-end refuses it: %v\n%s", filepath.Base(p), err, out)
+			continue
+		}
+		var v frontEndView
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("front-end checker: %v", err)
+		}
+		if len(v.ViewErrors)+len(v.Structural)+len(v.Console)+len(v.Tracks.Without) > 0 {
+			t.Errorf("%s: front-end view errors %v, structural problems %v, console %v, threads without a track %v",
+				filepath.Base(p), v.ViewErrors, v.Structural, v.Console, v.Tracks.Without)
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// frontEndSamples is the samples the front-end counts on the thread
+// named name, -1 where it has none of that name.
+func (v frontEndView) samples(name string) int64 {
+	for _, th := range v.Result.Threads {
+		if th.Name == name {
+			return th.Samples
+		}
+	}
+	return -1
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -626,4 +628,167 @@ func (v frontEndView) samples(name string) int64 {
 		}
 	}
 	return -1
+}
+
+// lockedBuffer is a program's output, read while it writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// textByte reads the byte at a function's entry in a running process's
+// memory, where a uprobe puts its breakpoint (0xcc), and the byte the
+// file has there.
+func textByte(t *testing.T, bin, fn string, pid int) (mem, file byte) {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == fn {
+			addr = s.Value
+		}
+	}
+	var off uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr < p.Vaddr+p.Filesz {
+			off = addr - p.Vaddr + p.Off
+		}
+	}
+	if addr == 0 || off == 0 {
+		t.Fatalf("%s has no %s", bin, fn)
+	}
+	raw, _ := os.ReadFile(bin)
+	// The mapping of the file's offset 0 is its load base (a PIE's).
+	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	var base uint64
+	for _, l := range strings.Split(string(maps), "\n") {
+		fs := strings.Fields(l)
+		if len(fs) == 6 && fs[5] == bin && fs[2] == "00000000" {
+			base, _ = strconv.ParseUint(strings.Split(fs[0], "-")[0], 16, 64)
+			break
+		}
+	}
+	if f.Type != elf.ET_DYN {
+		base = 0
+	}
+	m, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := make([]byte, 1)
+	if _, err := m.ReadAt(b, int64(base+addr)); err != nil {
+		t.Fatalf("reading %s of %d: %v", fn, pid, err)
+	}
+	return b[0], raw[off]
+}
+
+// TestEventProbesGoWithGprof: the probes gprof makes for a recording (a
+// program probe, and a USDT probe with its semaphore) are gone when gprof
+// is, however it ends: SIGINT and SIGTERM end the recording and write it,
+// SIGKILL leaves nothing to write. The program keeps running after gprof
+// and says whether the semaphore is still set; its memory says whether the
+// breakpoint is still at the probed function; tracefs lists nothing.
+func TestEventProbesGoWithGprof(t *testing.T) {
+	bin := buildC(t, "events")
+	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
+		t.Skip("no uprobe PMU here")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			stop, out := filepath.Join(dir, "stop"), filepath.Join(dir, "p.json.gz")
+			prog := exec.Command(bin, "usdt", "0")
+			prog.Env = append(os.Environ(), "EVENTS_STOP="+stop)
+			var said lockedBuffer
+			prog.Stdout = &said
+			if err := prog.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = prog.Wait(); close(exited) }()
+			defer func() {
+				os.WriteFile(stop, nil, 0o644)
+				select {
+				case <-exited:
+				case <-time.After(10 * time.Second):
+					prog.Process.Kill()
+				}
+			}()
+			pid := prog.Process.Pid
+			_, orig := textByte(t, bin, "ticks", pid)
+			g := startGprof(t, io.Discard, "record", "-o", out, "--probe", bin+":sdt_gprof_test:tick", "--probe", bin+":ticks", "-p", strconv.Itoa(pid))
+			on := false
+			for i := 0; i < 1000 && !on; i++ {
+				if g.exited(10 * time.Millisecond) {
+					skipIfNoBackend(t, g.stderr.String())
+					t.Fatalf("gprof ended before it was signalled: %s", g.stderr.String())
+				}
+				mem, _ := textByte(t, bin, "ticks", pid)
+				on = strings.Contains(said.String(), "probe on") && mem == 0xcc
+			}
+			if !on {
+				t.Fatalf("the probes never came on: the program says %q", said.String())
+			}
+			g.cmd.Process.Signal(sig)
+			if !g.exited(30 * time.Second) {
+				t.Fatalf("gprof did not end on %v", sig)
+			}
+			mem, _ := textByte(t, bin, "ticks", pid)
+			if mem != orig {
+				t.Errorf("after gprof's %v, ticks begins with %#x in the program, %#x in its file: a breakpoint left behind", sig, mem, orig)
+			}
+			if b, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				t.Errorf("uprobe_events lists probes after gprof's %v: %s", sig, b)
+			}
+			// A few passes without the probe, then the program's own word.
+			time.Sleep(50 * time.Millisecond)
+			if err := os.WriteFile(stop, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+				if waitErr != nil {
+					t.Errorf("the program: %v", waitErr)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the program did not end (stopped?)")
+			}
+			t.Logf("gprof on %v: exit %d; the program: %q", sig, g.cmd.ProcessState.ExitCode(), said.String())
+			if !strings.Contains(said.String(), "last_set 0") {
+				t.Errorf("after gprof's %v the semaphore is still set: %q", sig, said.String())
+			}
+			if sig == syscall.SIGKILL {
+				return
+			}
+			if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("gprof on %v: exit %d, want 0 (the recording ends and is written): %s", sig, code, g.stderr.String())
+			}
+			rep := eventReportOf(t, out, "--event", "sdt_gprof_test:tick")
+			if n := rep.total("ticks"); n < 1 {
+				t.Errorf("%d USDT hits in ticks in the profile written on %v", n, sig)
+			}
+		})
+	}
 }

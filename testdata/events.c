@@ -16,7 +16,10 @@
 //	                      with EVENTS_WAIT=FILE, waits for FILE first
 //	events usdt N         N passes by the USDT probe gprof_test:tick, which
 //	                      has a semaphore: prints how many passes saw it
-//	                      set (a tracer attached)
+//	                      set (a tracer attached), and whether the last
+//	                      pass saw it set (a tracer left it on); says
+//	                      "probe on" when it first sees it set; with
+//	                      EVENTS_STOP=FILE, passes until FILE exists
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -189,14 +192,19 @@ unsigned short gprof_test_tick_semaphore __attribute__((section(".probes"), used
 			     ".endif\n")
 
 __attribute__((noinline)) static void ticks(long n) {
-	long seen = 0;
-	for (long i = 0; i < n; i++) {
-		if (gprof_test_tick_semaphore)
-			seen++;
+	// With EVENTS_STOP=FILE, pass until FILE exists.
+	const char *stop = getenv("EVENTS_STOP");
+	long seen = 0, i;
+	for (i = 0; stop ? access(stop, F_OK) != 0 : i < n; i++) {
+		if (gprof_test_tick_semaphore && !seen++) {
+			printf("probe on\n");
+			fflush(stdout);
+		}
 		TICK_PROBE();
 		usleep(100);
 	}
-	printf("ticks %ld semaphore_set %ld\n", n, seen);
+	// Set on the last pass: a tracer left the probe on.
+	printf("ticks %ld semaphore_set %ld last_set %d\n", i, seen, gprof_test_tick_semaphore != 0);
 }
 
 int main(int argc, char **argv) {

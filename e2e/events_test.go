@@ -792,3 +792,59 @@ func TestEventProbesGoWithGprof(t *testing.T) {
 		})
 	}
 }
+
+// TestEventErrorsUnprivileged: what a user who is not root is refused is
+// one line naming the privilege to grant, not a missing mount or a
+// missing event: a tracepoint (tracefs is root's alone by default, and
+// its fields need CAP_PERFMON), a program probe and a USDT probe (making
+// a probe needs root); and what such a user may sample still records.
+func TestEventErrorsUnprivileged(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to run gprof as nobody")
+	}
+	ensureTracefs(t)
+	// Everything nobody runs and writes, where nobody can reach it.
+	dir, err := os.MkdirTemp("", "gprof-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g, bin := filepath.Join(dir, "gprof"), filepath.Join(dir, "events")
+	if err := copyExecutable(gprofBin, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyExecutable(buildC(t, "events"), bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, g, bin} {
+		os.Chmod(p, 0o777)
+	}
+	for _, c := range []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{[]string{"-e", "syscalls:sys_enter_openat"}, 1, "root"},
+		{[]string{"--probe", bin + ":ticks"}, 1, "needs root"},
+		{[]string{"-e", "sdt_gprof_test:tick"}, 1, "needs root"},
+		{[]string{"-e", "page-faults"}, 0, ""},
+	} {
+		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", g, "record", "-o", filepath.Join(dir, "p.json.gz")}, c.args...)
+		cmd := exec.Command(setpriv, append(args, "--", bin, "usdt", "5")...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		t.Logf("as nobody, record %v: exit %d: %s", c.args, code, stderr.String())
+		if code != c.code || c.code != 0 && (len(lines) != 1 || !strings.Contains(stderr.String(), c.mention) || strings.Contains(stderr.String(), "not mounted")) {
+			t.Errorf("as nobody, record %v: exit %d, stderr %q; want exit %d and one line saying %q", c.args, code, stderr.String(), c.code, c.mention)
+		}
+	}
+}

@@ -73,10 +73,14 @@ var (
 // available where tracefs is not mounted.
 const tracefsMountHint = "tracefs is not mounted: mount it (as root) with `mount -t tracefs nodev /sys/kernel/tracing`"
 
-// tracefs returns the root of the mounted tracefs, "" when none is.
+// tracefs returns the root of the mounted tracefs, "" when none is. A
+// root this user may not look into counts as mounted (tracefs is root's
+// alone, mode 700, by default): reading its files then says what to grant,
+// where "not mounted" would send a user to mount it again.
 func tracefs() string {
 	for _, r := range tracefsRoots {
-		if st, err := os.Stat(filepath.Join(r, "events")); err == nil && st.IsDir() {
+		st, err := os.Stat(filepath.Join(r, "events"))
+		if err == nil && st.IsDir() || errors.Is(err, os.ErrPermission) {
 			return r
 		}
 	}

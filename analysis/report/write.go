@@ -86,10 +86,24 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if threads == nil {
 		threads = r.Threads // a Report made elsewhere than Build
 	}
-	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
-		plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
-		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
-		formatDuration(r.Interval), formatDuration(r.Duration)))
+	// The samples of an event that is not a clock are its occurrences:
+	// a CPU time estimated from them would be made up.
+	cpu := func(ns int64, est bool) string {
+		if !r.CountsCPU() {
+			return ""
+		}
+		return ", CPU " + formatDuration(ns) + estimated(est)
+	}
+	if r.CountsCPU() {
+		t.heading(fmt.Sprintf("%s in %s of %s%s, interval %s, duration %s",
+			plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
+			plural(int64(r.Processes), "process"), cpu(r.CPU, r.CPUEstimated),
+			formatDuration(r.Interval), formatDuration(r.Duration)))
+	} else {
+		t.heading(fmt.Sprintf("%s of %s in %s of %s, duration %s",
+			plural(r.Samples, "sample"), r.Event, plural(int64(len(threads)), "thread"),
+			plural(int64(r.Processes), "process"), formatDuration(r.Duration)))
+	}
 	if r.LostEvents > 0 {
 		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)
 	}
@@ -100,7 +114,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if len(threads) > 1 {
 		t.w.WriteByte('\n')
 		t.heading("All threads")
-		fmt.Fprintf(t.w, "  %s, CPU %s%s\n", plural(r.All.Samples, "sample"), formatDuration(r.All.CPU), estimated(r.All.CPUEstimated))
+		fmt.Fprintf(t.w, "  %s%s\n", plural(r.All.Samples, "sample"), cpu(r.All.CPU, r.All.CPUEstimated))
 		t.lists(r.All, false)
 	}
 	if len(r.ProcessTotals) > 1 {
@@ -140,8 +154,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 			main = ", main thread"
 		}
 		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", programs(th.ProcessName, th.Programs), th.Pid, orUnknown(printable(th.Name)), th.Tid, main))
-		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
-			formatDuration(th.CPU), estimated(th.CPUEstimated))
+		fmt.Fprintf(t.w, "  %s (%s of all)%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll), cpu(th.CPU, th.CPUEstimated))
 		t.lists(th.Summary, true)
 	}
 	if more > 0 || idle > 0 {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format/gecko"
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record/perfdata"
 )
@@ -715,7 +715,7 @@ func (l *lockedBuffer) String() string {
 // file has there.
 func textByte(t *testing.T, bin, fn string, pid int) (mem, file byte) {
 	t.Helper()
-	f, err := elf.Open(bin)
+	f, err := objfile.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,20 +727,15 @@ func textByte(t *testing.T, bin, fn string, pid int) (mem, file byte) {
 	var addr uint64
 	for _, s := range syms {
 		if s.Name == fn {
-			addr = s.Value
+			addr = s.Addr
 		}
 	}
-	var off uint64
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr < p.Vaddr+p.Filesz {
-			off = addr - p.Vaddr + p.Off
-		}
-	}
-	if addr == 0 || off == 0 {
+	off, ok := f.FileOffset(addr)
+	if addr == 0 || !ok {
 		t.Fatalf("%s has no %s", bin, fn)
 	}
 	raw, _ := os.ReadFile(bin)
-	// The mapping of the file's offset 0 is its load base (a PIE's).
+	// The mapping of the file's offset 0 is where the file is loaded.
 	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	var base uint64
 	for _, l := range strings.Split(string(maps), "\n") {
@@ -750,8 +745,11 @@ func textByte(t *testing.T, bin, fn string, pid int) (mem, file byte) {
 			break
 		}
 	}
-	if f.Type != elf.ET_DYN {
-		base = 0
+	// Less the address the file's offset 0 is linked at (0 for a PIE).
+	for _, sg := range f.Segments() {
+		if sg.Offset == 0 {
+			base -= sg.Addr
+		}
 	}
 	m, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {

@@ -55,8 +55,9 @@ type textWriter struct {
 	w       *bufio.Writer
 	color   bool
 	width   int
-	withCPU bool // a CPU time column next to the sample counts
-	byCPU   bool // ranked by CPU time
+	withCPU bool   // a CPU time column next to the sample counts
+	byCPU   bool   // ranked by CPU time
+	event   string // what the samples count, when not CPU time
 	// all is the whole profile, which the "all" column is a share of.
 	all Summary
 }
@@ -75,6 +76,9 @@ func (t *textWriter) heading(s string) {
 // busiest first, up to the limit, and says what it left out.
 func writeText(w io.Writer, r Report, o TextOptions) error {
 	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU, all: r.All}
+	if !r.CountsCPU() {
+		t.event = r.Event
+	}
 	limit := o.Limit
 	if limit == 0 {
 		limit = DefaultLimit
@@ -189,12 +193,14 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 		t.w.WriteString("  no stacks sampled\n")
 		return
 	}
-	what := "time"
-	switch {
-	case t.byCPU:
-		what = "CPU time"
-	case t.withCPU:
+	// What the samples measure: CPU time, unless threads were sampled
+	// off the CPU too and the lists rank by samples.
+	what := "CPU time"
+	if t.withCPU && !t.byCPU {
 		what = "wall-clock time"
+	}
+	if t.event != "" {
+		what = t.event // page faults, a tracepoint's hits: not time
 	}
 	t.table("  Top by self "+what, s, s.TopSelf, true, perThread)
 	t.table("  Top by total "+what, s, s.TopTotal, false, perThread)
@@ -295,11 +301,7 @@ func location(f Function) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		if lib := printable(f.Lib); strings.HasPrefix(lib, "[") {
-			b.WriteString(lib) // already bracketed: [vdso], [kernel.kallsyms]
-		} else {
-			b.WriteString("[" + lib + "]")
-		}
+		b.WriteString(LibLabel(printable(f.Lib)))
 	}
 	return b.String()
 }

@@ -141,6 +141,25 @@ func (b *builder) process(pid int, t int64) *proc {
 	return pr
 }
 
+// live returns the process that pid is now: the live one, else the one
+// whose main thread exited last (its other threads end after the leader,
+// and what they do on their way out is still that process's: a record of
+// them, even of a thread not seen before, must not start a new process
+// with no name), else a new one. Only a fork or an exec starts a process
+// on a pid that is dying.
+func (b *builder) live(pid int, t int64) *proc {
+	if pr := b.procs[pid]; pr != nil {
+		return pr
+	}
+	if d := b.dying[pid]; d != nil {
+		if end := b.rel(t); end > d.p.End {
+			d.p.End = end
+		}
+		return d
+	}
+	return b.process(pid, t)
+}
+
 // thread returns the live thread tid of pr, creating it if needed.
 func (b *builder) thread(pr *proc, tid int, t int64) *profile.Thread {
 	if th := pr.threads[tid]; th != nil {
@@ -171,7 +190,7 @@ func (b *builder) handle(ev event.Event) {
 			b.markerFileMapped(e)
 			return
 		}
-		pr := b.process(e.Pid, e.Time)
+		pr := b.live(e.Pid, e.Time)
 		m := mapping{Map: *e, samples: pr.samples}
 		m.BuildID = append([]byte(nil), e.BuildID...)
 		pr.mappings = append(pr.mappings, m)
@@ -179,7 +198,7 @@ func (b *builder) handle(ev event.Event) {
 			b.onMap(e.Pid, &m.Map)
 		}
 	case *event.Unmap:
-		pr := b.process(e.Pid, e.Time)
+		pr := b.live(e.Pid, e.Time)
 		// An image unloaded before any sample of its process landed
 		// (Windows maps DLLs as data, to read their resources) was no
 		// sample's: its lib would only hide the one loaded there later.
@@ -206,7 +225,7 @@ func (b *builder) handle(ev event.Event) {
 }
 
 func (b *builder) comm(e *event.Comm) {
-	pr := b.process(e.Pid, e.Time)
+	pr := b.live(e.Pid, e.Time)
 	if e.Exec {
 		// The new image's mappings are those reported at or after the
 		// exec; anything earlier belonged to the old program (for a
@@ -245,7 +264,7 @@ func (b *builder) comm(e *event.Comm) {
 
 func (b *builder) fork(e *event.Fork) {
 	if e.NewThread() {
-		pr := b.process(e.Pid, e.Time)
+		pr := b.live(e.Pid, e.Time)
 		th := b.thread(pr, e.Tid, e.Time)
 		if parent := pr.threads[e.Ptid]; parent != nil && th.Name == "" {
 			th.Name = parent.Name // Linux threads inherit the comm
@@ -305,22 +324,13 @@ func (b *builder) endProcess(pr *proc, t int64) {
 }
 
 func (b *builder) sample(s *event.Sample) {
-	pr := b.procs[s.Pid]
-	if pr == nil {
-		if d := b.dying[s.Pid]; d != nil && d.threads[s.Tid] != nil {
-			// A thread of a process whose main thread has exited, on its
-			// way out: it is still that process, not a new, nameless one.
-			pr = d
-			end := b.rel(s.Time)
-			pr.p.End = max(pr.p.End, end)
-			th := pr.threads[s.Tid]
-			th.End = max(th.End, end)
-		}
-	}
-	if pr == nil {
-		pr = b.process(s.Pid, s.Time)
-	}
+	pr := b.live(s.Pid, s.Time)
 	th := b.thread(pr, s.Tid, s.Time)
+	if pr.p.End >= 0 {
+		// A thread of a process whose main thread has exited, on its
+		// way out (see live).
+		th.End = max(th.End, b.rel(s.Time))
+	}
 	pr.sampled = true
 	if !s.Switch {
 		b.samples++
@@ -411,8 +421,18 @@ func (b *builder) finish(end int64) []*proc {
 			}
 			return false
 		})
-		if pr.p.Name == "" {
-			pr.p.Name = pr.p.Threads[0].Name
+		// Every process and thread has a name: one whose records
+		// named it not (a thread seen only on its way out) takes its
+		// process's, a process its threads' first.
+		for _, th := range pr.p.Threads {
+			if pr.p.Name == "" {
+				pr.p.Name = th.Name
+			}
+		}
+		for _, th := range pr.p.Threads {
+			if th.Name == "" {
+				th.Name = pr.p.Name
+			}
 		}
 		out = append(out, pr)
 	}

@@ -245,3 +245,36 @@ func TestBuilderThreadOutlivesLeader(t *testing.T) {
 		t.Errorf("%d processes, want the old and the new", len(procs))
 	}
 }
+
+// Records of a process after its main thread exited, of a thread not seen
+// before (its clone record lost, or read after), a thread's comm and a
+// mapping, are that process's: no new nameless process takes them (issue
+// 26: go build -a net/http had a process with no name in one run of five),
+// and every thread has a name.
+func TestBuilderUnseenThreadAfterLeader(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(&event.Comm{Time: 1001 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true, Argv: []string{"/bin/app"}})
+	b.handle(sample(1002*ms, 10, 10, 0x5010))
+	b.handle(&event.Exit{Time: 1003 * ms, Pid: 10, Tid: 10})
+	b.handle(sample(1004*ms, 10, 12, 0x5020))
+	b.handle(mapEv(1005*ms, 10, 0x7000, 0x8000, "/lib/x.so"))
+	b.handle(&event.Comm{Time: 1006 * ms, Pid: 10, Tid: 13, Name: "worker"})
+	b.handle(sample(1007*ms, 10, 13, 0x5020))
+	procs := b.finish(1010 * ms)
+	if len(procs) != 1 {
+		for _, pr := range procs {
+			t.Logf("process %d %q: %d threads", pr.p.Pid, pr.p.Name, len(pr.p.Threads))
+		}
+		t.Fatalf("%d processes, want app alone", len(procs))
+	}
+	pr := procs[0].p
+	if pr.Name != "app" || len(pr.Threads) != 3 || pr.End < 7*ms {
+		t.Errorf("process %q, %d threads, end %d: want app, 3 threads, end at 7 ms or later", pr.Name, len(pr.Threads), pr.End)
+	}
+	for _, th := range pr.Threads {
+		want := map[int]string{10: "app", 12: "app", 13: "worker"}[th.Tid]
+		if th.Name != want {
+			t.Errorf("thread %d named %q, want %q", th.Tid, th.Name, want)
+		}
+	}
+}

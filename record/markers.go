@@ -36,7 +36,7 @@ type markerFile struct {
 const maxMarkerLines = 1 << 20
 
 func (b *builder) markerFileMapped(e *event.Map) {
-	pr := b.process(e.Pid, e.Time)
+	pr := b.live(e.Pid, e.Time)
 	for _, m := range b.markerFiles {
 		if m.pr == pr && m.path == e.Path {
 			return // mapped again: one read is enough

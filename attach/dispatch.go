@@ -40,6 +40,9 @@ type Driver struct {
 	// SystemWide: the backend can record every process on the machine
 	// (Options.SystemWide).
 	SystemWide bool
+	// Events: the backend samples the events of Options.Events beyond a
+	// clock (page faults, tracepoints, probes...).
+	Events bool
 	// Settle, when set, waits until the backend holds no target thread
 	// suspended and keeps it so (see Settle).
 	Settle func()
@@ -180,6 +183,23 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 		}
 		platform = can
 	}
+	if ev := firstCounting(opts.Events); ev != "" {
+		// Only the backends that can; Auto does not fall back to one
+		// that would sample CPU time instead.
+		var can []Driver
+		for _, d := range platform {
+			if d.Events {
+				can = append(can, d)
+			}
+		}
+		switch {
+		case len(can) == 0:
+			return Result{ExitCode: -1}, fmt.Errorf("event %s: only cpu-clock and task-clock can be sampled on this platform: %w", ev, ErrUnsupported)
+		case opts.Backend != Auto && !slices.ContainsFunc(can, func(d Driver) bool { return d.Name == opts.Backend }):
+			return Result{ExitCode: -1}, fmt.Errorf("event %s: the %s backend samples CPU time only; use --backend %s", ev, opts.Backend, can[0].Name)
+		}
+		platform = can
+	}
 	if err := resolveTargets(&opts); err != nil {
 		return Result{ExitCode: -1}, err
 	}
@@ -225,4 +245,15 @@ func start(ctx context.Context, d Driver, opts Options, h event.Handler) (Result
 		go applyAtOnce(opts.Control, stop)
 	}
 	return d.Start(ctx, opts, h)
+}
+
+// firstCounting returns the name of the first event of evs that is not a
+// clock, "" when there is none.
+func firstCounting(evs []EventSpec) string {
+	for _, e := range evs {
+		if e.Counting() {
+			return e.Name
+		}
+	}
+	return ""
 }

@@ -35,7 +35,22 @@ type Options struct {
 
 	Interval time.Duration // time between samples of a running thread
 	Kernel   bool          // also record kernel frames, when permitted
-	Event    string        // "cpu-clock" (default), "task-clock" or "cycles"
+	Event    string        // "cpu-clock" (default), "task-clock" or "cycles"; see Events
+	// Events, when set, are the events to sample instead of Event, in
+	// perf's names (ParseEvents, ParseProbe): the first's samples are a
+	// thread's samples, the others' are told apart by event.Sample.Event,
+	// their index here. Only backends registered with Driver.Events take
+	// any but a clock.
+	Events []EventSpec
+	// Sampling, when set, hears which events the backend samples, in the
+	// order of event.Sample.Event, before it sends any: Events, less
+	// what the machine cannot count (a backend says so in a notice).
+	Sampling func(events []EventSpec)
+	// Switches reports each thread's context switches (event.Switch)
+	// without the stacks of OffCPU, so that the recorder can tell how
+	// many threads of a process are on a CPU at each moment (its
+	// parallelism, for the latency view).
+	Switches bool
 	// CallGraph selects how user stacks are taken: "fp" (kernel walks frame
 	// pointers) or "dwarf" (registers plus a StackSize-byte stack copy).
 	CallGraph string

@@ -30,9 +30,10 @@ var flagChoices = map[string][]string{
 	"format":        {"gecko", "processed"},
 	"report.format": {"text", "json", "collapsed"},
 	"convert.to":    {"processed", "gecko", "pprof", "otlp"},
-	"event":         {"cpu-clock", "cycles"},
-	"call-graph":    {"fp", "dwarf"},
-	"backend":       {"perf", "ptrace", "mach", "etw", "suspend"},
+	"record.event": {"cpu-clock", "task-clock", "page-faults", "minor-faults", "major-faults", "context-switches",
+		"cpu-migrations", "alignment-faults", "emulation-faults", "cycles", "instructions", "cache-misses", "branch-misses"},
+	"call-graph": {"fp", "dwarf"},
+	"backend":    {"perf", "ptrace", "mach", "etw", "suspend"},
 }
 
 func completionCommand() *cli.Command {

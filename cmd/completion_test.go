@@ -104,7 +104,7 @@ func TestBashCompletion(t *testing.T) {
 		{"gprof ", []string{"record", "convert", "symbolicate", "report", "completion", "help", "--help", "--version"}, false},
 		{"gprof record --for", []string{"--format"}, true},
 		{"gprof record --format ", []string{"gecko", "processed"}, true},
-		{"gprof record -e c", []string{"cpu-clock", "cycles"}, true},
+		{"gprof record -e c", []string{"cpu-clock", "context-switches", "cpu-migrations", "cycles", "cache-misses"}, true},
 		{"gprof record -d ", nil, true},
 		{"gprof record -o " + dir + "/pr", []string{dir + "/prof.json.gz"}, true},
 		{"gprof record --symbol-dir " + dir + "/", []string{dir + "/debug"}, true},

@@ -88,7 +88,7 @@ Examples:
    ./bin/gprof record -q -o run.json.gz --push http://localhost:4318 \
        --label vcs.ref.head.revision=$(git rev-parse HEAD) -- ./bench`,
 
-		Flags: recordFlags([]cli.Flag{
+		Flags: recordFlags(append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "pid", Aliases: []string{"p"}, Usage: "attach to process `PID` (repeatable, or comma-separated)"},
 			&cli.BoolFlag{Name: "system-wide", Aliases: []string{"a"}, Usage: "record every process on the machine, and those that start, each with its threads (kernel threads too with -k), until Ctrl-C, -d, or the command given after '--' exits (perf backend; needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0)"},
 			&cli.StringSliceFlag{Name: "tid", Aliases: []string{"t"}, Usage: "attach to thread `TID` alone: not its process's other threads, nor threads it creates (repeatable, or comma-separated)"},
@@ -102,7 +102,6 @@ Examples:
 			&cli.IntFlag{Name: "off-cpu-cap", Usage: "with --off-cpu, take at most about `N` wait stacks a second per thread (counted per second of the thread's CPU time, as perf's frequency mode does), showing the other waits at the thread's previous stack: bounds the cost for threads that switch tens of thousands of times a second (default: a stack at every switch)"},
 			&cli.BoolFlag{Name: "no-python", Usage: "leave CPython's eval function frames as they are, rather than show the Python functions (file and line) they ran in their place"},
 			&cli.BoolFlag{Name: "no-counters", Usage: "do not sample each process's memory and CPU use, nor gprof's own overhead, at the interval"},
-			&cli.StringFlag{Name: "event", Aliases: []string{"e"}, Value: "cpu-clock", Usage: "sampling `EVENT`: cpu-clock (software timer) or cycles (hardware counter)"},
 			&cli.StringFlag{Name: "call-graph", Value: "", Usage: "user stacks: `MODE` fp (frame pointers, cheapest) or dwarf (CFI unwinding of a stack copy; complete stacks without frame pointers); default dwarf"},
 			&cli.StringFlag{Name: "stack-size", Value: "16K", Usage: "bytes of user stack copied per sample in dwarf mode (`SIZE`, e.g. 8K; max 65528, which 64K stands for)"},
 			&cli.StringFlag{Name: "backend", Value: "", Usage: "sampling `BACKEND`: perf or ptrace on Linux (default perf, falling back to ptrace when perf_event_open is denied), mach on macOS, etw or suspend on Windows (default etw, falling back to suspend when ETW is denied or delivers no events)"},
@@ -116,7 +115,7 @@ Examples:
 			jsonFlag,
 			&cli.BoolFlag{Name: "view", Usage: "then open the profile in the Firefox Profiler with names, as 'gprof view' does, until Ctrl-C"},
 			&cli.StringFlag{Name: "push", Usage: "then send the profile to the OpenTelemetry Collector at `URL` (OTLP/HTTP, as 'gprof push' does); the file is written all the same, and a push that fails exits 5"},
-		}),
+		}, eventFlags()...)),
 		Action: recordAndView,
 	}
 }
@@ -140,8 +139,10 @@ type recordSummary struct {
 	ExitCode    *int    `json:"exit_code"`
 	Backend     string  `json:"backend"`
 	Event       string  `json:"event"`
-	Symbols     int     `json:"symbolicated_addresses"`
-	Discarded   uint64  `json:"discarded_samples"`
+	// Events lists every event sampled, when there are several.
+	Events    []string `json:"events,omitempty"`
+	Symbols   int      `json:"symbolicated_addresses"`
+	Discarded uint64   `json:"discarded_samples"`
 	// NoStackSec is CPU time counted in the profile that no stack shows
 	// (kernel mode the kernel would not sample); NoStackWhy says why.
 	NoStackSec float64 `json:"no_stack_cpu_s,omitempty"`
@@ -374,6 +375,9 @@ func summaryOf(res *record.Result, out string, opts record.Options) recordSummar
 		SampleRatio: ratio(res.SampleRatio), SampleRatioMin: ratio(res.SampleRatioMin),
 		EventLayout: res.Layout, EventFiles: res.Files,
 	}
+	if evs := res.Profile.Meta.Extra["events"]; evs != "" {
+		sum.Events = strings.Split(evs, ",")
+	}
 	for _, f := range opts.Remote.Fetched() {
 		sum.Fetched = append(sum.Fetched, fetchedFile{URL: f.URL, Path: f.Path, Bytes: f.Bytes})
 	}
@@ -503,11 +507,8 @@ func recordOptions(c *cli.Context) (record.Options, error) {
 			return o, err
 		}
 	}
-	switch ev := c.String("event"); ev {
-	case "cpu-clock", "cycles":
-		o.Attach.Event = ev
-	default:
-		return o, usagef("unknown --event %q: use cpu-clock or cycles", ev)
+	if err := recordEvents(c, &o); err != nil {
+		return o, err
 	}
 	switch cg := c.String("call-graph"); cg {
 	case "", "fp", "dwarf":

@@ -50,7 +50,7 @@ Examples:
    ./bin/gprof report --limit 3 --top 5 --json-output report.json profile.json.gz
    ./bin/gprof report --no-inline --all profile.json.gz
    jq -r '.all.top_self[0].name' report.json`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "top", Aliases: []string{"n"}, Value: report.DefaultTop, Usage: "list the top `N` functions (-1 for all)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json or collapsed (folded stacks)"},
 			&cli.StringFlag{Name: "by", Value: "wall", Usage: "rank functions by `MEASURE`: wall (samples: wall-clock time in a profile recorded with --off-cpu) or cpu (the CPU time the samples carry); both are shown. --tree and collapsed stacks count samples"},
@@ -69,7 +69,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "process", Usage: "only processes named `NAME` (a * glob; repeatable)"},
 			&cli.BoolFlag{Name: "wide", Usage: "do not cut long lines to the terminal's width"},
 			symbolDirFlag, debuginfodFlag, symbolServerFlag,
-		},
+		}, reportEventFlags()...),
 		Action: runReport,
 	}
 }
@@ -145,6 +145,10 @@ func runReport(c *cli.Context) error {
 		ph.done()
 		return usagef("no thread matches the --pid, --tid, --thread and --process filters")
 	}
+	if p, err = selectSamples(c, p); err != nil {
+		ph.done()
+		return err
+	}
 	ph.set("resolving names")
 	rc, err := remoteClient(c)
 	if err != nil {
@@ -158,6 +162,11 @@ func runReport(c *cli.Context) error {
 	}
 	var write func(io.Writer) error
 	switch {
+	case c.Bool("latency"):
+		if write, err = latencyWriter(c, p, form); err != nil {
+			ph.done()
+			return err
+		}
 	case form == "collapsed":
 		t := report.BuildTreeOptions(p, report.Options{NoInline: c.Bool("no-inline")})
 		write = func(w io.Writer) error { return report.WriteCollapsed(w, t) }

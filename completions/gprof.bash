@@ -33,29 +33,29 @@ _gprof() {
             fi
         done
         case $prev in
-            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--delay|-D|--control|--switch-output|--switch-max-files|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
+            --tid|-t|--rate|-r|-F|--interval|-i|--duration|-d|--off-cpu-cap|--stack-size|--debuginfod|--symbol-server|--max-memory|--keep|--push|--count|-c|--probe|--delay|-D|--control|--switch-output|--switch-max-files|--service-name|--label|--header|--push-timeout|--max-request-size) return ;;
             --pid|-p) __gprof_pids; return ;;
             --output|-o) __gprof_files; return ;;
             --format) __gprof_words "gecko processed"; return ;;
-            --event|-e) __gprof_words "cpu-clock cycles"; return ;;
             --call-graph) __gprof_words "fp dwarf"; return ;;
             --backend) __gprof_backends; return ;;
             --symbol-dir) __gprof_dirs; return ;;
             --json-output) __gprof_files; return ;;
+            --event|-e) __gprof_words "cpu-clock task-clock page-faults minor-faults major-faults context-switches cpu-migrations alignment-faults emulation-faults cycles instructions cache-misses branch-misses"; return ;;
             --ca-file) __gprof_files; return ;;
         esac
-        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
+        __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --event -e --count -c --probe --latency --delay -D --control --switch-output --switch-max-files --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
         ;;
     report)
         case $prev in
-            --top|-n|--by|--limit|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server) return ;;
+            --top|-n|--by|--limit|--depth|--min-pct|--tid|--thread|--process|--debuginfod|--symbol-server|--event|--during-marker) return ;;
             --format) __gprof_words "text json collapsed"; return ;;
             --output|-o) __gprof_files; return ;;
             --json-output) __gprof_files; return ;;
             --pid) __gprof_pids; return ;;
             --symbol-dir) __gprof_dirs; return ;;
         esac
-        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --limit --all --no-inline --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
+        if [[ $cur == -* ]]; then __gprof_words "--top -n --format --by --output -o --json-output --json --limit --all --no-inline --tree --depth --min-pct --pid --tid --thread --process --wide --symbol-dir --debuginfod --symbol-server --event --during-marker --latency --help -h"; else __gprof_files; fi
         ;;
     view)
         case $prev in

@@ -75,7 +75,6 @@ complete -c gprof -n '__gprof_using record' -l off-cpu -d 'also sample threads w
 complete -c gprof -n '__gprof_using record' -l off-cpu-cap -x -d 'with --off-cpu, take at most about N wait stacks a second per thread'
 complete -c gprof -n '__gprof_using record' -l no-python -d 'leave CPython\'s eval function frames as they are, rather than show the Python functions'
 complete -c gprof -n '__gprof_using record' -l no-counters -d 'do not sample each process\'s memory and CPU use, nor gprof\'s own overhead, at the interval'
-complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock cycles' -d 'sampling EVENT'
 complete -c gprof -n '__gprof_using record' -l call-graph -x -a 'fp dwarf' -d 'user stacks'
 complete -c gprof -n '__gprof_using record' -l stack-size -x -d 'bytes of user stack copied per sample in dwarf mode'
 complete -c gprof -n '__gprof_using record' -l backend -x -a '(__gprof_backends)' -d 'sampling BACKEND'
@@ -90,6 +89,10 @@ complete -c gprof -n '__gprof_using record' -l json-output -r -F -d 'write a sum
 complete -c gprof -n '__gprof_using record' -l json -d 'the same as --json-output -'
 complete -c gprof -n '__gprof_using record' -l view -d 'then open the profile in the Firefox Profiler with names, as \'gprof view\' does, until Ctrl-C'
 complete -c gprof -n '__gprof_using record' -l push -x -d 'then send the profile to the OpenTelemetry Collector at URL'
+complete -c gprof -n '__gprof_using record' -s e -l event -x -a 'cpu-clock task-clock page-faults minor-faults major-faults context-switches cpu-migrations alignment-faults emulation-faults cycles instructions cache-misses branch-misses' -d 'sample EVENTs, comma-separated or repeated, in perf\'s names'
+complete -c gprof -n '__gprof_using record' -s c -l count -x -d 'sample every Nth occurrence of each event'
+complete -c gprof -n '__gprof_using record' -l probe -x -d 'also sample at PROBE, made for the recording and gone after it'
+complete -c gprof -n '__gprof_using record' -l latency -d 'also record context switches, so that the profile has each process\'s parallelism'
 complete -c gprof -n '__gprof_using record' -s D -l delay -x -d 'start sampling MS milliseconds after the command starts'
 complete -c gprof -n '__gprof_using record' -l control -x -d 'read perf\'s control commands'
 complete -c gprof -n '__gprof_using record' -l switch-output -x -d 'write the recording in windows, each a complete profile OUTPUT.YYYYMMDDhhmmssSSS, closed on SIGUSR2'
@@ -125,6 +128,9 @@ complete -c gprof -n '__gprof_using report' -l wide -d 'do not cut long lines to
 complete -c gprof -n '__gprof_using report' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using report' -l debuginfod -x -d 'fetch ELF debug files'
 complete -c gprof -n '__gprof_using report' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
+complete -c gprof -n '__gprof_using report' -l event -x -d 'summarize the samples of EVENT'
+complete -c gprof -n '__gprof_using report' -l during-marker -x -d 'count only the samples taken while a marker named NAME'
+complete -c gprof -n '__gprof_using report' -l latency -d 'weigh each sample by 1/parallelism'
 complete -c gprof -n '__gprof_using report' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using report' -F
 

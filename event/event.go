@@ -61,6 +61,17 @@ type Sample struct {
 	// preempted, and it used no CPU. The Switch event that follows says
 	// which.
 	Switch bool
+	// Event is which of the recording's sampling events took the sample:
+	// its index among those asked for (attach.Options.Events), 0 for the
+	// first, which is the only one of most recordings.
+	Event int
+	// Period is how many occurrences of a counting event (page faults,
+	// tracepoint hits, cycles) the sample stands for; 0 for an event that
+	// counts CPU time (CPUDelta says how much), or when not known.
+	Period uint64
+	// Fields are a tracepoint's or probe's hit's fields, as perf script
+	// prints them ("name=value name=value"); nil for other events.
+	Fields []byte
 }
 
 // Switch reports a thread leaving (Out) or returning to a CPU, with
@@ -87,8 +98,11 @@ type Regs struct {
 // process: an image loaded. With Image set it names the image by identity
 // rather than by a file to read.
 type Map struct {
-	Time       int64
-	Pid        int
+	Time int64
+	Pid  int
+	// Tid is the thread that made the mapping, where the backend knows
+	// it (perf does); 0 otherwise.
+	Tid        int
 	Start, End uint64
 	FileOffset uint64
 	Path       string
@@ -111,6 +125,10 @@ type Map struct {
 	// image's relative address 0 lies: where it was loaded (a PE image's
 	// base, the slid address of a Mach-O image's __TEXT segment).
 	ImageBase uint64
+	// Data marks a mapping of data, not code, that the recorder asked to
+	// hear of (a marker file a program maps so that profilers find it);
+	// it is no image.
+	Data bool
 }
 
 // Unmap reports that [Start, End) of a process no longer holds what a Map

@@ -90,12 +90,14 @@ const RegsABINone = 0
 // Event types (enum perf_type_id) and the event ids (enum perf_sw_ids,
 // enum perf_hw_id) gprof samples.
 const (
-	TypeHardware = 0
-	TypeSoftware = 1
+	TypeHardware   = 0
+	TypeSoftware   = 1
+	TypeTracepoint = 2
 
 	CountSWCPUClock        = 0
 	CountSWTaskClock       = 1
 	CountSWContextSwitches = 3
+	CountSWDummy           = 9 // counts nothing: a leader for side-band records
 
 	CountHWCPUCycles    = 0
 	CountHWInstructions = 1

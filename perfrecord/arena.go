@@ -115,3 +115,16 @@ func (a *Arena) byteSlice(src []byte) []byte {
 	a.bytes = append(a.bytes, src...)
 	return a.bytes[start : start+n : start+n]
 }
+
+// ownBytes returns a copy of src that the arena owns, whether or not it
+// borrows: for bytes made in a scratch buffer, not read from a record.
+func (a *Arena) ownBytes(src []byte) []byte {
+	if a.Borrow {
+		return append([]byte(nil), src...)
+	}
+	borrow := a.Borrow
+	a.Borrow = false
+	b := a.byteSlice(src)
+	a.Borrow = borrow
+	return b
+}

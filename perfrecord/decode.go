@@ -41,6 +41,19 @@ type Format struct {
 	// Period is every sample's period where samples do not carry theirs
 	// (no SamplePeriod: a fixed period); 0 when it varies.
 	Period uint64
+	// Trace, when set, lays out the samples' raw data (SampleRaw): the
+	// event is a tracepoint or probe, whose hits' fields go into
+	// event.Sample.Fields.
+	Trace *TraceFormat
+}
+
+// EventFormat is what decoding needs of one of several events that share
+// a Format's layout (a live backend's events all ask for the same fields)
+// but differ in what their samples mean.
+type EventFormat struct {
+	PeriodIsTime bool
+	Period       uint64
+	Trace        *TraceFormat
 }
 
 // A Filter picks the tasks whose records are decoded, where an event sees
@@ -69,6 +82,16 @@ type Decoder struct {
 	// context switches: their samples are Switch ones, which took no CPU
 	// time.
 	SwitchIDs map[uint64]bool
+	// EventIDs, when set, says which of several events took a sample, by
+	// its id (SampleIdentifier, else SampleID): its index, which becomes
+	// the sample's event.Sample.Event, in Events, which says what its
+	// period and raw data mean instead of the Format. A sample whose id
+	// it lacks is dropped.
+	EventIDs map[uint64]int
+	Events   []EventFormat
+	// Event is the event.Sample.Event of every sample when EventIDs is
+	// nil: the index of the one event this decoder reads.
+	Event int
 	// KernelIP makes the sampled instruction of a kernel-mode sample that
 	// has no kernel frames its one kernel frame, as perf report shows such
 	// a sample. Without it such a sample has no kernel frame (the live
@@ -92,6 +115,10 @@ type Decoder struct {
 	// KernelStart is where the kernel's text was mapped, from the MMAP
 	// record perf writes for [kernel.kallsyms]; 0 when none came.
 	KernelStart uint64
+	// KeepData, when set, picks the mappings of data (not code) that are
+	// decoded, as event.Map with Data set, by their NUL-terminated path;
+	// others are dropped, as every data mapping is without it.
+	KeepData func(path []byte) bool
 
 	f           Format
 	o           order
@@ -110,6 +137,8 @@ type Decoder struct {
 	// names interns the names of threads and paths of mappings, which
 	// repeat, so that decoding them allocates nothing.
 	names map[string]string
+	// fields is scratch for a tracepoint hit's fields.
+	fields []byte
 }
 
 // maxNames bounds the names a Decoder keeps: past it, new names are not
@@ -323,17 +352,17 @@ func (d *Decoder) mmap(typ uint32, misc uint16, rec []byte, a *Arena) *event.Map
 		}
 		return nil
 	}
-	if misc&MiscMmapData != 0 {
+	data := misc&MiscMmapData != 0 || typ == RecordMmap2 && d.o.u32(body[56:])&protExec == 0
+	if data && (d.KeepData == nil || !d.KeepData(body[fixed:])) {
 		return nil
 	}
 	if d.Filter != nil && !d.Filter.Keep(pid, d.o.i32(body[4:])) {
 		return nil
 	}
 	t := d.timeOf(rec)
-	if typ == RecordMmap2 && d.o.u32(body[56:])&protExec == 0 {
-		return nil
-	}
 	m := a.maps.next(leastOthers)
+	m.Data = data
+	m.Tid = d.o.i32(body[4:])
 	m.Time, m.Pid = t, pid
 	m.Start = d.o.u64(body[8:])
 	m.End = m.Start + d.o.u64(body[16:])
@@ -372,12 +401,13 @@ func (d *Decoder) sample(rec []byte, misc uint16, a *Arena) *event.Sample {
 		a.samples.giveBack()
 		return nil
 	}
-	var ip uint64
+	var ip, id uint64
 	if st&SampleIdentifier != 0 {
 		if !c.has(8) {
 			return fail()
 		}
-		s.Switch = d.SwitchIDs[c.u64()]
+		id = c.u64()
+		s.Switch = d.SwitchIDs[id]
 	}
 	if st&SampleIP != 0 {
 		if !c.has(8) {
@@ -407,10 +437,30 @@ func (d *Decoder) sample(rec []byte, misc uint16, a *Arena) *event.Sample {
 	} else {
 		s.Time = d.lastTime
 	}
-	for _, bit := range []uint64{SampleAddr, SampleID, SampleStreamID} {
-		if st&bit != 0 && !c.skip(8) {
+	if st&SampleAddr != 0 && !c.skip(8) {
+		return fail()
+	}
+	if st&SampleID != 0 {
+		if !c.has(8) {
 			return fail()
 		}
+		if v := c.u64(); st&SampleIdentifier == 0 {
+			id = v
+		}
+	}
+	if st&SampleStreamID != 0 && !c.skip(8) {
+		return fail()
+	}
+	periodIsTime, fixed, trace := d.f.PeriodIsTime, d.f.Period, d.f.Trace
+	s.Event = d.Event
+	if d.EventIDs != nil && !s.Switch {
+		ev, ok := d.EventIDs[id]
+		if !ok || ev < 0 || ev >= len(d.Events) {
+			return fail()
+		}
+		s.Event = ev
+		ef := &d.Events[ev]
+		periodIsTime, fixed, trace = ef.PeriodIsTime, ef.Period, ef.Trace
 	}
 	if st&SampleCPU != 0 {
 		if !c.has(8) { // u32 cpu, u32 reserved
@@ -426,20 +476,24 @@ func (d *Decoder) sample(rec []byte, misc uint16, a *Arena) *event.Sample {
 		period := c.u64()
 		if s.Switch {
 			s.CPUDelta = 0 // a count of switches, not of time
-		} else if d.f.PeriodIsTime {
+		} else if periodIsTime {
 			s.CPUDelta = int64(period)
+		} else {
+			s.Period = period
 		}
 	} else if s.Switch {
 		s.CPUDelta = 0
-	} else if d.f.PeriodIsTime && d.f.Period != 0 {
-		s.CPUDelta = int64(d.f.Period) // every sample is one period
+	} else if periodIsTime && fixed != 0 {
+		s.CPUDelta = int64(fixed) // every sample is one period
+	} else if !periodIsTime {
+		s.Period = fixed
 	}
 	if st&SampleRead != 0 {
 		value, ok := d.readValue(&c)
 		if !ok {
 			return fail()
 		}
-		if d.ReadCPU && !s.Switch {
+		if d.ReadCPU && !s.Switch && periodIsTime {
 			if delta := d.cpuDelta(s.Tid, s.CPU, value); delta >= 0 {
 				if s.CPUDelta >= 0 {
 					d.NoStack += delta - s.CPUDelta
@@ -474,9 +528,14 @@ func (d *Decoder) sample(rec []byte, misc uint16, a *Arena) *event.Sample {
 		}
 		n := uint64(d.o.u32(rec[c.p:]))
 		c.p += 4
-		if !c.skip(n) {
+		if n > uint64(len(rec)-c.p) {
 			return s
 		}
+		if trace != nil && n > 0 {
+			d.fields = trace.AppendFields(d.fields[:0], rec[c.p:c.p+int(n)], d.o.big)
+			s.Fields = a.ownBytes(d.fields)
+		}
+		c.p += int(n)
 	}
 	if st&SampleBranchStack != 0 {
 		// u64 nr, [u64 hw_idx], then nr entries of 24 bytes.

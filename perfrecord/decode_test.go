@@ -148,8 +148,8 @@ func TestDecodeSideband(t *testing.T) {
 		want := []event.Event{
 			&event.Lost{Time: 5555, Count: 12},
 			&event.Lost{Time: 5556, Count: 3},
-			&event.Map{Time: 5557, Pid: 7, Start: 0x1000, End: 0x3000, FileOffset: 0x3000, Path: "/usr/bin/x", BuildID: buildID},
-			&event.Map{Time: 5559, Pid: 7, Start: 0x5000, End: 0x6000, FileOffset: 0x2000, Path: "/usr/lib/y.so",
+			&event.Map{Time: 5557, Pid: 7, Tid: 8, Start: 0x1000, End: 0x3000, FileOffset: 0x3000, Path: "/usr/bin/x", BuildID: buildID},
+			&event.Map{Time: 5559, Pid: 7, Tid: 8, Start: 0x5000, End: 0x6000, FileOffset: 0x2000, Path: "/usr/lib/y.so",
 				Dev: 0x123<<20 | 259<<8 | 0x45, Inode: 4242}, // makedev(259, 0x12345)
 			&event.Comm{Time: 5560, Pid: 7, Tid: 8, Name: "newname", Exec: true},
 			&event.Fork{Time: 6666, Pid: 7, Tid: 9, Ppid: 7, Ptid: 8},
@@ -349,7 +349,7 @@ func TestDecodeFileRecords(t *testing.T) {
 			u64(1, 0).u64(0x400100, 0x400300, 0).done() // branch stack: nr, hw_idx, one entry
 		evs := decodeAll(d, &Arena{}, kernel, mmap, data, fork, sample, exit)
 		want := []event.Event{
-			&event.Map{Pid: 5, Start: 0x400000, End: 0x401000, Path: "/bin/v1"},
+			&event.Map{Pid: 5, Tid: 5, Start: 0x400000, End: 0x401000, Path: "/bin/v1"},
 			&event.Fork{Time: 3000, Pid: 5, Tid: 6, Ppid: 5, Ptid: 5},
 			&event.Sample{Time: 3000, Pid: 5, Tid: 6, CPU: 1, CPUDelta: 250000, Stack: []uint64{0x400100, 0x400200}},
 			&event.Exit{Time: 3000, Pid: 5, Tid: 6},

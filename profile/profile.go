@@ -67,6 +67,18 @@ var OffCPUCategories = []CategoryInfo{
 // and "wchan" (the kernel function it slept in).
 const OffCPUMarkerType = "OffCPU"
 
+// TracepointMarkerType is the payload type of the markers of tracepoint
+// and probe hits: Data holds "fields", the hit's fields as perf script
+// prints them; the marker's name is the event's, its Cause the stack of
+// the hit.
+const TracepointMarkerType = "Tracepoint"
+
+// MarkerFileType is the payload type of the markers a program wrote to a
+// marker file (samply's convention: marker-PID.txt, "START END NAME"
+// lines): the marker's name is the line's; Data holds "file", where it
+// came from.
+const MarkerFileType = "MarkerFile"
+
 // CategoryInfo describes one category in the order of Category values.
 type CategoryInfo struct {
 	Name  string
@@ -208,6 +220,32 @@ type Thread struct {
 	Stacks  StackTable
 	Samples SampleTable
 	Markers []Marker
+	// Events holds the samples of the recording's other events (page
+	// faults, tracepoint hits...), one table per event, their stacks in
+	// the thread's tables; Samples holds the first event's, which
+	// Meta.Extra["event"] names. Nil for a recording of one event.
+	Events []EventSamples
+}
+
+// EventSamples are a thread's samples of one event other than the
+// profile's first. Their Weight, when set, is how many occurrences of the
+// event each stands for (its period); their CPUDelta is -1 (unknown) or
+// empty.
+type EventSamples struct {
+	Event   string // as perf names it: "page-faults", "sched:sched_switch"
+	Samples SampleTable
+}
+
+// EventTable returns th's table of event name, adding an empty one if it
+// has none.
+func (th *Thread) EventTable(name string) *SampleTable {
+	for i := range th.Events {
+		if th.Events[i].Event == name {
+			return &th.Events[i].Samples
+		}
+	}
+	th.Events = append(th.Events, EventSamples{Event: name})
+	return &th.Events[len(th.Events)-1].Samples
 }
 
 // Frame is one entry of a thread's frame table: either a native address or
@@ -338,6 +376,11 @@ type Marker struct {
 	Category   Category
 	// Data is the marker payload; "type" names its schema.
 	Data map[string]any
+	// Cause is 1 + the index in the thread's stack table of the stack
+	// the marker was made at (a tracepoint hit's, a file operation's
+	// call), which the Firefox Profiler shows with it; 0 when it has
+	// none.
+	Cause int32
 }
 
 // SortLibs sorts libs by start address and makes their ranges disjoint, as

@@ -88,6 +88,20 @@ type builder struct {
 	// rate counts each thread's samples and CPU time (see rateCheck).
 	rate rateCheck
 
+	// events describes the recording's events, by event.Sample.Event
+	// (see events.go); nil for one clock. traceMarkers counts the markers
+	// made of tracepoint hits, traceUnmarked the hits past the bound.
+	events                      []EventInfo
+	traceMarkers, traceUnmarked uint64
+	// switchesOnly: context switches are for parallelism alone, with no
+	// off-CPU samples made of them. par counts each process's threads on
+	// a CPU (see parallel.go); nil when not asked for.
+	switchesOnly bool
+	par          *parallelism
+	// markerFiles are the marker files the processes mapped (see
+	// markers.go).
+	markerFiles []markerFile
+
 	// py, when set, puts Python frames in place of the interpreter's
 	// (see python.go); python is set once it has.
 	py     *pyStage
@@ -172,6 +186,10 @@ func (b *builder) handle(ev event.Event) {
 	case *event.Sample:
 		b.sample(e)
 	case *event.Map:
+		if e.Data {
+			b.markerFileMapped(e)
+			return
+		}
 		pr := b.live(e.Pid, e.Time)
 		m := mapping{Map: *e, samples: pr.samples}
 		m.BuildID = append([]byte(nil), e.BuildID...)
@@ -276,6 +294,7 @@ func (b *builder) exit(e *event.Exit) {
 		b.flushOff(th, b.off[th], e.Time)
 		th.End = b.rel(e.Time)
 	}
+	b.par.set(pr, e.Tid, false, e.Time)
 	if e.Tid == e.Pid {
 		if e.ExitKnown {
 			pr.p.ExitCode = e.ExitCode
@@ -283,6 +302,7 @@ func (b *builder) exit(e *event.Exit) {
 		if b.onProcessExit != nil {
 			b.onProcessExit(e.Pid)
 		}
+		b.readMarkerFiles(pr)
 		b.endProcess(pr, e.Time)
 		delete(b.procs, e.Pid)
 		b.dying[e.Pid] = pr
@@ -293,6 +313,7 @@ func (b *builder) endProcess(pr *proc, t int64) {
 	if pr.p.End >= 0 {
 		return
 	}
+	b.par.end(pr, t)
 	pr.p.End = b.rel(t)
 	for _, th := range pr.p.Threads {
 		if th.End < 0 {
@@ -325,8 +346,12 @@ func (b *builder) sample(s *event.Sample) {
 	}
 	b.addrs = addrs
 
+	if !s.Switch {
+		b.par.set(pr, s.Tid, true, s.Time)
+	}
+	eventSample := b.isEventSample(s)
 	frames := b.frames[:0]
-	if s.InKernel && s.KernelFrames == 0 && !s.Switch {
+	if s.InKernel && s.KernelFrames == 0 && !s.Switch && !eventSample {
 		// In the kernel, whose stack was not asked for (or not
 		// permitted): one frame stands for it, above the user stack
 		// that entered it.
@@ -343,6 +368,11 @@ func (b *builder) sample(s *event.Sample) {
 			}
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
+	}
+	if eventSample {
+		b.frames = frames
+		b.eventSample(th, s, frames)
+		return
 	}
 	if b.py != nil && !s.Switch {
 		var merged bool
@@ -366,6 +396,10 @@ func (b *builder) sample(s *event.Sample) {
 // named thread (for example gprof's own launch helper before exec).
 func (b *builder) finish(end int64) []*proc {
 	b.flushAllOff(end)
+	b.par.finish(end)
+	for _, pr := range b.all {
+		b.readMarkerFiles(pr)
+	}
 	if b.offCPU {
 		b.profile.Meta.Categories = profile.OffCPUCategories
 	}

@@ -61,8 +61,14 @@ func (b *builder) switchSample(pr *proc, th *profile.Thread, frames []profile.Fr
 }
 
 func (b *builder) contextSwitch(e *event.Switch) {
-	b.offCPU = true
 	pr := b.procs[e.Pid]
+	if pr != nil {
+		b.par.set(pr, e.Tid, !e.Out, e.Time)
+	}
+	if b.switchesOnly {
+		return
+	}
+	b.offCPU = true
 	if pr == nil {
 		return
 	}

@@ -147,6 +147,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		b.py = newPyStage()
 		opts.Attach.Interp = b.py.read
 	}
+	b.events = eventInfos(opts.Attach.Events)
+	opts.Attach.Sampling = func(evs []attach.EventSpec) { b.events = eventInfos(evs) }
+	b.switchesOnly = !opts.Attach.OffCPU
+	if opts.Attach.Switches || opts.Attach.OffCPU {
+		b.par = newParallelism(int64(prof.Meta.Interval) / 10)
+	}
 
 	var samples, lost atomic.Uint64
 	var threads atomic.Int64
@@ -248,6 +254,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if counters != nil {
 		counters.attach(prof, b.t0)
 	}
+	b.finishEvents(opts.Attach.Notice)
+	b.par.attach(t0)
 	if b.offCPU {
 		prof.Meta.Extra["offcpu_switches"] = fmt.Sprint(b.switches)
 		prof.Meta.Extra["offcpu_unstacked"] = fmt.Sprint(b.unstacked)
@@ -342,6 +350,10 @@ func hostMeta(start time.Time, opts Options) profile.Meta {
 	}
 	if len(opts.Attach.Command) > 0 {
 		m.Extra["command"] = fmt.Sprint(opts.Attach.Command)
+	}
+	if opts.Attach.SystemWide {
+		// The latency view counts each process's parallelism apart.
+		m.Extra["system_wide"] = "true"
 	}
 	if h, err := os.Hostname(); err == nil {
 		m.Extra["host"] = h

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/gprof-dev/gprof/event"
@@ -29,6 +30,13 @@ type ReplayOptions struct {
 	// code holds, as the recording's runtime events told (an ETL trace's
 	// CLR method events): they become labels, not addresses.
 	Label func(pid int, addr uint64) (string, bool)
+	// Events describes the recording's events, in the order of
+	// event.Sample.Event; nil for one clock.
+	Events []EventInfo
+	// Interval, when set, is the shortest time between two samples of a
+	// process's parallelism counter, which context switches among the
+	// events make (see parallel.go); 0 is a tenth of Meta.Interval.
+	Interval int64
 }
 
 // Replay builds a profile from events recorded earlier (a perf.data file,
@@ -47,6 +55,17 @@ func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 	defer libs.close()
 	b.onMap = libs.observe
 	b.label = opts.Label
+	b.events = opts.Events
+	// A file's context switches have no stacks of their own: they count
+	// the threads on a CPU, for the latency view, and make no off-CPU
+	// samples.
+	b.switchesOnly = true
+	for _, ev := range events {
+		if _, ok := ev.(*event.Switch); ok {
+			b.par = newParallelism(cmp.Or(opts.Interval, int64(opts.Meta.Interval)/10))
+			break
+		}
+	}
 	if opts.Unwind {
 		u := newUserUnwinder()
 		u.jit = libs.jitDumpOf
@@ -57,6 +76,8 @@ func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 		b.handle(ev)
 	}
 	procs := b.finish(opts.End)
+	b.finishEvents(opts.Notice)
+	b.par.attach(opts.Start)
 	prof.Meta.Duration = b.rel(opts.End)
 	prof.Meta.LostEvents = b.lost
 	// Off the CPU when the recording has switch events (perf record

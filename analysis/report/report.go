@@ -66,6 +66,10 @@ type Report struct {
 	CPU          int64  `json:"cpu_ns"`
 	CPUEstimated bool   `json:"cpu_estimated"`
 	LostEvents   uint64 `json:"lost_events"`
+	// Event is what the samples count (Meta.Extra["event"]): CPU time for
+	// the clocks, occurrences of anything else (page faults, a
+	// tracepoint's hits), whose samples say nothing of CPU time.
+	Event string `json:"event,omitempty"`
 	// By is what functions are ranked by and percentages are of: "wall"
 	// (samples) or "cpu" (CPU time).
 	By string `json:"by"`
@@ -237,7 +241,7 @@ func Build(p *profile.Profile, opts Options) Report {
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
-		ProcessTotals: []ProcessTotal{}, By: ByWall, OffCPU: p.OffCPU(),
+		ProcessTotals: []ProcessTotal{}, By: ByWall, OffCPU: p.OffCPU(), Event: p.Meta.Extra["event"],
 	}
 	if b.byCPU {
 		r.By = ByCPU
@@ -656,4 +660,15 @@ func formatDuration(ns int64) string {
 		return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
 	}
 	return strconv.FormatInt(ns, 10) + " ns"
+}
+
+// CountsCPU reports whether the samples measure CPU time: those of the
+// clocks (and cycles, gprof's stand-in for them) do, those of any other
+// event count its occurrences.
+func (r *Report) CountsCPU() bool {
+	switch r.Event {
+	case "", "cpu-clock", "task-clock", "cycles":
+		return true
+	}
+	return false
 }

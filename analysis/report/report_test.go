@@ -276,6 +276,27 @@ func TestWriteText(t *testing.T) {
 	}
 }
 
+// The samples of an event that is not a clock are its occurrences: the
+// text says which event, and no CPU time made up from them.
+func TestWriteTextEvent(t *testing.T) {
+	for _, c := range []struct {
+		event, want string
+		cpu         bool
+	}{{"", "samples in", true}, {"cpu-clock", "samples in", true}, {"page-faults", "samples of page-faults in", false}} {
+		p := testProfile()
+		p.Meta.Extra = map[string]string{"event": c.event}
+		r := Build(p, Options{Top: 2})
+		var buf bytes.Buffer
+		if err := WriteText(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(buf.String(), "\n")
+		if r.CountsCPU() != c.cpu || !strings.Contains(first, c.want) || strings.Contains(buf.String(), "CPU ") != c.cpu {
+			t.Errorf("event %q: counts CPU %v, text:\n%s", c.event, r.CountsCPU(), buf.String())
+		}
+	}
+}
+
 func byTid(t *testing.T, r Report, tid int) Thread {
 	t.Helper()
 	for _, th := range r.Threads {

@@ -55,8 +55,9 @@ type textWriter struct {
 	w       *bufio.Writer
 	color   bool
 	width   int
-	withCPU bool // a CPU time column next to the sample counts
-	byCPU   bool // ranked by CPU time
+	withCPU bool   // a CPU time column next to the sample counts
+	byCPU   bool   // ranked by CPU time
+	event   string // what the samples count, when not CPU time
 	// all is the whole profile, which the "all" column is a share of.
 	all Summary
 }
@@ -75,6 +76,9 @@ func (t *textWriter) heading(s string) {
 // busiest first, up to the limit, and says what it left out.
 func writeText(w io.Writer, r Report, o TextOptions) error {
 	t := &textWriter{w: bufio.NewWriter(w), color: o.Color, width: o.Width, withCPU: r.OffCPU || r.By == ByCPU, byCPU: r.By == ByCPU, all: r.All}
+	if !r.CountsCPU() {
+		t.event = r.Event
+	}
 	limit := o.Limit
 	if limit == 0 {
 		limit = DefaultLimit
@@ -86,10 +90,24 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if threads == nil {
 		threads = r.Threads // a Report made elsewhere than Build
 	}
-	t.heading(fmt.Sprintf("%s in %s of %s, CPU %s%s, interval %s, duration %s",
-		plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
-		plural(int64(r.Processes), "process"), formatDuration(r.CPU), estimated(r.CPUEstimated),
-		formatDuration(r.Interval), formatDuration(r.Duration)))
+	// The samples of an event that is not a clock are its occurrences:
+	// a CPU time estimated from them would be made up.
+	cpu := func(ns int64, est bool) string {
+		if !r.CountsCPU() {
+			return ""
+		}
+		return ", CPU " + formatDuration(ns) + estimated(est)
+	}
+	if r.CountsCPU() {
+		t.heading(fmt.Sprintf("%s in %s of %s%s, interval %s, duration %s",
+			plural(r.Samples, "sample"), plural(int64(len(threads)), "thread"),
+			plural(int64(r.Processes), "process"), cpu(r.CPU, r.CPUEstimated),
+			formatDuration(r.Interval), formatDuration(r.Duration)))
+	} else {
+		t.heading(fmt.Sprintf("%s of %s in %s of %s, duration %s",
+			plural(r.Samples, "sample"), r.Event, plural(int64(len(threads)), "thread"),
+			plural(int64(r.Processes), "process"), formatDuration(r.Duration)))
+	}
 	if r.LostEvents > 0 {
 		fmt.Fprintf(t.w, "warning: %d events were lost; counts are low by about that much\n", r.LostEvents)
 	}
@@ -100,7 +118,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 	if len(threads) > 1 {
 		t.w.WriteByte('\n')
 		t.heading("All threads")
-		fmt.Fprintf(t.w, "  %s, CPU %s%s\n", plural(r.All.Samples, "sample"), formatDuration(r.All.CPU), estimated(r.All.CPUEstimated))
+		fmt.Fprintf(t.w, "  %s%s\n", plural(r.All.Samples, "sample"), cpu(r.All.CPU, r.All.CPUEstimated))
 		t.lists(r.All, false)
 	}
 	if len(r.ProcessTotals) > 1 {
@@ -140,8 +158,7 @@ func writeText(w io.Writer, r Report, o TextOptions) error {
 			main = ", main thread"
 		}
 		t.heading(fmt.Sprintf("%s (pid %d) / %s (tid %d)%s", programs(th.ProcessName, th.Programs), th.Pid, orUnknown(printable(th.Name)), th.Tid, main))
-		fmt.Fprintf(t.w, "  %s (%s of all), CPU %s%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll),
-			formatDuration(th.CPU), estimated(th.CPUEstimated))
+		fmt.Fprintf(t.w, "  %s (%s of all)%s\n", plural(th.Samples, "sample"), pctString(th.PctOfAll), cpu(th.CPU, th.CPUEstimated))
 		t.lists(th.Summary, true)
 	}
 	if more > 0 || idle > 0 {
@@ -181,6 +198,9 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 	what := "CPU time"
 	if t.withCPU && !t.byCPU {
 		what = "wall-clock time"
+	}
+	if t.event != "" {
+		what = t.event // page faults, a tracepoint's hits: not time
 	}
 	t.table("  Top by self "+what, s, s.TopSelf, true, perThread)
 	t.table("  Top by total "+what, s, s.TopTotal, false, perThread)

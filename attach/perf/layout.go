@@ -70,9 +70,9 @@ func (s *perfSession) chooseLayout(threads int) (layout, error) {
 	if forceLayout != nil {
 		return *forceLayout, nil
 	}
-	need := threads * len(s.cpus)
+	need := threads * len(s.cpus) * len(s.events)
 	if s.opts.OffCPU {
-		need *= 2
+		need += threads * len(s.cpus)
 	}
 	if s.opts.Control != nil {
 		need += threads * len(s.cpus) // the side-band events (control.go)
@@ -134,6 +134,12 @@ func (s *perfSession) openCPUs() error {
 		s.fds = append(s.fds, r.fd)
 		s.rings[cpu] = r
 		s.ringList = append(s.ringList, r)
+		if err := s.noteEvent(r.fd, 0); err != nil {
+			return err
+		}
+	}
+	if err := s.openExtras(-1); err != nil {
+		return err
 	}
 	if s.opts.OffCPU {
 		if err := s.openSwitches(-1); err != nil {

@@ -50,6 +50,12 @@ const (
 	bitBuildID = 1 << 34 // mmap2 records carry the build-id (5.12+)
 )
 
+// sideBand are the attr bits that ask for records other than samples:
+// only the first event of a task and CPU has them, so that each mapping,
+// name and task is reported once.
+const sideBand = unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitMmapData | unix.PerfBitComm |
+	unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitContextSwitch | bitBuildID
+
 // perfEventOpen is unix.PerfEventOpen; tests replace it to simulate a
 // kernel that refuses perf events.
 var perfEventOpen = unix.PerfEventOpen
@@ -103,6 +109,17 @@ type perfSession struct {
 	watch []int
 	// ctl is the state of Options.Control (control.go).
 	ctl controlState
+	// events are the events sampled, the first one's attr being attr's
+	// (see events.go); with leader set, the first is a dummy event that
+	// only reports mappings, names and tasks, and event i is the
+	// recording's event i-1.
+	events []*perfEvent
+	leader bool
+	// probesOpen: the probes, which are opened per CPU for every task
+	// (see openProbes), are open; unpolled are their files, which never
+	// hang up.
+	probesOpen bool
+	unpolled   map[int]bool
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -112,7 +129,7 @@ func (s *perfSession) notice(format string, args ...any) {
 // The perf backend is Linux's first: Auto falls back to ptrace when perf
 // events are denied.
 func init() {
-	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true, Control: true})
+	attach.Register(attach.Driver{Name: attach.Perf, Order: 10, Start: recordPerf, SystemWide: true, Control: true, Events: true})
 }
 
 func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res attach.Result, err error) {
@@ -139,6 +156,15 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		return res, err
 	}
 	res.Event = s.event
+	if opts.Sampling != nil {
+		var specs []attach.EventSpec
+		for i, ev := range s.events {
+			if i > 0 || !s.leader {
+				specs = append(specs, ev.spec)
+			}
+		}
+		opts.Sampling(specs)
+	}
 	defer s.close()
 	defer func() {
 		// The reader goroutine is done with the decoder by now.
@@ -237,32 +263,34 @@ func (s *perfSession) configure() error {
 	}
 	a := &s.attr
 	a.Size = uint32(unsafe.Sizeof(*a))
-	periodIsNs := true
-	switch o.Event {
-	case "", "cpu-clock":
-		s.event = "cpu-clock"
-		a.Type = perfrecord.TypeSoftware
-		a.Config = perfrecord.CountSWCPUClock
-		a.Sample = uint64(interval)
-	case "task-clock":
-		s.event = "task-clock"
-		a.Type = perfrecord.TypeSoftware
-		a.Config = perfrecord.CountSWTaskClock
-		a.Sample = uint64(interval)
-	case "cycles":
-		// A cycle count is not a time: sample at the interval's frequency
-		// and let the kernel adapt the period.
-		s.event = "cycles"
-		a.Type = perfrecord.TypeHardware
-		a.Config = perfrecord.CountHWCPUCycles
-		a.Sample = uint64(rate)
-		a.Bits |= unix.PerfBitFreq
-		periodIsNs = false
-	default:
-		return fmt.Errorf("unknown event %q (want cpu-clock, task-clock or cycles)", o.Event)
+	if err := s.resolveEvents(interval, rate); err != nil {
+		return err
 	}
+	// The first event's own settings; a cycle count, say, is not a
+	// time: it samples at the interval's frequency, the kernel adapting
+	// the period (see perfEvent.sampling).
+	main := s.events[0]
+	s.event = main.spec.Name
+	if s.leader {
+		s.event = s.events[1].spec.Name
+	}
+	a.Type, a.Config, a.Ext1, a.Ext2, a.Sample = main.attr.Type, main.attr.Config, main.attr.Ext1, main.attr.Ext2, main.attr.Sample
+	a.Bits |= main.attr.Bits
+	periodIsNs := main.format.PeriodIsTime
 	a.Sample_type = perfrecord.SampleIP | perfrecord.SampleTID | perfrecord.SampleTime |
 		perfrecord.SampleCPU | perfrecord.SamplePeriod | perfrecord.SampleCallchain
+	traced := false
+	for _, ev := range s.events {
+		traced = traced || ev.format.Trace != nil
+	}
+	if traced {
+		// Every event of a ring has the same layout: the others'
+		// samples carry an empty raw part.
+		a.Sample_type |= perfrecord.SampleRaw
+	}
+	if len(s.events) > 1 {
+		a.Sample_type |= perfrecord.SampleIdentifier
+	}
 	a.Bits |= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
 		unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitUseClockID | unix.PerfBitExcludeHv |
 		unix.PerfBitWatermark | bitBuildID
@@ -274,6 +302,13 @@ func (s *perfSession) configure() error {
 		a.Bits |= unix.PerfBitContextSwitch
 		a.Sample_type |= perfrecord.SampleIdentifier
 	}
+	if o.Switches {
+		// The switch records alone: how many threads of a process run.
+		a.Bits |= unix.PerfBitContextSwitch
+	}
+	// Data mappings too, of which the decoder keeps the marker files
+	// programs map so that profilers find them (perfrecord.MarkerFile).
+	a.Bits |= unix.PerfBitMmapData
 	if !o.Kernel {
 		// Samples in kernel mode are kept, without their kernel stack: a
 		// thread's time in system calls is part of its CPU time, and its
@@ -323,13 +358,24 @@ func (s *perfSession) configure() error {
 	}
 	s.periodIsNs = periodIsNs
 	s.pages = ringPages(rate, stackSize)
-	if o.OffCPU {
+	if o.OffCPU || traced || len(s.events) > 1 {
 		// Two switch records per wait (tens of thousands a second for
-		// a thread that waits often) and a stack at each switch out.
+		// a thread that waits often) and a stack at each switch out;
+		// or a stack at each tracepoint hit, which comes as often as
+		// the program makes it.
 		s.pages = min(s.pages*4, max(s.pages, (16<<20)/os.Getpagesize()))
 	}
+	if counting := slices.ContainsFunc(s.events, func(ev *perfEvent) bool {
+		return !ev.format.PeriodIsTime && ev.attr.Bits&unix.PerfBitFreq == 0
+	}); counting {
+		// An event sampled every N occurrences comes as fast as the
+		// program makes them (a page fault a microsecond, each with a
+		// stack copy): the most a ring may hold (mapRing halves it
+		// where locked memory is short).
+		s.pages = max(s.pages, (16<<20)/os.Getpagesize())
+	}
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 4) // watermark in bytes
-	s.format = perfrecord.Format{SampleIDAll: true, Regs: regs, PeriodIsTime: periodIsNs}
+	s.format = perfrecord.Format{SampleIDAll: true, Regs: regs, PeriodIsTime: periodIsNs, Trace: main.format.Trace}
 	s.cpus = proc.OnlineCPUs()
 	return nil
 }
@@ -386,13 +432,25 @@ func (s *perfSession) probe() error {
 	if err != nil {
 		return s.openError(err, 0, "")
 	}
+	if err := s.probeEvents(); err != nil {
+		return err
+	}
 	f := s.format
 	f.SampleType = s.attr.Sample_type
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
 	s.dec.interp = s.opts.Interp
+	s.dec.KeepData = perfrecord.MarkerFile
 	if s.opts.OffCPU {
 		s.dec.SwitchIDs = map[uint64]bool{}
+	}
+	if len(s.events) > 1 {
+		s.dec.EventIDs = map[uint64]int{}
+		for i, ev := range s.events {
+			if i > 0 || !s.leader {
+				s.dec.Events = append(s.dec.Events, ev.format)
+			}
+		}
 	}
 	return nil
 }
@@ -485,6 +543,10 @@ func (s *perfSession) openError(err error, pid int, what string) error {
 			target = fmt.Sprintf("%s (pid %d)", what, pid)
 		}
 	}
+	var ee *eventError
+	if errors.As(err, &ee) {
+		return ee.err
+	}
 	var errno unix.Errno
 	if !errors.As(err, &errno) {
 		return fmt.Errorf("open perf event for %s: %w", target, err)
@@ -546,12 +608,21 @@ func (s *perfSession) openTask(tid int) error {
 			s.fds = append(s.fds, r.fd) // mapRing may have reopened it
 			s.rings[cpu] = r
 			s.ringList = append(s.ringList, r)
+			if err := s.noteEvent(r.fd, 0); err != nil {
+				return err
+			}
 			continue
 		}
 		s.fds = append(s.fds, fd)
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
 			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
 		}
+		if err := s.noteEvent(fd, 0); err != nil {
+			return err
+		}
+	}
+	if err := s.openExtras(tid); err != nil {
+		return err
 	}
 	if s.opts.OffCPU {
 		if err := s.openSwitches(tid); err != nil {
@@ -585,8 +656,7 @@ func (s *perfSession) switchAttr() unix.PerfEventAttr {
 	} else {
 		a.Bits &^= unix.PerfBitFreq
 	}
-	a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
-		unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitContextSwitch | bitBuildID
+	a.Bits &^= sideBand
 	// The sample is taken in the scheduler, in kernel mode: excluding
 	// kernel mode would exclude every sample. Its kernel stack is still
 	// left out unless asked for.
@@ -1011,6 +1081,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		flush(first)
 		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
 		for _, fd := range s.fds {
+			if s.unpolled[fd] {
+				continue // a CPU's probe: it never hangs up (see openProbes)
+			}
 			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
 		why := stopCancelled

@@ -216,6 +216,9 @@ func compareProfiles(t *testing.T, got, want *profile.Profile) {
 			if !reflect.DeepEqual(gt.Markers, wt.Markers) {
 				t.Errorf("%s markers = %+v\nwant %+v", where, gt.Markers, wt.Markers)
 			}
+			if !reflect.DeepEqual(gt.Events, wt.Events) {
+				t.Errorf("%s events = %+v\nwant %+v", where, gt.Events, wt.Events)
+			}
 		}
 	}
 	if (got.Symbols == nil) != (want.Symbols == nil) {

@@ -127,9 +127,13 @@ type rawThread struct {
 	name, processName string
 	gprofName         *string
 	gprofMain         *bool
-	tid, pid          int64
-	register          int64
-	unregister        int64 // -1 when null
+	// gprofEvent and gprofEventOf: the thread holds the samples of an
+	// event of the process's thread number gprofEventOf (see Write).
+	gprofEvent   *string
+	gprofEventOf int
+	tid, pid     int64
+	register     int64
+	unregister   int64 // -1 when null
 
 	frameLoc  []int32
 	frameCat  []int32
@@ -465,6 +469,13 @@ func readThread(s *scanner) *rawThread {
 		case "gprofMain":
 			m := s.literal() == 't'
 			t.gprofMain = &m
+		case "gprofEvent":
+			n := s.keptString()
+			t.gprofEvent = &n
+		case "gprofEventOf":
+			if v, ok := s.number().uint(); ok && v < 1<<30 {
+				t.gprofEventOf = int(v)
+			}
 		case "tid":
 			t.tid = s.idValue()
 		case "pid":
@@ -978,6 +989,14 @@ func (b *builder) add(rp *rawProfile, shift int64) error {
 		if err != nil {
 			return fmt.Errorf("thread %d (%s): %w", rt.tid, short(rt.name), err)
 		}
+		if rt.gprofEvent != nil {
+			own := rt.gprofEventOf
+			if own < 0 || own >= len(proc.Threads) {
+				return fmt.Errorf("thread %d (%s) holds the %s samples of thread number %d of %d", rt.tid, short(rt.name), short(*rt.gprofEvent), own, len(proc.Threads))
+			}
+			proc.Threads[own].AdoptEvent(th, *rt.gprofEvent)
+			continue
+		}
 		proc.Threads = append(proc.Threads, th)
 	}
 	if rp.proc != nil {
@@ -1151,9 +1170,41 @@ func (b *builder) thread(rt *rawThread, shift int64) (*profile.Thread, error) {
 		if rm.end != nullTime && (m.Phase == profile.PhaseInterval || m.Phase == profile.PhaseIntervalEnd) {
 			m.End = rm.end + shift
 		}
+		if c, ok := causeStack(data); ok {
+			// The marker's stack, in the Gecko form (see causeData).
+			delete(data, "stack")
+			if c >= 0 && c < nst {
+				if stacks != nil {
+					c = int(stacks[c])
+				}
+				m.Cause = int32(c) + 1
+			}
+		}
 		th.Markers = append(th.Markers, m)
 	}
 	return th, nil
+}
+
+// causeStack finds the stack index of a marker payload's "stack": the
+// stack column of its samples' first row.
+func causeStack(data map[string]any) (int, bool) {
+	st, _ := data["stack"].(map[string]any)
+	samples, _ := st["samples"].(map[string]any)
+	schema, _ := samples["schema"].(map[string]any)
+	rows, _ := samples["data"].([]any)
+	col, ok := schema["stack"].(float64)
+	if !ok || len(rows) == 0 {
+		return -1, st != nil
+	}
+	row, _ := rows[0].([]any)
+	if int(col) < 0 || int(col) >= len(row) {
+		return -1, true
+	}
+	v, ok := row[int(col)].(float64)
+	if !ok || v != float64(int(v)) {
+		return -1, true
+	}
+	return int(v), true
 }
 
 // short cuts a name from the input to a length fit for an error message.

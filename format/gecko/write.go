@@ -100,16 +100,21 @@ func check(p *profile.Profile) error {
 					return where("stack %d has prefix %d", i, st.Prefix[i])
 				}
 			}
-			s := &th.Samples
 			ns := int32(st.Len())
-			if len(s.Time) != len(s.Stack) ||
-				(s.CPUDelta != nil && len(s.CPUDelta) != len(s.Stack)) ||
-				(s.Weight != nil && len(s.Weight) != len(s.Stack)) {
-				return where("sample table columns differ in length")
+			tables := []*profile.SampleTable{&th.Samples}
+			for k := range th.Events {
+				tables = append(tables, &th.Events[k].Samples)
 			}
-			for i, x := range s.Stack {
-				if x < profile.NoStack || x >= ns {
-					return where("sample %d has stack %d of %d", i, x, ns)
+			for _, s := range tables {
+				if len(s.Time) != len(s.Stack) ||
+					(s.CPUDelta != nil && len(s.CPUDelta) != len(s.Stack)) ||
+					(s.Weight != nil && len(s.Weight) != len(s.Stack)) {
+					return where("sample table columns differ in length")
+				}
+				for i, x := range s.Stack {
+					if x < profile.NoStack || x >= ns {
+						return where("sample %d has stack %d of %d", i, x, ns)
+					}
 				}
 			}
 			for i := range th.Markers {
@@ -119,6 +124,9 @@ func check(p *profile.Profile) error {
 				}
 				if m.Phase > profile.PhaseIntervalEnd {
 					return where("marker %q has phase %d", m.Name, m.Phase)
+				}
+				if m.Cause < 0 || m.Cause > ns {
+					return where("marker %q has cause stack %d of %d", m.Name, m.Cause-1, ns)
 				}
 			}
 		}
@@ -302,9 +310,20 @@ func (w *profileWriter) processBody(proc *profile.Process, base int64) {
 			if i > 0 {
 				e.Byte(',')
 			}
-			w.thread(proc, th, base)
+			w.thread(proc, th, base, eventIndex{owner: -1})
 			if e.Err() != nil {
 				return
+			}
+		}
+		// Each other event's samples: a thread of their own, after all
+		// the process's threads (see eventThread).
+		for i, th := range proc.Threads {
+			for k := range th.Events {
+				e.Byte(',')
+				w.thread(proc, th, base, eventIndex{owner: i, event: k})
+				if e.Err() != nil {
+					return
+				}
 			}
 		}
 	}
@@ -500,19 +519,36 @@ func (w *profileWriter) lib(l *profile.Lib) {
 
 func (w *profileWriter) intern(s string) int32 { return w.strs.Index(s) }
 
-func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base int64) {
+// eventIndex says which of a process's threads (owner) a thread object
+// holds the samples of which of its events (event); -1 for the thread's
+// own samples.
+type eventIndex struct{ owner, event int }
+
+// thread writes th, or with ev >= 0 one of its event tables as a thread
+// of its own: named "NAME [EVENT]", with a tid of its own ("TID.EVENT",
+// a string), the samples of the event and no markers, and th's frames
+// and stacks. "gprofEvent" and "gprofEventOf" (the owner's index among
+// the process's threads) let Read fold it back into th.
+func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base int64, ev eventIndex) {
 	e := w.e
 	w.strs.Reset()
 
 	// Only the thread that holds its OS process's track is called
 	// GeckoMain, which the front-end labels with processName.
 	o := w.ids.Process(proc)
+	name, tid := w.ids.ThreadName(proc, th), w.ids.Tid(th)
+	samples := &th.Samples
+	if ev.owner >= 0 {
+		es := &th.Events[ev.event]
+		name, tid = lifecycle.EventThreadName(th.Name, proc.Name, es.Event), tid+"."+es.Event
+		samples = &es.Samples
+	}
 	e.Raw(`{"name":`)
-	e.JSString(w.ids.ThreadName(proc, th))
+	e.JSString(name)
 	e.Raw(`,"processType":"default","processName":`)
 	e.JSString(o.Name)
 	e.Raw(`,"tid":`)
-	w.id(w.ids.Tid(th))
+	w.id(tid)
 	e.Raw(`,"pid":`)
 	w.id(o.Pid)
 	e.Raw(`,"registerTime":`)
@@ -526,10 +562,20 @@ func (w *profileWriter) thread(proc *profile.Process, th *profile.Thread, base i
 	e.Raw(`,"gprofName":`)
 	e.JSString(th.Name)
 	e.Raw(`,"gprofMain":`)
-	e.Bool(th.Main)
+	e.Bool(th.Main && ev.owner < 0)
+	if ev.owner >= 0 {
+		e.Raw(`,"gprofEvent":`)
+		e.JSString(th.Events[ev.event].Event)
+		e.Raw(`,"gprofEventOf":`)
+		e.Int(int64(ev.owner))
+	}
 
-	w.samples(&th.Samples, base)
-	w.markers(proc, th, base)
+	w.samples(samples, base)
+	if ev.owner >= 0 {
+		e.Raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[]}`)
+	} else {
+		w.markers(proc, th, base)
+	}
 	w.frames(&th.Frames)
 
 	e.Raw(`,"stackTable":{"schema":{"prefix":0,"frame":1},"data":[`)
@@ -678,9 +724,12 @@ func (w *profileWriter) markers(proc *profile.Process, th *profile.Thread, base 
 		e.Byte(',')
 		e.Int(int64(m.Category))
 		e.Byte(',')
-		if m.Data == nil {
+		switch {
+		case m.Cause > 0 && int(m.Cause) <= th.Stacks.Len():
+			w.causeData(&m, proc, th, base)
+		case m.Data == nil:
 			e.Raw("null")
-		} else {
+		default:
 			w.json(m.Data)
 		}
 		e.Byte(']')
@@ -689,6 +738,31 @@ func (w *profileWriter) markers(proc *profile.Process, th *profile.Thread, base 
 		}
 	}
 	e.Raw("]}")
+}
+
+// causeData writes the payload of a marker with a cause: its data and a
+// "stack", a one-sample thread whose sample is the cause's stack, which
+// is how the Gecko format carries a marker's stack (the front-end makes
+// it the marker's cause).
+func (w *profileWriter) causeData(m *profile.Marker, proc *profile.Process, th *profile.Thread, base int64) {
+	e := w.e
+	data, err := json.Marshal(m.Data)
+	if err != nil || len(data) < 2 || data[0] != '{' {
+		data = []byte("{}")
+	}
+	e.Bytes(data[:len(data)-1])
+	if len(data) > 2 {
+		e.Byte(',')
+	}
+	e.Raw(`"stack":{"name":"SyncProfile","registerTime":null,"unregisterTime":null,"processType":"default","tid":`)
+	w.id(w.ids.Tid(th))
+	e.Raw(`,"pid":`)
+	w.id(w.ids.Process(proc).Pid)
+	e.Raw(`,"markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[]},"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[`)
+	e.Int(int64(m.Cause - 1))
+	e.Byte(',')
+	e.Ms(m.Start - base)
+	e.Raw(`,0]]}}}`)
 }
 
 var errNoProfile = errors.New("gecko: nil profile")

@@ -6,8 +6,10 @@ package processed
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"github.com/goccy/go-json"
+	"github.com/gprof-dev/gprof/format/internal/jsonw"
 	"github.com/gprof-dev/gprof/format/internal/lifecycle"
 	"github.com/gprof-dev/gprof/profile"
 )
@@ -25,7 +27,7 @@ func (b *builder) collectSchemas() []markerSchema {
 	types := map[string]map[string]string{}
 	for _, t := range b.threads {
 		for _, m := range t.th.Markers {
-			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || typ == profile.OffCPUMarkerType {
+			if typ, _ := m.Data["type"].(string); lifecycle.IsLifecycle(typ) || lifecycle.HasSchema(typ) {
 				continue // described by lifecycle.Schema
 			}
 			if m.Data == nil {
@@ -315,6 +317,15 @@ var counterDisplay = map[string]string{
 		`{"type":"value","source":"sample-number","format":{"unit":"number"},"label":"allocations and deallocations since the previous sample","labelKey":"memory-operations"}]}`,
 	"CPU": `{"graphType":"line-rate","unit":"percent","color":"grey","markerSchemaLocation":null,"sortWeight":40,"label":"Process CPU","tooltipRows":[` +
 		`{"type":"value","source":"cpu-ratio","format":{"unit":"percent"},"label":"CPU","labelKey":"cpu"}]}`,
+	// A process's threads on a CPU: the counts are their CPU time (ns)
+	// since the previous sample, so the rate is the parallelism (a
+	// million ns a millisecond per thread), which is what the graph
+	// draws.
+	"Parallelism": `{"graphType":"line-rate","unit":"","color":"teal","markerSchemaLocation":null,"sortWeight":45,"label":"Parallelism","tooltipRows":[` +
+		`{"type":"value","source":"rate","format":{"unit":"number"},"label":"threads on a CPU × 1,000,000 (CPU ns per ms), since the previous sample"},` +
+		`{"type":"value","source":"count","format":{"unit":"number"},"label":"CPU time of the threads since the previous sample (ns)"}]}`,
+	"IPC": `{"graphType":"line-rate","unit":"","color":"purple","markerSchemaLocation":null,"sortWeight":46,"label":"IPC","tooltipRows":[` +
+		`{"type":"value","source":"count","format":{"unit":"number"},"label":"instructions per cycle × 1000"}]}`,
 }
 
 // mainThreadIndex is the index in b.threads of the thread that holds
@@ -408,17 +419,33 @@ func (b *builder) writeOverhead(j *jsonWriter) {
 	j.endArray()
 }
 
+// writeThread writes a thread, or one of its event tables (t.event >= 0)
+// as a thread of its own: named "NAME [EVENT]", with a tid of its own
+// ("TID.EVENT"), the event's samples and no markers; "gprofEvent" and
+// "gprofEventOf" (the owner's index among the threads) let Read fold it
+// back, as the Gecko writer does.
 func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	pr, th := t.pr, t.th
 	o := b.ids.Process(pr)
+	name, tid := b.ids.ThreadName(pr, th), b.ids.Tid(th)
+	if t.event >= 0 {
+		ev := th.Events[t.event].Event
+		name, tid = lifecycle.EventThreadName(th.Name, pr.Name, ev), tid+"."+ev
+	}
 	j.beginObject()
 	j.key("name")
 	// As in the Gecko output, so that both show the same track labels.
-	j.str(b.ids.ThreadName(pr, th))
+	j.str(name)
 	// The front-end ignores keys it does not know; Read takes the
 	// thread's own name from here, which GeckoMain hides.
 	j.key("gprofName")
 	j.str(th.Name)
+	if t.event >= 0 {
+		j.key("gprofEvent")
+		j.str(th.Events[t.event].Event)
+		j.key("gprofEventOf")
+		j.int(int64(t.owner))
+	}
 	j.key("processName")
 	j.str(o.Name)
 	j.key("processType")
@@ -426,13 +453,13 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("pid")
 	j.str(o.Pid)
 	j.key("tid")
-	if tid := b.ids.Tid(th); profile.IsNumber(tid) {
+	if profile.IsNumber(tid) {
 		j.value(tid)
 	} else {
 		j.str(tid)
 	}
 	j.key("isMainThread")
-	j.boolean(th == o.Main)
+	j.boolean(th == o.Main && t.event < 0)
 	j.key("processStartupTime")
 	j.ms(pr.Start)
 	j.key("processShutdownTime")
@@ -470,13 +497,17 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("samples")
 	samplesTable(t)(j)
 	j.key("markers")
-	b.markersTable(t.markers)(j)
+	if t.event >= 0 {
+		b.markersTable(t, nil)(j) // the owner thread has the markers
+	} else {
+		b.markersTable(t, t.markers)(j)
+	}
 	j.endObject()
 }
 
-// samplesTable describes a thread's samples.
+// samplesTable describes a thread's samples, or its event table's.
 func samplesTable(t threadOut) func(*jsonWriter) {
-	sm := &t.th.Samples
+	sm := t.samples()
 	weight := raw("null") // every sample weighs 1
 	if sm.Weight != nil {
 		weight = ints(sm.Weight)
@@ -496,7 +527,7 @@ func samplesTable(t threadOut) func(*jsonWriter) {
 
 // markersTable describes a thread's markers. Their names are interned as
 // the name column is written.
-func (b *builder) markersTable(ms []profile.Marker) func(*jsonWriter) {
+func (b *builder) markersTable(t threadOut, ms []profile.Marker) func(*jsonWriter) {
 	n := len(ms)
 	return object(
 		field{"length", number(n)},
@@ -529,6 +560,15 @@ func (b *builder) markersTable(ms []profile.Marker) func(*jsonWriter) {
 				// the marker.
 				j.null()
 				return
+			}
+			if c := m.Cause - 1; c >= 0 && int(c) < len(t.leaf) && t.leaf[c] >= 0 && len(data) >= 2 {
+				// The stack the marker was made at, which the front-end
+				// shows with it.
+				cause := `"cause":{"time":` + string(jsonw.AppendFixed(nil, m.Start, 6)) + `,"stack":` + strconv.Itoa(int(t.leaf[c])) + `}}`
+				if len(data) > 2 {
+					cause = "," + cause
+				}
+				data = append(data[:len(data)-1:len(data)-1], cause...)
 			}
 			j.valueBytes(data)
 		})},

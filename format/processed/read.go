@@ -172,6 +172,8 @@ type rawThread struct {
 	rawTables
 	Name                string          `json:"name"`
 	GprofName           *string         `json:"gprofName"`
+	GprofEvent          *string         `json:"gprofEvent"`
+	GprofEventOf        *int            `json:"gprofEventOf"`
 	ProcessName         string          `json:"processName"`
 	Pid                 json.RawMessage `json:"pid"`
 	Tid                 json.RawMessage `json:"tid"`
@@ -396,11 +398,25 @@ func convert(rp *rawProfile) (*profile.Profile, error) {
 	// that keeps every summary's process count, while addresses stay
 	// apart anyway, as every lib gets a range of its own here.
 	procs := map[string]*profile.Process{}
+	read := make([]*profile.Thread, len(rp.Threads))
 	for i := range rp.Threads {
 		t := &rp.Threads[i]
 		th, exitCode, err := r.thread(t)
 		if err != nil {
 			return nil, fmt.Errorf("processed profile: thread %d (%q): %v", i, oneLine(t.Name), err)
+		}
+		read[i] = th
+		if t.GprofEvent != nil {
+			// An event table of an earlier thread (see writeThread).
+			own := -1
+			if t.GprofEventOf != nil {
+				own = *t.GprofEventOf
+			}
+			if own < 0 || own >= i || read[own] == nil || rp.Threads[own].GprofEvent != nil {
+				return nil, fmt.Errorf("processed profile: thread %d (%q) holds the samples of thread %d, which is not an earlier thread", i, oneLine(t.Name), own)
+			}
+			read[own].AdoptEvent(th, *t.GprofEvent)
+			continue
 		}
 		pidKey := string(bytes.TrimSpace(t.Pid))
 		pr := procs[pidKey]
@@ -772,7 +788,13 @@ func (r *reader) thread(t *rawThread) (*profile.Thread, *int, error) {
 		return nil, nil, errors.New("sample table columns differ in length")
 	}
 	sc := newStackConv(r, tb, th)
-	if err := sc.prepare(sm.Stack); err != nil {
+	// Markers' causes are stacks too: converted with the samples'.
+	causes := markerCauses(t.Markers)
+	stacks := sm.Stack
+	if len(causes) > 0 {
+		stacks = append(slices.Clone(sm.Stack), causes...)
+	}
+	if err := sc.prepare(stacks); err != nil {
 		return nil, nil, err
 	}
 	s := &th.Samples
@@ -803,14 +825,53 @@ func (r *reader) thread(t *rawThread) (*profile.Thread, *int, error) {
 			s.Weight[i] = int32(w)
 		}
 	}
-	exitCode, err := r.markers(t, tb, th)
+	exitCode, err := r.markers(t, tb, th, sc)
 	if err != nil {
 		return nil, nil, err
 	}
 	return th, exitCode, nil
 }
 
-func (r *reader) markers(t *rawThread, tb *rawTables, th *profile.Thread) (exitCode *int, err error) {
+// markerCause is what a marker payload's cause says: the stack the
+// marker was made at, in the shared stack table.
+type markerCause struct {
+	Cause *struct {
+		Stack *float64 `json:"stack"`
+	} `json:"cause"`
+}
+
+// causeOf returns the stack of a marker payload's cause, false when it
+// has none.
+func causeOf(data json.RawMessage) (int, bool) {
+	if !bytes.Contains(data, []byte(`"cause"`)) {
+		return 0, false
+	}
+	var c markerCause
+	if json.Unmarshal(data, &c) != nil || c.Cause == nil || c.Cause.Stack == nil {
+		return 0, false
+	}
+	v := *c.Cause.Stack
+	if v != math.Trunc(v) || v < 0 || v > math.MaxInt32 {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// markerCauses lists the cause stacks of mk's markers.
+func markerCauses(mk *rawMarkers) column {
+	if mk == nil {
+		return nil
+	}
+	var out column
+	for _, d := range mk.Data {
+		if s, ok := causeOf(d); ok {
+			out = append(out, float64(s))
+		}
+	}
+	return out
+}
+
+func (r *reader) markers(t *rawThread, tb *rawTables, th *profile.Thread, sc *stackConv) (exitCode *int, err error) {
 	mk := t.Markers
 	if mk == nil {
 		return nil, nil
@@ -843,6 +904,12 @@ func (r *reader) markers(t *rawThread, tb *rawTables, th *profile.Thread) (exitC
 			var d map[string]any
 			if json.Unmarshal(mk.Data[i], &d) == nil && !(len(d) == 1 && d["type"] == lifecycleType) {
 				m.Data = d
+			}
+			if c, ok := causeOf(mk.Data[i]); ok {
+				if s := sc.leafStack(c); s != profile.NoStack {
+					m.Cause = s + 1
+				}
+				delete(d, "cause")
 			}
 			if typ, _ := d["type"].(string); lifecycle.IsLifecycle(typ) {
 				// Derived from the lifetimes, which Write adds again;

@@ -52,6 +52,18 @@ type threadOut struct {
 	leaf []int32 // model stack → output stack used by samples; -1 if unused
 	// markers are the lifecycle markers followed by the thread's own.
 	markers []profile.Marker
+	// event, when >= 0, makes this the thread object of th's event table
+	// th.Events[event], owner being th's index among the threads written
+	// (see writeThread).
+	event, owner int
+}
+
+// samples returns the samples t writes.
+func (t *threadOut) samples() *profile.SampleTable {
+	if t.event >= 0 {
+		return &t.th.Events[t.event].Samples
+	}
+	return &t.th.Samples
 }
 
 type builder struct {
@@ -144,7 +156,16 @@ func build(p *profile.Profile) (*builder, error) {
 				return nil, fmt.Errorf("pid %d tid %d: %w", pr.Pid, th.Tid, err)
 			}
 			t.markers = append(lifecycle.Markers(b.ids, pr, th), th.Markers...)
+			t.event = -1
 			b.threads = append(b.threads, t)
+		}
+	}
+	// Each other event's samples: a thread of their own, after every
+	// thread, sharing its owner's stacks.
+	for i, n := 0, len(b.threads); i < n; i++ {
+		t := b.threads[i]
+		for k := range t.th.Events {
+			b.threads = append(b.threads, threadOut{pr: t.pr, th: t.th, leaf: t.leaf, event: k, owner: i})
 		}
 	}
 	b.schemas = b.collectSchemas()
@@ -479,14 +500,33 @@ func (b *builder) thread(pr *profile.Process, libs []profile.Lib, th *profile.Th
 			use[p] |= usedCaller
 		}
 	}
-	for i, s := range sm.Stack {
-		if s == profile.NoStack {
-			continue
+	// Stacks used as a leaf: by samples, every event's, and markers'
+	// causes.
+	leaves := [][]int32{sm.Stack}
+	for k := range th.Events {
+		e := &th.Events[k].Samples
+		if len(e.Time) != len(e.Stack) || (e.Weight != nil && len(e.Weight) != len(e.Stack)) || (e.CPUDelta != nil && len(e.CPUDelta) != len(e.Stack)) {
+			return threadOut{}, fmt.Errorf("%s sample table columns differ in length", th.Events[k].Event)
 		}
-		if s < 0 || int(s) >= ns {
-			return threadOut{}, fmt.Errorf("sample %d: stack %d out of range", i, s)
+		leaves = append(leaves, e.Stack)
+	}
+	var causes []int32
+	for _, m := range th.Markers {
+		if m.Cause > 0 {
+			causes = append(causes, m.Cause-1)
 		}
-		use[s] |= usedLeaf
+	}
+	leaves = append(leaves, causes)
+	for _, stacks := range leaves {
+		for i, s := range stacks {
+			if s == profile.NoStack {
+				continue
+			}
+			if s < 0 || int(s) >= ns {
+				return threadOut{}, fmt.Errorf("sample %d: stack %d out of range", i, s)
+			}
+			use[s] |= usedLeaf
+		}
 	}
 	leaf := make([]int32, ns)
 	caller := make([]int32, ns)

@@ -193,7 +193,11 @@ func TestWriteMarkerPayloads(t *testing.T) {
 		`{"chartLabel":"{marker.data.function}","display":["marker-chart","marker-table","timeline-overview"],"fields":[`+
 		`{"format":"string","key":"function","label":"Waiting in","searchable":true},{"format":"string","key":"stack","label":"Called from","searchable":true},`+
 		`{"format":"string","key":"syscall","label":"System call","searchable":true},{"format":"string","key":"wchan","label":"Wait channel","searchable":true}],`+
-		`"name":"OffCPU","tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","tooltipLabel":"{marker.name} in {marker.data.function}"}]`)
+		`"name":"OffCPU","tableLabel":"{marker.name} in {marker.data.function} ({marker.data.syscall})","tooltipLabel":"{marker.name} in {marker.data.function}"},`+
+		`{"chartLabel":"{marker.data.fields}","display":["marker-chart","marker-table"],"fields":[{"format":"string","key":"fields","label":"Fields","searchable":true}],`+
+		`"name":"Tracepoint","tableLabel":"{marker.data.fields}","tooltipLabel":"{marker.name} {marker.data.fields}"},`+
+		`{"chartLabel":"{marker.name}","display":["marker-chart","marker-table","timeline-overview"],"fields":[{"format":"string","key":"file","label":"Marker file","searchable":true}],`+
+		`"name":"MarkerFile","tableLabel":"{marker.name}","tooltipLabel":"{marker.name}"}]`)
 	th0 := out["threads"].([]any)[0].(map[string]any)
 	check(t, th0, "markers.startTime", `[0,1,null]`)
 	check(t, th0, "markers.endTime", `[null,2,3]`)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/format"
+	"github.com/gprof-dev/gprof/perfrecord"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/record"
 )
@@ -70,9 +71,14 @@ func (f *File) Profile(opts Options) *profile.Profile {
 	if meta.Interval <= 0 {
 		meta.Interval = time.Millisecond
 	}
-	if len(f.Attrs) > 1 {
-		meta.Extra["events"] = strings.Join(f.EventNames(), ",")
-		meta.Extra["note"] = fmt.Sprintf("the recording has %d events; only %s was converted", len(f.Attrs), a.Name)
+	var events []record.EventInfo
+	var names []string
+	for _, sa := range f.SampledAttrs() {
+		events = append(events, record.EventInfo{Name: sa.Name, Counting: !sa.IsClock(), Traced: sa.Type == perfrecord.TypeTracepoint})
+		names = append(names, sa.Name)
+	}
+	if len(f.Attrs) > len(names) {
+		meta.Extra["note"] = fmt.Sprintf("the recording has %d events, of which %s sampled", len(f.Attrs), strings.Join(names, ", "))
 	}
 	if f.Hostname != "" {
 		meta.Extra["host"] = f.Hostname
@@ -110,6 +116,7 @@ func (f *File) Profile(opts Options) *profile.Profile {
 	}
 	return record.Replay(f.Events, record.ReplayOptions{
 		Meta:       meta,
+		Events:     events,
 		Start:      f.FirstTime,
 		End:        end,
 		Unwind:     f.Arch == "" || f.Arch == hostArch(),

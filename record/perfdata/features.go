@@ -5,16 +5,17 @@ package perfdata
 // follow the data section in bit order. In pipe mode each arrives as a
 // HEADER_FEATURE record instead.
 const (
-	featBuildID   = 2
-	featHostname  = 3
-	featOSRelease = 4
-	featVersion   = 5
-	featArch      = 6
-	featNRCPUs    = 7
-	featCPUDesc   = 8
-	featCmdline   = 11
-	featEventDesc = 12
-	featBits      = 256
+	featTracingData = 1
+	featBuildID     = 2
+	featHostname    = 3
+	featOSRelease   = 4
+	featVersion     = 5
+	featArch        = 6
+	featNRCPUs      = 7
+	featCPUDesc     = 8
+	featCmdline     = 11
+	featEventDesc   = 12
+	featBits        = 256
 )
 
 func (f *File) readFeatures(data []byte, at uint64, bitmap [4]uint64) {
@@ -36,6 +37,8 @@ func (f *File) readFeatures(data []byte, at uint64, bitmap [4]uint64) {
 
 func (f *File) feature(id int, b []byte) {
 	switch id {
+	case featTracingData:
+		f.tracingData(b)
 	case featBuildID:
 		for len(b) >= 8 {
 			size := int(f.bo.Uint16(b[6:]))

@@ -66,6 +66,9 @@ type Attr struct {
 	// EVENT_DESC), or one derived from Type and Config.
 	Name string
 	IDs  []uint64
+	// Trace lays out a tracepoint's raw data, from the file's tracing
+	// data; nil for other events, or when the file has none.
+	Trace *perfrecord.TraceFormat
 }
 
 // IsClock reports whether the event counts time, so a sample's period is
@@ -94,8 +97,9 @@ func (a *Attr) defaultName() string {
 // File is a parsed perf.data file.
 type File struct {
 	Pipe bool
-	// Attrs are the recording's events; Sampled indexes the one whose
-	// samples Events holds (the first that samples).
+	// Attrs are the recording's events; Sampled indexes the first that
+	// samples, whose samples are each thread's own (Events holds every
+	// sampling event's; see SampledAttrs).
 	Attrs   []Attr
 	Sampled int
 
@@ -113,15 +117,23 @@ type File struct {
 	// Events are the recording's events for the sampled attr, in time
 	// order. Slices point into the file's bytes.
 	Events []event.Event
-	// Samples counts Events' samples; OtherSamples those of other attrs,
-	// which are left out.
+	// Samples counts Events' samples; OtherSamples those of no sampling
+	// event the file describes, which are left out.
 	Samples, OtherSamples, Lost uint64
 	// FirstTime and LastTime bound the events' times (perf clock ns).
 	FirstTime, LastTime int64
 
-	bo         binary.ByteOrder
-	ids        map[uint64]int // sample id -> attr index
-	dec        *perfrecord.Decoder
+	bo  binary.ByteOrder
+	ids map[uint64]int // sample id -> attr index
+	// dec decodes the first sampling event's records and every record
+	// but samples; decs each sampling event's samples, by attr index;
+	// sampling lists the sampling events' attr indexes in order, which
+	// is their event.Sample.Event.
+	dec      *perfrecord.Decoder
+	decs     map[int]*perfrecord.Decoder
+	sampling []int
+	// traces are the tracepoint formats of the tracing data, by id.
+	traces     map[uint64]*perfrecord.TraceFormat
 	arena      perfrecord.Arena
 	compressed [][]byte
 }
@@ -262,8 +274,19 @@ func (f *File) selectAttr() {
 		return
 	}
 	for i := range f.Attrs {
-		if f.Attrs[i].Name == "" {
-			f.Attrs[i].Name = f.Attrs[i].defaultName()
+		a := &f.Attrs[i]
+		if a.Type == perfrecord.TypeTracepoint && f.traces[a.Config] != nil {
+			t := *f.traces[a.Config]
+			if a.Name != "" {
+				t.Name = a.Name
+			}
+			a.Trace = &t
+			if a.Name == "" {
+				a.Name = t.Name
+			}
+		}
+		if a.Name == "" {
+			a.Name = a.defaultName()
 		}
 	}
 	for i := range f.Attrs {
@@ -327,15 +350,18 @@ func (f *File) readRecords(b []byte, pipe bool) error {
 			f.buildID(rec)
 		case recTracingData, recAuxtrace:
 			// Data follows the record, outside its size.
-			var n uint64
+			var n, size uint64
 			if typ == recTracingData && len(rec) >= 12 {
-				n = uint64(bo.Uint32(rec[8:]))
-				n = (n + 7) &^ 7
+				size = uint64(bo.Uint32(rec[8:]))
+				n = (size + 7) &^ 7
 			} else if typ == recAuxtrace && len(rec) >= 16 {
 				n = bo.Uint64(rec[8:])
 			}
 			if n > uint64(len(b)) {
 				return errors.New("perf.data ends inside trace data: the file is truncated")
+			}
+			if typ == recTracingData {
+				f.tracingData(b[:size])
 			}
 			b = b[n:]
 		case recCompressed, recCompressedNext:
@@ -376,12 +402,33 @@ func (f *File) finish() {
 			f.LastTime = t
 		}
 	}
-	f.Attrs[f.Sampled].IDs = nil // not needed past parsing
-	f.KernelMapStart = f.dec.KernelStart
+	for _, i := range f.sampling {
+		f.Attrs[i].IDs = nil // not needed past parsing
+		f.KernelMapStart = max(f.KernelMapStart, f.decs[i].KernelStart)
+	}
 }
 
 // SampledAttr returns the event whose samples Events holds.
 func (f *File) SampledAttr() *Attr { return &f.Attrs[f.Sampled] }
+
+// SampledAttrs returns the events that sample, in the order of
+// event.Sample.Event: the first is SampledAttr.
+func (f *File) SampledAttrs() []*Attr {
+	var out []*Attr
+	for _, i := range f.sampling {
+		out = append(out, &f.Attrs[i])
+	}
+	return out
+}
+
+// tracingData reads the tracepoint formats of the file's tracing data;
+// a file whose tracing data cannot be read still reads, without the
+// tracepoints' fields.
+func (f *File) tracingData(b []byte) {
+	if t, _ := ParseTracingData(b); len(t) > 0 {
+		f.traces = t
+	}
+}
 
 // EventNames lists every event of the recording, as perf names them.
 func (f *File) EventNames() []string {

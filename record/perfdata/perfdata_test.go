@@ -31,7 +31,8 @@ var seeds = []struct {
 	{file: "pipe.data", pipe: true, samples: 41, noBuildIDs: true},
 	{file: "compressed.data", samples: 40, noBuildIDs: true},
 	{file: "dwarf.data", samples: 19, dwarf: true},
-	{file: "multi.data", samples: 109, other: 109},
+	// Two events, both converted: 109 samples each, as perf script counts.
+	{file: "multi.data", samples: 218},
 }
 
 func readSeed(t testing.TB, name string) []byte {
@@ -55,6 +56,15 @@ func TestParseSeeds(t *testing.T) {
 			}
 			if f.Samples != s.samples || f.OtherSamples != s.other {
 				t.Errorf("samples %d (others %d), want %d (%d) as perf script counts", f.Samples, f.OtherSamples, s.samples, s.other)
+			}
+			byEvent := map[int]uint64{}
+			for _, e := range f.Events {
+				if sm, ok := e.(*event.Sample); ok {
+					byEvent[sm.Event]++
+				}
+			}
+			if n := len(f.SampledAttrs()); len(byEvent) != n || s.file == "multi.data" && (byEvent[0] != 109 || byEvent[1] != 109) {
+				t.Errorf("samples by event %v of %d events", byEvent, n)
 			}
 			if a := f.SampledAttr(); !strings.HasPrefix(a.Name, "cpu-clock") || !a.IsClock() {
 				t.Errorf("sampled event %q (type %d config %d), want cpu-clock", a.Name, a.Type, a.Config)
@@ -189,6 +199,7 @@ func TestParseTiny(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add(readSeed(f, "tiny.data"))
+	f.Add(readSeed(f, "trace.data"))
 	for _, s := range seeds {
 		f.Add(readSeed(f, s.file))
 	}

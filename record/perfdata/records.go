@@ -7,45 +7,59 @@ import (
 	"github.com/gprof-dev/gprof/perfrecord"
 )
 
-// newDecoder sets up the decoding of the sampled event's records, as
-// gprof's live backend decodes its rings, but for what a file says
-// differently.
+// newDecoder sets up the decoding of the records of the sampling events,
+// as gprof's live backend decodes its rings, but for what a file says
+// differently: a decoder per sampling event, as each may lay its samples
+// out its own way (a tracepoint's carry raw data), the first one's also
+// decoding the other records.
 func (f *File) newDecoder() {
-	a := &f.Attrs[f.Sampled]
-	format := perfrecord.Format{
-		SampleType:       a.SampleType,
-		ReadFormat:       a.ReadFormat,
-		BranchSampleType: a.BranchSampleType,
-		SampleIDAll:      a.SampleIDAll,
-		Regs:             perfrecord.UserRegs(f.Arch, a.RegsUser),
-		PeriodIsTime:     a.IsClock(),
+	f.decs = map[int]*perfrecord.Decoder{}
+	for i := range f.Attrs {
+		if !f.Attrs[i].Sampling() {
+			continue
+		}
+		a := &f.Attrs[i]
+		format := perfrecord.Format{
+			SampleType:       a.SampleType,
+			ReadFormat:       a.ReadFormat,
+			BranchSampleType: a.BranchSampleType,
+			SampleIDAll:      a.SampleIDAll,
+			Regs:             perfrecord.UserRegs(f.Arch, a.RegsUser),
+			PeriodIsTime:     a.IsClock(),
+			Trace:            a.Trace,
+		}
+		if !a.Freq {
+			format.Period = a.Period // -c: every sample is one period
+		}
+		d := perfrecord.NewDecoder(f.bo, format)
+		// perf shows a kernel-mode sample without a kernel stack at its
+		// kernel address.
+		d.KernelIP = true
+		d.Event = len(f.sampling)
+		// Marker files programs map (with perf record -d).
+		d.KeepData = perfrecord.MarkerFile
+		f.decs[i] = d
+		f.sampling = append(f.sampling, i)
 	}
-	if !a.Freq {
-		format.Period = a.Period // -c: every sample is one period
-	}
-	f.dec = perfrecord.NewDecoder(f.bo, format)
-	// perf shows a kernel-mode sample without a kernel stack at its
-	// kernel address.
-	f.dec.KernelIP = true
+	f.dec = f.decs[f.Sampled]
 	// The events point into the file's bytes, which Parse keeps.
 	f.arena.Borrow = true
 }
 
-// decode turns one kernel record into an event of the sampled attr.
+// decode turns one kernel record into an event.
 func (f *File) decode(typ uint32, rec []byte) {
-	switch typ {
-	case perfrecord.RecordSwitch, perfrecord.RecordSwitchCPUWide:
-		// perf record --switch-events: not replayed (the file has no
-		// stacks for the waits, as gprof's own off-CPU recording has).
-		return
-	}
+	dec := f.dec
 	if typ == perfrecord.RecordSample && len(f.Attrs) > 1 {
-		if ai, ok := f.sampleAttr(rec); !ok || ai != f.Sampled {
+		ai, ok := f.sampleAttr(rec)
+		if ok {
+			dec, ok = f.decs[ai]
+		}
+		if !ok {
 			f.OtherSamples++
 			return
 		}
 	}
-	e := f.dec.Decode(rec, &f.arena)
+	e := dec.Decode(rec, &f.arena)
 	switch e := e.(type) {
 	case nil:
 		return

@@ -94,6 +94,23 @@ func idValue(id string) any {
 	return id
 }
 
+// EventThreadName is the name of the track of a thread's samples of an
+// event other than the profile's first, in both writers: "NAME [EVENT]",
+// NAME being the thread's, or its process's for a thread without one.
+func EventThreadName(thread, process, event string) string {
+	if thread == "" {
+		thread = process
+	}
+	return thread + " [" + event + "]"
+}
+
+// HasSchema reports whether Schema describes a payload type that is not a
+// lifecycle one: the recorder's off-CPU, tracepoint and marker-file
+// markers.
+func HasSchema(typ string) bool {
+	return typ == profile.OffCPUMarkerType || typ == profile.TracepointMarkerType || typ == profile.MarkerFileType
+}
+
 // Schema returns the marker schemas of the payload types, as JSON objects
 // for meta.markerSchema. fieldsKey is "data" in the Gecko format and
 // "fields" in the processed format.
@@ -118,5 +135,13 @@ func Schema(fieldsKey string) []string {
 			`{"key":"stack","label":"Called from","format":"string","searchable":true},` +
 			`{"key":"syscall","label":"System call","format":"string","searchable":true},` +
 			`{"key":"wchan","label":"Wait channel","format":"string","searchable":true}]}`,
+		`{"name":"` + profile.TracepointMarkerType + `","tooltipLabel":"{marker.name} {marker.data.fields}",` +
+			`"tableLabel":"{marker.data.fields}","chartLabel":"{marker.data.fields}",` +
+			`"display":["marker-chart","marker-table"],` +
+			`"` + fieldsKey + `":[{"key":"fields","label":"Fields","format":"string","searchable":true}]}`,
+		`{"name":"` + profile.MarkerFileType + `","tooltipLabel":"{marker.name}",` +
+			`"tableLabel":"{marker.name}","chartLabel":"{marker.name}",` +
+			`"display":["marker-chart","marker-table","timeline-overview"],` +
+			`"` + fieldsKey + `":[{"key":"file","label":"Marker file","format":"string","searchable":true}]}`,
 	}
 }

@@ -60,7 +60,25 @@ func SelectEvent(p *profile.Profile, name string) (*profile.Profile, error) {
 		out.Meta.Extra[k] = v
 	}
 	out.Meta.Extra["event"] = name
-	out.Processes = nil
+	out.Processes = mapThreads(p, func(_ *profile.Process, th *profile.Thread) *profile.Thread {
+		t := *th
+		t.Samples = profile.SampleTable{}
+		t.Events = nil
+		for _, ev := range th.Events {
+			if ev.Event == name {
+				t.Samples = ev.Samples
+			}
+		}
+		return &t
+	})
+	return &out, nil
+}
+
+// mapThreads returns copies of p's processes whose threads are f's
+// copies of theirs (nil entries dropped), for the views that rewrite
+// samples and leave the rest of a profile as it is.
+func mapThreads(p *profile.Profile, f func(*profile.Process, *profile.Thread) *profile.Thread) []*profile.Process {
+	var out []*profile.Process
 	for _, pr := range p.Processes {
 		if pr == nil {
 			continue
@@ -68,22 +86,13 @@ func SelectEvent(p *profile.Profile, name string) (*profile.Profile, error) {
 		cp := *pr
 		cp.Threads = nil
 		for _, th := range pr.Threads {
-			if th == nil {
-				continue
+			if th != nil {
+				cp.Threads = append(cp.Threads, f(pr, th))
 			}
-			t := *th
-			t.Samples = profile.SampleTable{}
-			t.Events = nil
-			for _, ev := range th.Events {
-				if ev.Event == name {
-					t.Samples = ev.Samples
-				}
-			}
-			cp.Threads = append(cp.Threads, &t)
 		}
-		out.Processes = append(out.Processes, &cp)
+		out = append(out, &cp)
 	}
-	return &out, nil
+	return out
 }
 
 // span is a marker's time range.
@@ -136,27 +145,15 @@ func DuringMarker(p *profile.Profile, name string) (*profile.Profile, int, error
 		spans[pid] = merge(s)
 	}
 	out := *p
-	out.Processes = nil
-	for _, pr := range p.Processes {
-		if pr == nil {
-			continue
+	out.Processes = mapThreads(p, func(pr *profile.Process, th *profile.Thread) *profile.Thread {
+		t := *th
+		t.Samples = within(th.Samples, spans[pr.Pid])
+		t.Events = nil
+		for _, ev := range th.Events {
+			t.Events = append(t.Events, profile.EventSamples{Event: ev.Event, Samples: within(ev.Samples, spans[pr.Pid])})
 		}
-		cp := *pr
-		cp.Threads = nil
-		for _, th := range pr.Threads {
-			if th == nil {
-				continue
-			}
-			t := *th
-			t.Samples = within(th.Samples, spans[pr.Pid])
-			t.Events = nil
-			for _, ev := range th.Events {
-				t.Events = append(t.Events, profile.EventSamples{Event: ev.Event, Samples: within(ev.Samples, spans[pr.Pid])})
-			}
-			cp.Threads = append(cp.Threads, &t)
-		}
-		out.Processes = append(out.Processes, &cp)
-	}
+		return &t
+	})
 	return &out, n, nil
 }
 

@@ -159,37 +159,25 @@ func LatencyWeights(p *profile.Profile) (*profile.Profile, map[*profile.Thread][
 	perProcess := p.Meta.Extra["system_wide"] == "true"
 	levels := map[*profile.Thread][]int{}
 	out := *p
-	out.Processes = nil
-	for _, pr := range p.Processes {
-		if pr == nil {
-			continue
-		}
-		cp := *pr
-		cp.Threads = nil
-		for _, th := range pr.Threads {
-			if th == nil {
-				continue
+	out.Processes = mapThreads(p, func(pr *profile.Process, th *profile.Thread) *profile.Thread {
+		t := *th
+		s := th.Samples
+		w := make([]int32, len(s.Stack))
+		lv := make([]int, len(s.Stack))
+		for i, tm := range s.Time {
+			n := pa.at(pr, tm, perProcess)
+			base := int64(1)
+			if s.Weight != nil {
+				base = int64(s.Weight[i])
 			}
-			t := *th
-			s := th.Samples
-			w := make([]int32, len(s.Stack))
-			lv := make([]int, len(s.Stack))
-			for i, tm := range s.Time {
-				n := pa.at(pr, tm, perProcess)
-				base := int64(1)
-				if s.Weight != nil {
-					base = int64(s.Weight[i])
-				}
-				w[i] = int32(min(math.Round(float64(base)*latencyScale/n), math.MaxInt32))
-				lv[i] = int(math.Round(n))
-			}
-			s.Weight = w
-			t.Samples = s
-			cp.Threads = append(cp.Threads, &t)
-			levels[&t] = lv
+			w[i] = int32(min(math.Round(float64(base)*latencyScale/n), math.MaxInt32))
+			lv[i] = int(math.Round(n))
 		}
-		out.Processes = append(out.Processes, &cp)
-	}
+		s.Weight = w
+		t.Samples = s
+		levels[&t] = lv
+		return &t
+	})
 	return &out, levels, nil
 }
 

@@ -3,8 +3,6 @@
 package perf
 
 import (
-	"fmt"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/event"
@@ -95,25 +93,10 @@ func (s *perfSession) openSideband(tid int) error {
 		return nil
 	}
 	a := s.sidebandAttr()
-	for _, cpu := range s.cpus {
-		r := s.rings[cpu]
-		if r == nil {
-			continue
-		}
-		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			if err == unix.ENODEV {
-				continue
-			}
-			return err
-		}
-		s.fds = append(s.fds, fd)
+	return s.openOnRings(&a, tid, func(fd int) error {
 		s.ctl.sideband[fd] = true
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // applyControl turns the sampling events off or on as the Control asks, if

@@ -678,12 +678,26 @@ func (s *perfSession) openSwitches(tid int) error {
 		return nil
 	}
 	a := s.switchAttr()
+	return s.openOnRings(&a, tid, func(fd int) error {
+		var id uint64
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
+			return fmt.Errorf("identify the context-switch event: %w", errno)
+		}
+		s.dec.SwitchIDs[id] = true
+		return nil
+	})
+}
+
+// openOnRings opens event a of tid (-1: every task) on each CPU that has a
+// ring, writing into that ring, and hands each file to opened. A CPU gone
+// offline is passed over.
+func (s *perfSession) openOnRings(a *unix.PerfEventAttr, tid int, opened func(fd int) error) error {
 	for _, cpu := range s.cpus {
 		r := s.rings[cpu]
 		if r == nil {
 			continue
 		}
-		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := perfEventOpen(a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			if err == unix.ENODEV {
 				continue
@@ -694,11 +708,9 @@ func (s *perfSession) openSwitches(tid int) error {
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
 			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
 		}
-		var id uint64
-		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); errno != 0 {
-			return fmt.Errorf("identify the context-switch event: %w", errno)
+		if err := opened(fd); err != nil {
+			return err
 		}
-		s.dec.SwitchIDs[id] = true
 	}
 	return nil
 }

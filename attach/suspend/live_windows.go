@@ -484,13 +484,8 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 		} else {
 			out.RateAdvice = "lower the rate (-r), or run gprof elevated for the ETW backend"
 		}
-		if got := pc.interval(); got > interval+interval/20 {
-			why := ""
-			if wine != "" {
-				why = "under Wine "
-			}
-			notice(fmt.Sprintf("%seach sample costs %dµs (%s): the suspend backend sampled every %v instead of %v, to keep its sampling under %.0f%% of the time",
-				why, pc.perThread().Microseconds(), costWhy(wine), got.Round(100*time.Microsecond), interval, 100*suspendWorkShare))
+		if line := pc.notice(wine != "", costWhy(wine)); line != "" {
+			notice(line)
 		}
 	}()
 	lastSlow := event.Now()

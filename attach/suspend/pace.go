@@ -76,6 +76,11 @@ type pacer struct {
 	// cheap ticks at a short interval, count as much as its busy
 	// workers' whole lives.)
 	cpu, aimed float64
+	// last is when the last tick started (ns; 0 before the first): the
+	// spacing a tick's samples stand for is the time since, which is
+	// longer than the interval aimed for when ticks come late (gprof's
+	// thread waiting for a CPU, under Wine wineserver too).
+	last int64
 	// totals, for the notice and the stats
 	total   time.Duration // work
 	threads int           // threads captured
@@ -103,7 +108,12 @@ func (p *pacer) next() time.Duration {
 // adjusts the interval: up as soon as the usual work outgrows the share,
 // down when it has fallen well below it.
 func (p *pacer) tick(start int64, work time.Duration, threads int, cpu time.Duration) {
-	p.count(cpu)
+	spacing := p.cur
+	if p.last != 0 && start > p.last {
+		spacing = time.Duration(start - p.last)
+	}
+	p.last = start
+	p.count(cpu, spacing)
 	p.n++
 	p.total += work
 	p.threads += threads
@@ -153,11 +163,11 @@ func (p *pacer) tick(start int64, work time.Duration, threads int, cpu time.Dura
 	}
 }
 
-// count counts the CPU time a tick's samples stand for, at the interval
-// they were aimed at.
-func (p *pacer) count(cpu time.Duration) {
+// count counts the CPU time a tick's samples stand for, at the spacing
+// the tick came at.
+func (p *pacer) count(cpu, spacing time.Duration) {
 	p.cpu += float64(cpu)
-	p.aimed += float64(cpu) / float64(p.cur)
+	p.aimed += float64(cpu) / float64(spacing)
 }
 
 // need returns the interval that work fits in: the one asked for, or
@@ -169,12 +179,47 @@ func (p *pacer) need(work time.Duration) time.Duration {
 }
 
 // interval returns the interval the busy threads were sampled at: the
-// one asked for unless the pacer ever raised it.
+// one asked for unless the pacer ever raised it or the ticks came late
+// enough to stretch it by more than a twentieth (ticks jitter, and a
+// sleep ends a little late: that much is not worth a notice).
 func (p *pacer) interval() time.Duration {
-	if !p.capped || p.aimed == 0 {
+	if p.aimed == 0 {
 		return p.asked
 	}
-	return time.Duration(math.Round(p.cpu / p.aimed))
+	got := max(time.Duration(math.Round(p.cpu/p.aimed)), p.asked)
+	if !p.capped && got <= p.asked+p.asked/20 {
+		return p.asked
+	}
+	return got
+}
+
+// notice is the line that says the samples came at a longer interval
+// than asked, and why, or "" when they did not: the pacer raised it
+// (each sample's cost, for why: round trips to wineserver, system
+// calls), or ticks came late (gprof's thread waited for a CPU).
+func (p *pacer) notice(wine bool, why string) string {
+	got := p.interval()
+	if got <= p.asked+p.asked/20 {
+		return ""
+	}
+	under := ""
+	if wine {
+		under = "under Wine "
+	}
+	late := ""
+	if p.late*10 >= p.n {
+		late = fmt.Sprintf("%d of its %d ticks came late, its thread waiting for a CPU", p.late, p.n)
+	}
+	every := fmt.Sprintf("the suspend backend sampled every %v instead of %v", got.Round(100*time.Microsecond), p.asked)
+	if !p.capped {
+		return fmt.Sprintf("%s%s: %s (leave a CPU free, or lower the rate)", under, every, late)
+	}
+	line := fmt.Sprintf("%seach sample costs %dµs (%s): %s, to keep its sampling under %.0f%% of the time",
+		under, p.perThread().Microseconds(), why, every, 100*suspendWorkShare)
+	if late != "" {
+		line += "; " + late
+	}
+	return line
 }
 
 // perThread returns the usual work of a tick per thread captured (its

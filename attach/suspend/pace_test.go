@@ -1,6 +1,7 @@
 package suspend
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,11 +139,11 @@ func TestPacerInterval(t *testing.T) {
 	p = newPacer(time.Millisecond)
 	p.capped = true
 	for range 50 {
-		p.count(200 * time.Microsecond)
+		p.count(200*time.Microsecond, p.cur)
 	}
 	p.cur = 5 * time.Millisecond
 	for range 200 {
-		p.count(10 * time.Millisecond)
+		p.count(10*time.Millisecond, p.cur)
 	}
 	// 10 ms of CPU asks for 10 samples, 2 s of it for 400.
 	if got, want := p.interval(), 2010*time.Millisecond/410; got != want {
@@ -166,5 +167,72 @@ func TestWorkHist(t *testing.T) {
 	}
 	if s := h.String(); s != "p50<107 p90<107 p99<11585" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestPacerLateTicks: ticks that come later than aimed (gprof's thread
+// waiting for a CPU behind busy programs) stretch the reported interval
+// to the spacing they really came at, so that record judges the samples
+// against what was sampled, and the notice says so; a sleep that ends a
+// little late does not.
+func TestPacerLateTicks(t *testing.T) {
+	p := newPacer(time.Millisecond)
+	at := int64(1e9)
+	for range 500 {
+		p.tick(at, 100*time.Microsecond, 2, 2*p.cur)
+		at += int64(p.cur) + 20_000 // 20 µs late
+	}
+	if got := p.interval(); got != time.Millisecond {
+		t.Errorf("ticks 20µs late: reported %v, want the 1ms asked", got)
+	}
+	p = newPacer(time.Millisecond)
+	at = 1e9
+	for i := range 500 {
+		spacing := time.Millisecond
+		if i%2 == 1 {
+			spacing = 3 * time.Millisecond // every other tick 2 ms late
+		}
+		at += int64(spacing)
+		// A busy thread's sample stands for the CPU time since its last.
+		p.tick(at, 100*time.Microsecond, 1, spacing)
+	}
+	if got := p.interval(); got < 1900*time.Microsecond || got > 2100*time.Microsecond {
+		t.Errorf("every other tick 2ms late: reported %v, want 2ms", got)
+	}
+	if p.cur != time.Millisecond {
+		t.Errorf("late ticks moved the interval aimed for to %v", p.cur)
+	}
+}
+
+// TestPacerNotice: the one line says the interval sampled at and why.
+func TestPacerNotice(t *testing.T) {
+	p := newPacer(time.Millisecond)
+	runPacer(p, 1e9, 200, 100*time.Microsecond, 2)
+	if got := p.notice(true, "round trips to wineserver"); got != "" {
+		t.Errorf("cheap ticks on time: notice %q", got)
+	}
+	p = newPacer(time.Millisecond)
+	at := int64(1e9)
+	for range 200 {
+		at += int64(4 * time.Millisecond)
+		p.tick(at, 10*time.Microsecond, 1, 4*time.Millisecond)
+		p.late++
+	}
+	got := p.notice(false, "system calls")
+	for _, want := range []string{"instead of 1ms", "came late", "leave a CPU free"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("late ticks: notice %q lacks %q", got, want)
+		}
+	}
+	p = newPacer(time.Millisecond)
+	runPacer(p, 1e9, 400, time.Millisecond, 2)
+	got = p.notice(true, "round trips to wineserver")
+	for _, want := range []string{"under Wine each sample costs", "round trips to wineserver", "instead of 1ms", "under 20% of the time"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("costly ticks: notice %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "late") {
+		t.Errorf("costly ticks on time: notice %q says late", got)
 	}
 }

@@ -112,6 +112,11 @@ func TestAttachManyThreads(t *testing.T) {
 			if ms <= 0 || ms >= float64(settle.Milliseconds()) {
 				t.Fatalf("%s = %q: attaching took longer than the %v the test waited", setupKey, p.Meta.Extra[setupKey], settle)
 			}
+			for k, v := range p.Meta.Extra {
+				if strings.HasPrefix(k, be+"_") {
+					t.Logf("%s: %s", k, v)
+				}
+			}
 			threads := 0
 			for _, pr := range p.Processes {
 				threads += len(pr.Threads)

@@ -70,6 +70,9 @@ func (s *perfSession) chooseLayout(threads int) (layout, error) {
 	if forceLayout != nil {
 		return *forceLayout, nil
 	}
+	if s.paceable() {
+		return perCPU, nil
+	}
 	need := threads * len(s.cpus)
 	if s.opts.OffCPU {
 		need *= 2
@@ -112,9 +115,16 @@ func (s *perfSession) cpuAttr() unix.PerfEventAttr {
 }
 
 // openCPUs opens one event per CPU for every task, each with its ring
-// (and, with OffCPU, the switch-out event writing into it).
+// (and, with OffCPU, the switch-out event writing into it). The rings are
+// twice the size of per-thread ones: they take the samples of every
+// process that runs, which the reader drops, besides the targets'.
 func (s *perfSession) openCPUs() error {
 	s.attr = s.cpuAttr()
+	s.attr.Bits |= unix.PerfBitExcludeIdle // the idle task has nothing to show
+	if max := (16 << 20) / os.Getpagesize(); s.pages*2 <= max {
+		s.pages *= 2
+		s.attr.Wakeup = uint32(s.pages * os.Getpagesize() / 4)
+	}
 	for i, cpu := range s.cpus {
 		fd, err := perfEventOpen(&s.attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {

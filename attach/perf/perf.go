@@ -101,6 +101,13 @@ type perfSession struct {
 	// watch, when set, are the processes whose end ends the recording
 	// (a system-wide recording of a command: the command).
 	watch []int
+	// launched holds, for a command launched under per-CPU events, its
+	// pid until its exec and then the time of the exec: the records of
+	// gprof's launch helper before that are not the command's.
+	launched map[int]int64
+	// pace varies the per-CPU events' interval (pace.go); nil when they
+	// are per-thread.
+	pace *pacing
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -162,6 +169,14 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 				return res, err
 			}
 			s.watch = []int{l.Pid}
+		} else if s.paceable() {
+			// Per-CPU events, whose interval gprof varies (pace.go),
+			// kept to the command and what it starts; armed before the
+			// helper may exec, whose own records are dropped (launched).
+			if err := s.openLaunched(l.Pid); err != nil {
+				l.Abort()
+				return res, s.openError(err, l.Pid, opts.Command[0])
+			}
 		} else {
 			s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
 			if err := s.openTask(l.Pid); err != nil {
@@ -169,6 +184,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 				return res, s.openError(err, l.Pid, opts.Command[0])
 			}
 		}
+		s.enableLaunched()
 		if err := l.Release(); err != nil {
 			l.Abort()
 			return res, err
@@ -194,7 +210,16 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	}
 	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(s.sampling-setup)/1e6)}
 
+	s.pace = s.startPacing()
+	s.dec.pace, s.dec.interval = s.pace, int64(s.attr.Sample)
+	if s.pace == nil && s.periodIsNs {
+		s.notice("%s", fixedIntervalNotice)
+	}
 	reason := s.run(ctx, first, h, &res, notify)
+	if s.pace != nil {
+		s.pace.end()
+		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned)
+	}
 	if s.dec.Dropped > 0 {
 		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.Dropped)
 	}
@@ -964,6 +989,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				}
 				return 0
 			})
+			if len(s.launched) > 0 {
+				b.events = s.dropHelper(b.events)
+			}
 			batches <- b
 		}
 		getBatch := func() *batch {
@@ -1002,7 +1030,12 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				// the likelier it is still the sample's.
 				timeout = 2
 			}
-			_, err := unix.Poll(all, timeout)
+			var err error
+			if s.pace != nil {
+				err = rawPoll(all, timeout)
+			} else {
+				_, err = unix.Poll(all, timeout)
+			}
 			if err != nil && err != unix.EINTR {
 				time.Sleep(pollTimeoutMs * time.Millisecond)
 			}
@@ -1016,12 +1049,15 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			}
 			pfds = live
 			flush(getBatch())
-			if s.dec.interpSeen && !realtime {
+			if (s.dec.interpSeen || s.pace != nil) && !realtime {
 				// A Python stack is read when its sample is: on a busy
 				// machine this thread must not wait for a CPU behind
 				// the targets, or the stacks read are no longer the
-				// samples'. Real-time where gprof may (as ptrace's
-				// stoppers); it wakes every millisecond, briefly.
+				// samples'. Per-CPU events fill the rings with every
+				// process's samples, which the reader must drop before
+				// the rings overflow. Real-time where gprof may (as
+				// ptrace's stoppers); it wakes every millisecond, or at
+				// each poll, briefly.
 				realtime = true
 				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 			}
@@ -1040,8 +1076,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				s.rescanMaps(b)
 				flush(b)
 			}
-			if len(s.opts.Pids)+len(s.opts.Tids)+len(s.watch) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+			// A process's end is checked for every half second, and as
+			// soon as one that is followed has exited.
+			if len(s.opts.Pids)+len(s.opts.Tids)+len(s.watch)+len(s.launched) > 0 && (time.Since(lastCheck) > 500*time.Millisecond || s.dec.procExited) {
 				lastCheck = time.Now()
+				s.dec.procExited = false
 				if !s.anyPidAlive() {
 					flush(getBatch())
 					why = stopExited

@@ -372,7 +372,7 @@ func (s *perfSession) openLaunched(pid int) error {
 		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 	}
 	s.dec.setFilter(newTargets([]int{pid}, nil))
-	s.launched = map[int]int64{pid: -1}
+	s.launched = map[int]int64{pid: 0}
 	return nil
 }
 
@@ -385,6 +385,13 @@ func (s *perfSession) enableLaunched() {
 		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0)
 	}
 	s.sampling = event.Now()
+	// Until its exec is seen, the helper's records are those from before
+	// it was released (it execs at once after): on a busy machine a ring
+	// may overflow and lose the exec's record, and a bound that waited
+	// for it would drop the whole command.
+	for pid := range s.launched {
+		s.launched[pid] = -s.sampling // negative: not exec'd yet
+	}
 }
 
 // dropHelper drops, from a batch in time order, the records of a launched
@@ -392,6 +399,15 @@ func (s *perfSession) enableLaunched() {
 // the exec ends), and notes the exec's time: a record from before it may
 // come in a later batch, from a ring drained before the exec's was written.
 func (s *perfSession) dropHelper(evs []event.Event) []event.Event {
+	// The exec first: the helper's other threads end before it, in the
+	// same batch.
+	for _, e := range evs {
+		if c, ok := e.(*event.Comm); ok && c.Exec {
+			if at, ok := s.launched[c.Pid]; ok && at <= 0 {
+				s.launched[c.Pid] = c.Time
+			}
+		}
+	}
 	kept := evs[:0]
 	for _, e := range evs {
 		pid := -1
@@ -405,14 +421,13 @@ func (s *perfSession) dropHelper(evs []event.Event) []event.Event {
 		case *event.Exit:
 			pid = e.Pid
 		case *event.Comm:
-			if at, ok := s.launched[e.Pid]; ok && at < 0 && e.Exec {
-				s.launched[e.Pid] = e.Time
+			if at := s.launched[e.Pid]; e.Exec && e.Time == at {
 				kept = append(kept, e)
 				continue
 			}
 			pid = e.Pid
 		}
-		if at, ok := s.launched[pid]; ok && (at < 0 || event.EventTime(e) < at) {
+		if at, ok := s.launched[pid]; ok && event.EventTime(e) < max(at, -at) {
 			continue
 		}
 		kept = append(kept, e)

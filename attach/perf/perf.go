@@ -102,8 +102,9 @@ type perfSession struct {
 	// (a system-wide recording of a command: the command).
 	watch []int
 	// launched holds, for a command launched under per-CPU events, its
-	// pid until its exec and then the time of the exec: the records of
-	// gprof's launch helper before that are not the command's.
+	// pid and the time of its exec (until that is seen, minus the time
+	// it was released): the records of gprof's launch helper before that
+	// are not the command's.
 	launched map[int]int64
 	// pace varies the per-CPU events' interval (pace.go); nil when they
 	// are per-thread.

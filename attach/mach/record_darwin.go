@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,8 +131,9 @@ func recordMach(ctx context.Context, opts attach.Options, h event.Handler) (atta
 		}
 	}
 
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	tk := newTicks(time.Now(), interval, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))))
+	timer := time.NewTimer(time.Until(tk.next(time.Now())))
+	defer timer.Stop()
 	for n := 1; len(targets) > 0; n++ {
 		select {
 		case <-ctx.Done():
@@ -141,9 +143,10 @@ func recordMach(ctx context.Context, opts attach.Options, h event.Handler) (atta
 				}
 			}
 			return res, nil
-		case <-ticker.C:
+		case <-timer.C:
 		}
 		tickAll(&targets, n%slowEvery == 0, &res, notice)
+		timer.Reset(time.Until(tk.next(time.Now())))
 	}
 	return res, nil
 }

@@ -68,23 +68,19 @@ summarize profiles without a browser.
 
 Note: GNU binutils installs an unrelated program also called gprof
 (/usr/bin/gprof). Build this one to ./bin/gprof and call it by that path.`,
-		UsageText: `gprof record [options] -- COMMAND [ARGS...]
-gprof record [options] -p PID [-p PID...]
-gprof report PROFILE
-gprof view PROFILE
-gprof convert PROFILE -o OUTPUT
-gprof push --endpoint URL PROFILE...`,
 		Commands: []*cli.Command{
+			// The order of --help, gprof(1) and its USAGE: the
+			// everyday commands first.
 			recordCommand(),
-			convertCommand(),
-			symbolicateCommand(),
 			reportCommand(),
 			viewCommand(),
 			diffCommand(),
+			convertCommand(),
+			symbolicateCommand(),
 			pushCommand(),
+			inspectCommand(),
 			setupCommand(),
 			completionCommand(),
-			inspectCommand(),
 			genManCommand(),
 			genCompletionsCommand(),
 			helpCommand(),
@@ -105,7 +101,48 @@ gprof push --endpoint URL PROFILE...`,
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError
 	}
+	app.UsageText = usageText(app.Commands)
 	return app
+}
+
+// usageForms are the forms of the commands that have more than the one
+// their ArgsUsage gives, or a flag without which they do nothing.
+var usageForms = map[string][]string{
+	"record":      {"[options] -- COMMAND [ARGS...]", "[options] -p PID [-p PID...]", "[options] -a"},
+	"convert":     {"[options] PROFILE -o OUTPUT"},
+	"symbolicate": {"[options] PROFILE -o OUTPUT"},
+	"diff":        {"[options] BASE NEW", "[options] --base BASE... --new NEW..."},
+	"push":        {"[options] --endpoint URL PROFILE..."},
+}
+
+// usageText is the USAGE of gprof --help and gprof(1): every visible
+// command's forms, in the order of the command list. It is made from the
+// list so that a new command cannot be left out of it, as diff,
+// symbolicate and inspect once were.
+func usageText(cmds []*cli.Command) string {
+	var lines []string
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		for _, f := range commandForms(c) {
+			lines = append(lines, strings.TrimRight("gprof "+c.Name+" "+f, " "))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// commandForms are c's forms after its name: usageForms', else its
+// ArgsUsage, after "[options]" when it has flags of its own.
+func commandForms(c *cli.Command) []string {
+	if f, ok := usageForms[c.Name]; ok {
+		return f
+	}
+	form := c.ArgsUsage
+	if len(c.Flags) > 0 {
+		form = strings.TrimSpace("[options] " + form)
+	}
+	return []string{form}
 }
 
 // onUsageError keeps flag errors to gprof's one line instead of the whole

@@ -23,7 +23,9 @@ the run-to-run spread, or within the sampling error of the sample counts,
 is marked "~" and reported as noise, not as a regression.
 
 --fail-if RULE makes it a gate for CI: when a rule is broken by a change
-beyond the noise, gprof prints the failing rules and exits 3. RULE is one of
+beyond the noise, gprof prints the failing rules and exits 3. Each rule's
+line shows the figure it judged, and a function a rule broke is listed
+first under Regressions, with the rule beside it. RULE is one of
    self:FUNC>+Npp    FUNC's share of samples (self) grew by more than N points
    total:FUNC>+Npp   FUNC's share of samples on the stack grew by more than N points
    self:FUNC>+N%     FUNC's self time grew by more than N percent

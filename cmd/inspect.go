@@ -1,16 +1,18 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gprof-dev/gprof/format"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -122,6 +124,30 @@ type inspectFrame struct {
 	Inlined  bool   `json:"inlined"`
 }
 
+// notObject says what path holds when it is no object file (no magic
+// number objfile knows), in format's words: "a text file starting ...",
+// "an empty file".
+func notObject(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	for _, magic := range [][]byte{[]byte("\x7fELF"), []byte("MZ"), []byte("Microsoft C/C++ MSF 7.00"),
+		{0xfe, 0xed, 0xfa, 0xce}, {0xce, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}, {0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe}} {
+		if bytes.HasPrefix(head, magic) {
+			return "", false // an object file, damaged: objfile's error says how
+		}
+	}
+	return format.Describe(head), true
+}
+
 func hexAddr(v uint64) string { return fmt.Sprintf("0x%x", v) }
 
 func inspect(path, arch string, symbolDirs []string, addrs []uint64) (*inspectReport, error) {
@@ -130,8 +156,10 @@ func inspect(path, arch string, symbolDirs []string, addrs []uint64) (*inspectRe
 		objOpts = append(objOpts, objfile.Arch(arch))
 	}
 	f, err := objfile.Open(path, objOpts...)
-	if errors.Is(err, objfile.ErrFormat) {
-		return nil, fmt.Errorf("%s is %w: give a program, shared library or object file", path, objfile.ErrFormat)
+	if err != nil {
+		if found, ok := notObject(path); ok {
+			return nil, fmt.Errorf("%s: expected a program, shared library or object file (ELF, Mach-O or PE) or a PDB, found %s", path, found)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -216,7 +216,7 @@ func TestJSONOutputFile(t *testing.T) {
 	}
 	out := filepath.Join(dir, "r.json")
 	stdout, errOut, code := runCLI(t, "report", "--json-output", out, prof)
-	if code != ExitOK || !strings.Contains(stdout, "Top by self time") {
+	if code != ExitOK || !strings.Contains(stdout, "Top by self CPU time") {
 		t.Fatalf("report --json-output FILE: exit %d, stdout %q (want the text report): %s", code, stdout, errOut)
 	}
 	b, err := os.ReadFile(out)

@@ -100,7 +100,10 @@ func commandManPage(app *cli.App, c *cli.Command) string {
 	var b strings.Builder
 	manHeader(&b, "gprof-"+c.Name, app.Version)
 	fmt.Fprintf(&b, ".SH NAME\ngprof\\-%s \\- %s\n", roff(c.Name), roff(c.Usage))
-	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B gprof %s\n[\\fIOPTIONS\\fR] %s\n", roff(c.Name), roff(c.ArgsUsage))
+	b.WriteString(".SH SYNOPSIS\n")
+	for _, f := range commandForms(c) {
+		fmt.Fprintf(&b, ".B gprof %s\n%s\n.br\n", roff(c.Name), roff(f))
+	}
 	if c.Description != "" {
 		b.WriteString(".SH DESCRIPTION\n")
 		paragraphs(&b, c.Description)

@@ -109,3 +109,54 @@ func writeTestProfile(t *testing.T) string {
 	}
 	return p
 }
+
+// Every command that reads profiles says, in one line, what it expected
+// and what it found (issue 29: a text file was "invalid character 'g'
+// looking for beginning of value at byte 0").
+func TestNotAProfileSaysWhatItFound(t *testing.T) {
+	dir := t.TempDir()
+	txt := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(txt, []byte(strings.Repeat("garbage line\n", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.json.gz")
+	want := "cannot read profile " + txt + `: expected a profile (Gecko or processed JSON, pprof, ETL or perf.data), found a text file starting "garbage line"`
+	for _, args := range [][]string{
+		{"report", txt},
+		{"report", "--tree", txt},
+		{"diff", txt, txt},
+		{"view", "--no-open", txt},
+		{"convert", txt, "-o", out},
+		{"symbolicate", txt, "-o", out},
+		{"push", "--endpoint", "http://127.0.0.1:9", txt},
+	} {
+		_, errOut, code := runCLI(t, args...)
+		if code != ExitError || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("gprof %s: exit %d, stderr %q", strings.Join(args, " "), code, errOut)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("an output was written")
+	}
+}
+
+// inspect reads binaries, not profiles: a file of another kind gets the
+// same kind of line, what inspect expected and what it found.
+func TestInspectSaysWhatItFound(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, body, found string }{
+		{"big.txt", strings.Repeat("garbage line\n", 1000), `a text file starting "garbage line"`},
+		{"empty", "", "an empty file"},
+		{"pic.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a PNG image"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := path + ": expected a program, shared library or object file (ELF, Mach-O or PE) or a PDB, found " + c.found
+		_, errOut, code := runCLI(t, "inspect", path)
+		if code != ExitError || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("gprof inspect %s: exit %d, stderr %q, want %q", c.name, code, errOut, want)
+		}
+	}
+}

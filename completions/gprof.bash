@@ -19,7 +19,7 @@ _gprof() {
     done
     case $cmd in
     "")
-        __gprof_words "record convert symbolicate report view diff push setup completion inspect help --help -h --version -v"
+        __gprof_words "record report view diff convert symbolicate push inspect setup completion help --help -h --version -v"
         ;;
     record)
         for ((j = i + 1; j < COMP_CWORD; j++)); do
@@ -45,25 +45,6 @@ _gprof() {
             --ca-file) __gprof_files; return ;;
         esac
         __gprof_words "--pid -p --system-wide -a --tid -t --rate -r -F --interval -i --duration -d --output -o --format --kernel -k --off-cpu --off-cpu-cap --no-python --no-counters --event -e --call-graph --stack-size --backend --no-symbols --symbol-dir --debuginfod --symbol-server --max-memory --keep --quiet -q --json-output --json --view --push --service-name --label --header --ca-file --no-gzip --push-timeout --max-request-size --help -h --"
-        ;;
-    convert)
-        case $prev in
-            --debuginfod|--symbol-server|--name|--service-name|--label) return ;;
-            --output|-o) __gprof_files; return ;;
-            --to) __gprof_words "processed gecko pprof otlp"; return ;;
-            --symbol-dir) __gprof_dirs; return ;;
-            --pid) __gprof_pids; return ;;
-        esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --debuginfod --symbol-server --pid --name --service-name --label --help -h"; else __gprof_files; fi
-        ;;
-    symbolicate)
-        case $prev in
-            --debuginfod|--symbol-server) return ;;
-            --output|-o) __gprof_files; return ;;
-            --format) __gprof_words "gecko processed"; return ;;
-            --symbol-dir) __gprof_dirs; return ;;
-        esac
-        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
         ;;
     report)
         case $prev in
@@ -92,6 +73,25 @@ _gprof() {
         esac
         __gprof_words "--base --new --fail-if --top -n --json --view --no-open --profiler-url --by --symbol-dir --debuginfod --symbol-server --help -h"
         ;;
+    convert)
+        case $prev in
+            --debuginfod|--symbol-server|--name|--service-name|--label) return ;;
+            --output|-o) __gprof_files; return ;;
+            --to) __gprof_words "processed gecko pprof otlp"; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+            --pid) __gprof_pids; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --to --symbol-dir --debuginfod --symbol-server --pid --name --service-name --label --help -h"; else __gprof_files; fi
+        ;;
+    symbolicate)
+        case $prev in
+            --debuginfod|--symbol-server) return ;;
+            --output|-o) __gprof_files; return ;;
+            --format) __gprof_words "gecko processed"; return ;;
+            --symbol-dir) __gprof_dirs; return ;;
+        esac
+        if [[ $cur == -* ]]; then __gprof_words "--output -o --format --symbol-dir --debuginfod --symbol-server --help -h"; else __gprof_files; fi
+        ;;
     push)
         case $prev in
             --endpoint|--service-name|--label|--header|--timeout|--max-request-size|--debuginfod|--symbol-server) return ;;
@@ -100,12 +100,6 @@ _gprof() {
         esac
         if [[ $cur == -* ]]; then __gprof_words "--endpoint --service-name --label --header --ca-file --no-gzip --timeout --max-request-size --symbol-dir --debuginfod --symbol-server --quiet -q --help -h"; else __gprof_files; fi
         ;;
-    setup)
-        __gprof_words "--help -h"
-        ;;
-    completion)
-        if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
-        ;;
     inspect)
         case $prev in
             --arch) return ;;
@@ -113,8 +107,14 @@ _gprof() {
         esac
         __gprof_words "--symbol-dir --arch --json --help -h"
         ;;
+    setup)
+        __gprof_words "--help -h"
+        ;;
+    completion)
+        if [[ $cur == -* ]]; then __gprof_words "--help -h"; else __gprof_words "bash fish zsh"; fi
+        ;;
     help)
-        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record convert symbolicate report view diff push setup completion inspect help"; fi
+        if [[ $cur == -* ]]; then __gprof_words ""; else __gprof_words "record report view diff convert symbolicate push inspect setup completion help"; fi
         ;;
     esac
 }

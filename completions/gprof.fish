@@ -50,15 +50,15 @@ complete -c gprof -f
 complete -c gprof -n 'not __gprof_command' -s h -l help -d 'show help'
 complete -c gprof -n 'not __gprof_command' -s v -l version -d 'print the version'
 complete -c gprof -n 'not __gprof_command' -a record -d 'sample a command or running processes and write a profile'
-complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof or OTLP'
-complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a report -d 'print a summary of a profile'
 complete -c gprof -n 'not __gprof_command' -a view -d 'open a profile in the Firefox Profiler, with names, from a local server'
 complete -c gprof -n 'not __gprof_command' -a diff -d 'compare two profiles, or two sets of repeated runs, and gate on regressions'
+complete -c gprof -n 'not __gprof_command' -a convert -d 'convert a profile to the Firefox Profiler\'s processed format, or to pprof or OTLP'
+complete -c gprof -n 'not __gprof_command' -a symbolicate -d 'resolve a profile\'s names again from binaries and debug files'
 complete -c gprof -n 'not __gprof_command' -a push -d 'send profiles to an OpenTelemetry Collector'
+complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
 complete -c gprof -n 'not __gprof_command' -a setup -d 'on macOS, sign gprof so it may attach to your own processes'
 complete -c gprof -n 'not __gprof_command' -a completion -d 'print a shell completion script'
-complete -c gprof -n 'not __gprof_command' -a inspect -d 'print a binary\'s identity and resolve addresses in it'
 complete -c gprof -n 'not __gprof_command' -a help -d 'show the help of gprof or of one command'
 
 complete -c gprof -n '__gprof_using record' -s p -l pid -x -a '(__gprof_pids)' -d 'attach to process PID'
@@ -99,26 +99,6 @@ complete -c gprof -n '__gprof_using record' -l max-request-size -x -d 'split a p
 complete -c gprof -n '__gprof_using record' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using record' -a --
 complete -c gprof -n __gprof_after_dashdash -x -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
-
-complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
-complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof otlp' -d 'output FORMAT'
-complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
-complete -c gprof -n '__gprof_using convert' -l debuginfod -x -d 'fetch ELF debug files'
-complete -c gprof -n '__gprof_using convert' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
-complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__gprof_pids)' -d 'keep only process PID'
-complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
-complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
-complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
-complete -c gprof -n '__gprof_using convert' -s h -l help -d 'show help'
-complete -c gprof -n '__gprof_using convert' -F
-
-complete -c gprof -n '__gprof_using symbolicate' -s o -l output -r -F -d 'write to FILE'
-complete -c gprof -n '__gprof_using symbolicate' -l format -x -a 'gecko processed' -d 'output FORMAT'
-complete -c gprof -n '__gprof_using symbolicate' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
-complete -c gprof -n '__gprof_using symbolicate' -l debuginfod -x -d 'fetch ELF debug files'
-complete -c gprof -n '__gprof_using symbolicate' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
-complete -c gprof -n '__gprof_using symbolicate' -s h -l help -d 'show help'
-complete -c gprof -n '__gprof_using symbolicate' -F
 
 complete -c gprof -n '__gprof_using report' -s n -l top -x -d 'list the top N functions'
 complete -c gprof -n '__gprof_using report' -l format -x -a 'text json collapsed' -d 'output FORMAT'
@@ -168,6 +148,26 @@ complete -c gprof -n '__gprof_using diff' -l debuginfod -x -d 'fetch ELF debug f
 complete -c gprof -n '__gprof_using diff' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
 complete -c gprof -n '__gprof_using diff' -s h -l help -d 'show help'
 
+complete -c gprof -n '__gprof_using convert' -s o -l output -r -F -d 'write to FILE'
+complete -c gprof -n '__gprof_using convert' -l to -x -a 'processed gecko pprof otlp' -d 'output FORMAT'
+complete -c gprof -n '__gprof_using convert' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using convert' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using convert' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
+complete -c gprof -n '__gprof_using convert' -l pid -x -a '(__gprof_pids)' -d 'keep only process PID'
+complete -c gprof -n '__gprof_using convert' -l name -x -d 'keep only processes named NAME'
+complete -c gprof -n '__gprof_using convert' -l service-name -x -d 'give every process the service.name NAME'
+complete -c gprof -n '__gprof_using convert' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
+complete -c gprof -n '__gprof_using convert' -s h -l help -d 'show help'
+complete -c gprof -n '__gprof_using convert' -F
+
+complete -c gprof -n '__gprof_using symbolicate' -s o -l output -r -F -d 'write to FILE'
+complete -c gprof -n '__gprof_using symbolicate' -l format -x -a 'gecko processed' -d 'output FORMAT'
+complete -c gprof -n '__gprof_using symbolicate' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
+complete -c gprof -n '__gprof_using symbolicate' -l debuginfod -x -d 'fetch ELF debug files'
+complete -c gprof -n '__gprof_using symbolicate' -l symbol-server -x -d 'fetch PDBs that are not on this machine from the symbol server at URL, in Microsoft\'s layout'
+complete -c gprof -n '__gprof_using symbolicate' -s h -l help -d 'show help'
+complete -c gprof -n '__gprof_using symbolicate' -F
+
 complete -c gprof -n '__gprof_using push' -l endpoint -x -d 'the collector\'s OTLP/HTTP URL, e.g. http://localhost:4318'
 complete -c gprof -n '__gprof_using push' -l service-name -x -d 'give every process the service.name NAME'
 complete -c gprof -n '__gprof_using push' -l label -x -d 'add resource attribute KEY=VALUE to every process, e.g. vcs.ref.head.revision=$SHA'
@@ -183,14 +183,14 @@ complete -c gprof -n '__gprof_using push' -s q -l quiet -d 'print nothing but er
 complete -c gprof -n '__gprof_using push' -s h -l help -d 'show help'
 complete -c gprof -n '__gprof_using push' -F
 
-complete -c gprof -n '__gprof_using setup' -s h -l help -d 'show help'
-
-complete -c gprof -n '__gprof_using completion' -s h -l help -d 'show help'
-complete -c gprof -n '__gprof_using completion' -a 'bash fish zsh'
-
 complete -c gprof -n '__gprof_using inspect' -l symbol-dir -x -a '(__fish_complete_directories)' -d 'also look for debug files in DIR'
 complete -c gprof -n '__gprof_using inspect' -l arch -x -d 'the slice of a fat Mach-O file to read, by NAME'
 complete -c gprof -n '__gprof_using inspect' -l json -d 'print JSON'
 complete -c gprof -n '__gprof_using inspect' -s h -l help -d 'show help'
 
-complete -c gprof -n '__gprof_using help' -a 'record convert symbolicate report view diff push setup completion inspect help'
+complete -c gprof -n '__gprof_using setup' -s h -l help -d 'show help'
+
+complete -c gprof -n '__gprof_using completion' -s h -l help -d 'show help'
+complete -c gprof -n '__gprof_using completion' -a 'bash fish zsh'
+
+complete -c gprof -n '__gprof_using help' -a 'record report view diff convert symbolicate push inspect setup completion help'

@@ -253,7 +253,7 @@ func TestInspectErrors(t *testing.T) {
 	}{
 		{[]string{"inspect"}, 2, "needs a FILE"},
 		{[]string{"inspect", gprofBin, "zz"}, 2, "not hexadecimal"},
-		{[]string{"inspect", notObj}, 1, "not an ELF, Mach-O or PE file"},
+		{[]string{"inspect", notObj}, 1, `expected a program, shared library or object file (ELF, Mach-O or PE) or a PDB, found a text file starting "#!/bin/sh"`},
 		{[]string{"inspect", filepath.Join(t.TempDir(), "missing")}, 1, "no such file"},
 	} {
 		r := gprof(t, c.args...)

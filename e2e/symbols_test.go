@@ -101,7 +101,7 @@ console.log(n);`
 				"sh", t.TempDir(), node, pages, script).profile
 			rep := runReport(t, writeTemp(t, p))
 			for _, f := range rep.All.TopTotal {
-				if (strings.HasPrefix(f.Name, "node+0x") || strings.HasPrefix(f.Name, "[anon]+0x")) && f.TotalPct >= 0.5 {
+				if (strings.HasPrefix(f.Name, "node+0x") || strings.HasPrefix(f.Name, "[anon]+0x") || strings.HasPrefix(f.Name, "[JIT] ")) && f.TotalPct >= 0.5 {
 					t.Errorf("%s is unnamed in %.1f%% of samples", f.Name, f.TotalPct)
 				}
 			}

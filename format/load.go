@@ -39,6 +39,9 @@ func File(path string) (*profile.Profile, Kind, error) {
 		return nil, "", err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, "", fmt.Errorf("%s: %w", path, notProfile("a directory"))
+	}
 	p, k, err := Reader(f)
 	if err != nil {
 		return nil, k, fmt.Errorf("%s: %w", path, err)
@@ -53,7 +56,9 @@ func File(path string) (*profile.Profile, Kind, error) {
 // package, which the recorder's own output goes through, imports no
 // recorder.
 type Importer struct {
-	Kind  Kind
+	Kind Kind
+	// Name is how messages name the format ("ETL"); Kind when empty.
+	Name  string
 	Sniff func(head []byte) bool // head: the file's first bytes, decompressed
 	Read  func(r io.Reader, info FileInfo) (*profile.Profile, error)
 }
@@ -77,10 +82,13 @@ func Register(im Importer) { importers = append(importers, im) }
 // so that it bounds what it holds by the size of the file, not of what it
 // was handed (see format/internal/limit).
 func Reader(r io.Reader) (*profile.Profile, Kind, error) {
-	br := bufio.NewReaderSize(r, sniffSize)
+	cr := &countReader{r: r}
+	br := bufio.NewReaderSize(cr, sniffSize)
 	var (
 		src  io.Reader = br
 		head []byte
+		gz   bool
+		cut  bool // the gzip stream ends within the sniffed head
 	)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		// Keep the compressed bytes the sniffing reads, to give them
@@ -88,12 +96,14 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 		var seen bytes.Buffer
 		zr, err := gzip.NewReader(io.TeeReader(br, &seen))
 		if err != nil {
-			return nil, "", fmt.Errorf("not a valid gzip file: %w", err)
+			return nil, "", notProfile(gzipFound(err))
 		}
+		gz = true
 		head, err = io.ReadAll(io.LimitReader(zr, sniffSize))
 		if err != nil && len(head) == 0 {
-			return nil, "", fmt.Errorf("cannot read: %w", err)
+			return nil, "", notProfile(gzipFound(err))
 		}
+		cut = errors.Is(err, io.ErrUnexpectedEOF)
 		src = io.MultiReader(&seen, br)
 	} else {
 		var err error
@@ -102,8 +112,20 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 			return nil, "", fmt.Errorf("cannot read: %w", err)
 		}
 	}
+	// found says what the file holds when no reader takes it.
+	found := func(what string) error {
+		if gz {
+			what = "gzip data holding " + what
+		}
+		return notProfile(what)
+	}
 	if len(bytes.TrimSpace(head)) == 0 {
-		return nil, "", errors.New("empty file, not a profile")
+		return nil, "", found(describe(head))
+	}
+	if cut && (startsJSON(head) && describeJSON(head) == "" || !isText(head) && pprof.Sniff(head)) {
+		// A profile, but not all of it: say so rather than where its
+		// reader ran out of input.
+		return nil, "", cutShort(cr.n)
 	}
 	for _, im := range importers {
 		if im.Sniff(head) {
@@ -114,17 +136,50 @@ func Reader(r io.Reader) (*profile.Profile, Kind, error) {
 				}
 			}
 			p, err := im.Read(src, info)
+			if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, im.Kind, cutShort(cr.n)
+			}
 			return p, im.Kind, err
 		}
 	}
-	if pprof.Sniff(head) {
+	if !startsJSON(head) {
+		if isText(head) || !pprof.Sniff(head) {
+			return nil, "", found(describe(head))
+		}
 		p, err := pprof.Read(src)
+		if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, PProf, cutShort(cr.n)
+		}
 		return p, PProf, err
 	}
+	kind, read := Gecko, gecko.Read
 	if bytes.Contains(head, []byte(`"preprocessedProfileVersion"`)) {
-		p, err := processed.Read(src)
-		return p, Processed, err
+		kind, read = Processed, processed.Read
 	}
-	p, err := gecko.Read(src)
-	return p, Gecko, err
+	p, err := read(src)
+	if err != nil {
+		// JSON, but no profile's: say what it holds rather than where
+		// a profile's reader first stumbled over it.
+		if what := describeJSON(head); what != "" {
+			return nil, "", found(what)
+		}
+		if gz && errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, kind, cutShort(cr.n)
+		}
+		return nil, kind, err
+	}
+	return p, kind, nil
+}
+
+// countReader counts the bytes read through it: the size of a file read
+// to its end.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -26,6 +26,19 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte(`{"meta":{"preprocessedProfileVersion":66}}`))
 	f.Add([]byte{0x1f, 0x8b})
 	f.Add([]byte(" \n"))
+	// Files that are no profile, which Reader describes (describe,
+	// describeJSON).
+	f.Add([]byte("garbage line 1\ngarbage line 2\n"))
+	f.Add([]byte(`{"foo": 1, "bar": [1, {"meta": 2}]}`))
+	f.Add([]byte(`[{"name": "x"}]`))
+	f.Add(gz([]byte("hello\n")))
+	f.Add([]byte("\x7fELF\x02\x01\x01\x00"))
+	f.Add([]byte("\xef\xbb\xbf{\"x\":"))
+	f.Add([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	// A gzipped profile cut short within its compressed stream (cutShort).
+	if z := gz(mini); len(z) > 8 {
+		f.Add(z[:len(z)*2/3])
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		type res struct {
 			kind Kind

@@ -186,6 +186,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	prof.Meta.LostEvents = max(b.lost, res.Lost)
 	prof.Meta.Extra["backend"] = res.Backend
 	prof.Meta.Extra["event"] = res.Event
+	// What the samples measure, in so many words: the categories of a
+	// Python recording include those of off-CPU samples whether or not
+	// any were taken.
+	prof.Meta.Extra[profile.ExtraOffCPU] = fmt.Sprint(b.offCPU)
 	out := &Result{
 		Profile: prof, Duration: time.Duration(end - t0), Samples: b.samples - b.bound.discarded,
 		Lost: prof.Meta.LostEvents, ExitCode: res.ExitCode, Backend: res.Backend, Event: res.Event,
@@ -274,6 +278,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		out.SymbolicatedAddresses = st.Resolved
 		out.RejectedDebugFiles = st.RejectedDebugFiles()
+		if msg := unnamedJIT(prof); msg != "" && opts.Attach.Notice != nil {
+			opts.Attach.Notice(msg)
+		}
 	}
 	nameWaits(prof, b.waits)
 	return out, nil

@@ -59,6 +59,9 @@ func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 	procs := b.finish(opts.End)
 	prof.Meta.Duration = b.rel(opts.End)
 	prof.Meta.LostEvents = b.lost
+	// Off the CPU when the recording has switch events (perf record
+	// --switch-events, an ETL trace's context switches), as Run says.
+	prof.Meta.Extra[profile.ExtraOffCPU] = fmt.Sprint(b.offCPU)
 	for _, pr := range procs {
 		pr.p.Libs = libs.libsFor(pr)
 		prof.Processes = append(prof.Processes, pr.p)
@@ -69,6 +72,9 @@ func Replay(events []event.Event, opts ReplayOptions) *profile.Profile {
 	if opts.Symbolize {
 		if _, err := libs.symbolize(prof); err != nil && opts.Notice != nil {
 			opts.Notice(fmt.Sprintf("some names could not be resolved: %v", err))
+		}
+		if msg := unnamedJIT(prof); msg != "" && opts.Notice != nil {
+			opts.Notice(msg)
 		}
 	}
 	return prof

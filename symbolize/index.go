@@ -5,10 +5,12 @@ import (
 	"debug/gosym"
 	"io"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
+	"github.com/gprof-dev/gprof/unwind"
 )
 
 // Frame is one level of a lookup result; see profile.SymbolFrame. FuncAddr
@@ -31,6 +33,12 @@ type index struct {
 
 	mu        sync.Mutex
 	demangled map[string]string
+
+	// funcs, from the binary's call frame information, bounds the code
+	// no symbol covers (unnamedFunc); read on the first such lookup.
+	funcsOnce sync.Once
+	funcs     *unwind.FuncBounds
+	obj       *objfile.File
 }
 
 type symbol struct {
@@ -91,7 +99,7 @@ func (b *Binary) index() (*index, error) {
 }
 
 func (b *Binary) buildIndex() (*index, error) {
-	ix := &index{base: b.obj.Identity().Base, demangled: make(map[string]string)}
+	ix := &index{base: b.obj.Identity().Base, demangled: make(map[string]string), obj: b.obj}
 	files := []*objfile.File{b.obj}
 	dwarfFile := b.obj
 	if !hasDWARF(b.obj) && !b.cfg.noDebug {
@@ -258,7 +266,7 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 	}
 	if frames == nil {
 		if sym == nil {
-			return nil
+			return ix.unnamedFunc(pc)
 		}
 		frames = []Frame{{Function: sym.name}}
 	}
@@ -274,6 +282,31 @@ func (ix *index) lookup(relAddr uint64) []Frame {
 	}
 	return frames
 }
+
+// unnamedFunc names code that no symbol, line table or DWARF covers (a
+// stripped library's internal functions: libcrypto's SHA-256 code, under
+// no exported name) by the function its call frame information says holds
+// it: "sub_29c240", after the function's lib-relative start, with the
+// function's bounds. Every address of one function then has one name, so
+// that a report shows one row for it rather than one per address, and no
+// figure changes: a function is the sum of its addresses. The nearest
+// exported symbol would be a guess, and a wrong one for such code
+// (libcrypto's SHA-256 block function lies 0x9680 bytes past SHA1_Init).
+// Code no FDE covers stays unknown.
+func (ix *index) unnamedFunc(pc uint64) []Frame {
+	ix.funcsOnce.Do(func() { ix.funcs = unwind.NewFuncBounds(ix.obj) })
+	start, end, ok := ix.funcs.Find(pc)
+	if !ok || start < ix.base {
+		return nil
+	}
+	rel := start - ix.base
+	return []Frame{{Function: unnamedPrefix + strconv.FormatUint(rel, 16), FuncAddr: rel, FuncSize: end - start}}
+}
+
+// unnamedPrefix starts the name of a function its binary does not name
+// (unnamedFunc), followed by its lib-relative start in hex, as
+// disassemblers name such functions.
+const unnamedPrefix = "sub_"
 
 // newDWARFIndex lists the compilation units and the address ranges they
 // cover; their contents are read on demand.

@@ -60,7 +60,10 @@ type JITDump struct {
 // Stats reports what Profile resolved. Counts are of distinct addresses.
 type Stats struct {
 	Resolved, Unresolved int
-	Libs                 []LibStats // sorted by DebugName
+	// Regions counts JIT addresses named only by their region (see
+	// LibStats.Regions).
+	Regions int
+	Libs    []LibStats // sorted by DebugName
 }
 
 // LibStats is the outcome for one library (or pseudo-library).
@@ -73,7 +76,10 @@ type LibStats struct {
 	Rejected   []string
 	Resolved   int
 	Unresolved int
-	Err        error // why nothing could be resolved, if so
+	// Regions counts the addresses of JIT code that no jitdump or perf
+	// map names, named by their region of memory ("[JIT] node").
+	Regions int
+	Err     error // why nothing could be resolved, if so
 }
 
 // RejectedDebugFiles gathers the libraries' Rejected lines, each once, in
@@ -199,6 +205,7 @@ func Profile(p *profile.Profile, opts Options) (Stats, error) {
 	for _, g := range todo {
 		st.Resolved += g.stats.Resolved
 		st.Unresolved += g.stats.Unresolved
+		st.Regions += g.stats.Regions
 		st.Libs = append(st.Libs, g.stats)
 	}
 	return st, nil
@@ -533,8 +540,10 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile
 		if !errors.Is(dumpErr, fs.ErrNotExist) {
 			g.stats.Err = dumpErr
 		}
-		g.stats.Unresolved = len(g.addrs)
-		return
+	}
+	runtime := "anonymous memory"
+	if len(g.cands) > 0 {
+		runtime = JITRuntime(g.cands[0].proc)
 	}
 	var paths []string
 	if dump != nil {
@@ -560,6 +569,11 @@ func symbolizePerfMap(g *group, opts Options, add func(*group, uint64, []profile
 		}
 		s, ok := m.Lookup(at)
 		if !ok {
+			if f, ok := g.region(at, base, runtime); ok {
+				g.stats.Regions++
+				add(g, rel, []profile.SymbolFrame{f})
+				continue
+			}
 			g.stats.Unresolved++
 			continue
 		}

@@ -298,3 +298,21 @@ func TestKernelShareDoesNotMoveFunctions(t *testing.T) {
 		t.Errorf("work_b doubled beside more [kernel]: %+v", res.Rules)
 	}
 }
+
+// A Python function's pseudo-library is bracketed once in the text (issue
+// 29: jsoner  [[python]]), a binary's as before.
+func TestWriteTextBracketsLibOnce(t *testing.T) {
+	ch := Change{Base: 10, New: 20, Delta: 10, Significant: true}
+	res := Result{Functions: []Func{
+		{Name: "jsoner", Lib: report.PythonLib, SelfShare: ch, TotalShare: ch},
+		{Name: "memcpy", Lib: "libc.so.6", SelfShare: ch, TotalShare: ch},
+	}}
+	var b strings.Builder
+	if err := WriteText(&b, res, -1, func(s string) string { return s }); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "[[") || !strings.Contains(out, "jsoner  [python]") || !strings.Contains(out, "memcpy  [libc.so.6]") {
+		t.Errorf("brackets:\n%s", out)
+	}
+}

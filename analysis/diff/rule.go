@@ -41,6 +41,25 @@ type RuleResult struct {
 	// for cpu rules). A rule that matches none gates nothing: its name is
 	// likely misspelt, and the command says so and fails.
 	Matched int `json:"matched"`
+	// Measure is the figure the rule judges, named as a function's field
+	// is ("self_pct", "total_pct", "self_ns", "total_ns"), or "cpu_ns"
+	// for a cpu rule.
+	Measure string `json:"measure"`
+	// Changes is where the rule looked: its measure for each function it
+	// broke, each that passed its limit within the noise, and, for a rule
+	// naming one function, that function whatever its verdict (for a cpu
+	// rule, the CPU time); broken ones first.
+	Changes []RuleChange `json:"changes"`
+}
+
+// RuleChange is a rule's measure of one function (or of the CPU time,
+// named "cpu").
+type RuleChange struct {
+	Name   string `json:"name"`
+	Change Change `json:"change"`
+	// Verdict is "broken", "within_noise" (past the limit, not past the
+	// noise) or "ok".
+	Verdict string `json:"verdict"`
 }
 
 // ParseRule parses a --fail-if rule.
@@ -100,51 +119,73 @@ func withSuffix(limit, unit string) string {
 }
 
 func (r Rule) check(res *Result) RuleResult {
-	out := RuleResult{Rule: r.Text, Passed: true, Broken: []string{}, Noisy: []string{}}
+	out := RuleResult{Rule: r.Text, Passed: true, Broken: []string{}, Noisy: []string{}, Measure: r.measure(), Changes: []RuleChange{}}
+	var noisy, ok []RuleChange
 	judge := func(name string, c Change) {
 		grew := c.Delta > r.limit
 		if !r.points {
 			grew = c.Delta > 0 && (c.Appeared || c.Pct > r.limit)
 		}
-		if !grew {
-			return
-		}
-		if !c.Significant {
+		switch {
+		case !grew:
+			ok = append(ok, RuleChange{name, c, "ok"})
+		case !c.Significant:
 			out.Noisy = append(out.Noisy, name)
-			return
+			noisy = append(noisy, RuleChange{name, c, "within_noise"})
+		default:
+			out.Passed = false
+			out.Broken = append(out.Broken, name)
+			out.Changes = append(out.Changes, RuleChange{name, c, "broken"})
 		}
-		out.Passed = false
-		out.Broken = append(out.Broken, name)
 	}
 	if r.kind == "cpu" {
 		out.Matched = 1
 		judge("cpu", res.CPU)
-		return out
+	} else {
+		for _, f := range res.Functions {
+			if !report.Match(r.pattern, f.Name) {
+				continue
+			}
+			if pseudo(f.Name) && r.pattern != f.Name {
+				// [kernel], [blocked], [preempted] stand for time, not
+				// code: a glob means functions; name one to gate on it.
+				continue
+			}
+			out.Matched++
+			judge(f.Name, r.of(f))
+		}
 	}
-	for _, f := range res.Functions {
-		if !report.Match(r.pattern, f.Name) {
-			continue
-		}
-		if pseudo(f.Name) && r.pattern != f.Name {
-			// [kernel], [blocked], [preempted] stand for time, not code:
-			// a glob means functions; name one to gate on it.
-			continue
-		}
-		out.Matched++
-		var c Change
-		switch {
-		case r.kind == "self" && r.points:
-			c = f.SelfShare
-		case r.kind == "self":
-			c = f.SelfTime
-		case r.points:
-			c = f.TotalShare
-		default:
-			c = f.TotalTime
-		}
-		judge(f.Name, c)
+	out.Changes = append(out.Changes, noisy...)
+	if !strings.Contains(r.pattern, "*") {
+		// A rule naming one function (or the CPU time) shows it passing
+		// too: where it looked.
+		out.Changes = append(out.Changes, ok...)
 	}
 	return out
+}
+
+// of is the change of f that the rule judges.
+func (r Rule) of(f Func) Change {
+	switch {
+	case r.kind == "self" && r.points:
+		return f.SelfShare
+	case r.kind == "self":
+		return f.SelfTime
+	case r.points:
+		return f.TotalShare
+	}
+	return f.TotalTime
+}
+
+// measure names the figure the rule judges as Func's JSON does.
+func (r Rule) measure() string {
+	switch {
+	case r.kind == "cpu":
+		return "cpu_ns"
+	case r.points:
+		return r.kind + "_pct"
+	}
+	return r.kind + "_ns"
 }
 
 // pseudo reports whether name is one of gprof's bracketed pseudo-frames

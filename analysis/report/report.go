@@ -70,7 +70,8 @@ type Report struct {
 	// (samples) or "cpu" (CPU time).
 	By string `json:"by"`
 	// OffCPU says the profile samples threads off the CPU too (record
-	// --off-cpu): samples then measure wall-clock time, not CPU time.
+	// --off-cpu): samples then measure wall-clock time, not CPU time
+	// (profile.Profile.OffCPU decides).
 	OffCPU bool `json:"off_cpu"`
 	// NoStackCPU is CPU time counted in samples' CPU deltas that no stack
 	// shows (kernel mode the kernel would not sample), as the recording
@@ -236,7 +237,7 @@ func Build(p *profile.Profile, opts Options) Report {
 	r := Report{
 		Version: Version, Product: p.Meta.Product, Interval: int64(p.Meta.Interval),
 		Duration: p.Meta.Duration, LostEvents: p.Meta.LostEvents, Processes: p.ProcessCount(), Threads: []Thread{},
-		ProcessTotals: []ProcessTotal{}, By: ByWall, OffCPU: offCPU(p),
+		ProcessTotals: []ProcessTotal{}, By: ByWall, OffCPU: p.OffCPU(),
 	}
 	if b.byCPU {
 		r.By = ByCPU
@@ -579,17 +580,6 @@ func (b *builder) summary(c *counts, all int64, top int) Summary {
 	s.TopSelf = b.top(self, top, mk)
 	s.TopTotal = b.top(total, top, mk)
 	return s
-}
-
-// offCPU says whether p has off-CPU samples: its categories are those of
-// a recording with --off-cpu.
-func offCPU(p *profile.Profile) bool {
-	for _, c := range p.Meta.Categories {
-		if c.Name == "Idle" {
-			return true
-		}
-	}
-	return false
 }
 
 // hotLines picks, per function, the line with the most self samples, or

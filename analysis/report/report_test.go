@@ -221,12 +221,12 @@ const wantText = `20 samples in 2 threads of 1 process, CPU 30.00 ms (partly est
 All threads
   20 samples, CPU 30.00 ms (partly estimated from the interval)
 
-  Top by self time
+  Top by self CPU time
     samples       all  function  location
           5    25.00%  hot       h.c:11 [app]
           4    20.00%  0x5
 
-  Top by total time
+  Top by total CPU time
     samples       all  function  location
          10    50.00%  main      m.c:5 [app]
           5    25.00%  hot       h.c:11 [app]
@@ -234,12 +234,12 @@ All threads
 app (pid 10) / app (tid 10), main thread
   10 samples (50.00% of all), CPU 10.00 ms
 
-  Top by self time
+  Top by self CPU time
     samples    thread       all  function  location
           5    50.00%    25.00%  hot       h.c:11 [app]
           3    30.00%    15.00%  inl       b.h:7 [app]
 
-  Top by total time
+  Top by total CPU time
     samples    thread       all  function  location
          10   100.00%    50.00%  main      m.c:5 [app]
           5    50.00%    25.00%  hot       h.c:11 [app]
@@ -247,12 +247,12 @@ app (pid 10) / app (tid 10), main thread
 app (pid 10) / worker (tid 11)
   10 samples (50.00% of all), CPU 20.00 ms (partly estimated from the interval)
 
-  Top by self time
+  Top by self CPU time
     samples    thread       all  function   location
           4    40.00%    20.00%  0x5
           4    40.00%    20.00%  app+0x900  [app]
 
-  Top by total time
+  Top by total CPU time
     samples    thread       all  function   location
           4    40.00%    20.00%  0x5
           4    40.00%    20.00%  app+0x900  [app]

@@ -19,6 +19,21 @@ func Printable(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
+// LibLabel is how every listing shows the binary a function is in: its
+// name in brackets ("[libc.so.6]"), or as it is when the name is a
+// bracketed pseudo-library already ("[python]", "[vdso]", "[anon]"), so
+// that no listing doubles them. Callers escape the name first, each as
+// its listing does.
+func LibLabel(lib string) string {
+	if lib == "" {
+		return ""
+	}
+	if strings.HasPrefix(lib, "[") && strings.HasSuffix(lib, "]") {
+		return lib
+	}
+	return "[" + lib + "]"
+}
+
 // Truncate cuts s to width columns (runes), ending in "…"; width 0 keeps s.
 func Truncate(s string, width int) string {
 	if width <= 0 || utf8.RuneCountInString(s) <= width {

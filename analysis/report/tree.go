@@ -265,7 +265,7 @@ func WriteTree(w io.Writer, t *Tree, o TreeOptions) error {
 		}
 		name := Printable(node.Name)
 		if node.Lib != "" {
-			name += "  [" + Printable(node.Lib) + "]"
+			name += "  " + LibLabel(Printable(node.Lib))
 		}
 		line := fmt.Sprintf("%8s %8s  %s%s", pctString(pct(node.Total, t.Samples)), pctString(pct(node.Self, t.Samples)), indent, name)
 		bw.WriteString(Truncate(line, o.Width))

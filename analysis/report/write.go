@@ -176,11 +176,10 @@ func (t *textWriter) lists(s Summary, perThread bool) {
 		t.w.WriteString("  no stacks sampled\n")
 		return
 	}
-	what := "time"
-	switch {
-	case t.byCPU:
-		what = "CPU time"
-	case t.withCPU:
+	// What the samples measure: CPU time, unless threads were sampled
+	// off the CPU too and the lists rank by samples.
+	what := "CPU time"
+	if t.withCPU && !t.byCPU {
 		what = "wall-clock time"
 	}
 	t.table("  Top by self "+what, s, s.TopSelf, true, perThread)
@@ -282,11 +281,7 @@ func location(f Function) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		if lib := printable(f.Lib); strings.HasPrefix(lib, "[") {
-			b.WriteString(lib) // already bracketed: [vdso], [kernel.kallsyms]
-		} else {
-			b.WriteString("[" + lib + "]")
-		}
+		b.WriteString(LibLabel(printable(f.Lib)))
 	}
 	return b.String()
 }

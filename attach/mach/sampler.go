@@ -165,14 +165,7 @@ func (s *machSampler) tick(slow bool) error {
 	}
 	slices.SortFunc(fresh, func(a, b *machThread) int { return a.tid - b.tid })
 	for _, th := range fresh {
-		if !first {
-			s.emit(&event.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
-		}
-		c := &event.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: th.name}
-		if th.tid == s.pid {
-			c.Argv, c.Exec = s.argv, s.execd
-		}
-		s.emit(c)
+		suspendwalk.EmitNewThread(s.emit, now, s.pid, th.tid, th.name, first, s.argv, s.execd)
 	}
 	for _, th := range s.sorted() {
 		if slow && !slices.Contains(fresh, th) {

@@ -27,7 +27,7 @@ func TestKernelModeSampled(t *testing.T) {
 	}
 	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
 	in := 0
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.InKernel {
 			in++
 			if s.KernelFrames != 0 {
@@ -35,8 +35,8 @@ func TestKernelModeSampled(t *testing.T) {
 			}
 		}
 	}
-	if len(rec.samples) < 50 || in < len(rec.samples)/5 {
-		t.Errorf("%d of %d samples in kernel mode; dd spends most of its time there", in, len(rec.samples))
+	if len(rec.Samples) < 50 || in < len(rec.Samples)/5 {
+		t.Errorf("%d of %d samples in kernel mode; dd spends most of its time there", in, len(rec.Samples))
 	}
 	if res.NoStackCPU != 0 {
 		t.Errorf("%v with no stack where kernel mode is sampled", res.NoStackCPU)
@@ -58,15 +58,15 @@ func TestKernelModeDeniedCountsCPU(t *testing.T) {
 	}
 	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
 	var sum int64
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.InKernel {
 			t.Fatalf("a kernel-mode sample where kernel mode is denied: %+v", s)
 		}
 		sum += s.CPUDelta
 	}
-	sampled := int64(len(rec.samples)) * int64(defaultInterval)
-	if len(rec.samples) < 50 {
-		t.Fatalf("%d samples", len(rec.samples))
+	sampled := int64(len(rec.Samples)) * int64(defaultInterval)
+	if len(rec.Samples) < 50 {
+		t.Fatalf("%d samples", len(rec.Samples))
 	}
 	if res.NoStackCPU < time.Duration(sum)/5 {
 		t.Errorf("%v with no stack of %v of CPU time; dd spends most of its time in the kernel", res.NoStackCPU, time.Duration(sum))
@@ -96,10 +96,10 @@ func TestKernelModeDeniedOldKernel(t *testing.T) {
 		return saved(a, pid, cpu, group, flags)
 	}
 	rec, res := record1(t, context.Background(), attach.Options{Command: ddCommand})
-	if len(rec.samples) < 20 {
-		t.Fatalf("%d samples", len(rec.samples))
+	if len(rec.Samples) < 20 {
+		t.Fatalf("%d samples", len(rec.Samples))
 	}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.InKernel || s.CPUDelta != int64(defaultInterval) {
 			t.Fatalf("sample %+v; want user mode, one interval of CPU", s)
 		}

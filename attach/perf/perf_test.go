@@ -25,6 +25,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/event/eventtest"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/perfrecord"
 
@@ -91,56 +92,32 @@ func testProgram(t testing.TB, name string) string {
 	return filepath.Join(buildDir, name)
 }
 
-// recording is what a test saw, deep-copied out of the handler.
+// recording is what a test saw: the events, deep-copied out of the
+// handler, and the backend's notices.
 type recording struct {
-	samples []event.Sample
-	maps    []event.Map
-	comms   []event.Comm
-	forks   []event.Fork
-	exits   []event.Exit
-	lost    uint64
+	eventtest.Collector
 	notices []string
-	lastT   int64
-	order   int // events out of time order by more than a batch could explain
 }
 
-func (r *recording) handle(e event.Event) {
-	if t := event.EventTime(e); t < r.lastT-int64(time.Second) {
-		r.order++
-	} else if t > r.lastT {
-		r.lastT = t
-	}
-	switch e := e.(type) {
-	case *event.Sample:
-		s := *e
-		s.Stack = append([]uint64(nil), e.Stack...)
-		s.StackCopy = append([]byte(nil), e.StackCopy...)
-		s.CalleeRegs = append([]uint64(nil), e.CalleeRegs...)
-		if e.Regs != nil {
-			r := *e.Regs
-			s.Regs = &r
+// outOfOrder counts the events that came more than a second before the
+// latest one seen: more than a batch of rings drained apart could explain.
+func (r *recording) outOfOrder() int {
+	n, last := 0, int64(0)
+	for _, e := range r.Events {
+		if t := event.EventTime(e); t < last-int64(time.Second) {
+			n++
+		} else if t > last {
+			last = t
 		}
-		r.samples = append(r.samples, s)
-	case *event.Map:
-		m := *e
-		m.BuildID = append([]byte(nil), e.BuildID...)
-		r.maps = append(r.maps, m)
-	case *event.Comm:
-		r.comms = append(r.comms, *e)
-	case *event.Fork:
-		r.forks = append(r.forks, *e)
-	case *event.Exit:
-		r.exits = append(r.exits, *e)
-	case *event.Lost:
-		r.lost += e.Count
 	}
+	return n
 }
 
 func record1(t *testing.T, ctx context.Context, opts attach.Options) (*recording, attach.Result) {
 	t.Helper()
 	rec := &recording{}
 	opts.Notice = func(s string) { rec.notices = append(rec.notices, s); t.Logf("notice: %s", s) }
-	res, err := attach.Record(ctx, opts, rec.handle)
+	res, err := attach.Record(ctx, opts, rec.Handle)
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}
@@ -227,12 +204,12 @@ func mapsOf(maps []event.Map, pid int, path string) []event.Map {
 // launchPid finds the launched command's pid from its exec Comm.
 func launchPid(t *testing.T, rec *recording, name string) int {
 	t.Helper()
-	for _, c := range rec.comms {
+	for _, c := range rec.Comms {
 		if c.Exec && c.Name == name {
 			return c.Pid
 		}
 	}
-	t.Fatalf("no exec comm for %q among %+v", name, rec.comms)
+	t.Fatalf("no exec comm for %q among %+v", name, rec.Comms)
 	return 0
 }
 
@@ -246,14 +223,14 @@ func TestLaunchBusy(t *testing.T) {
 	if res.ExitCode != 3 {
 		t.Errorf("exit code %d, want 3", res.ExitCode)
 	}
-	if res.Lost != 0 || rec.lost != 0 {
+	if res.Lost != 0 || rec.Lost != 0 {
 		t.Errorf("lost %d records at 1 kHz", res.Lost)
 	}
 	if res.Backend != "perf" || res.Event != "cpu-clock" {
 		t.Errorf("backend %q event %q", res.Backend, res.Event)
 	}
 	pid := launchPid(t, rec, "busy")
-	for _, c := range rec.comms {
+	for _, c := range rec.Comms {
 		if c.Exec && c.Pid == pid && (len(c.Argv) != 3 || c.Argv[0] != busy || c.Argv[2] != "400") {
 			t.Errorf("exec comm argv %q", c.Argv)
 		}
@@ -266,7 +243,7 @@ func TestLaunchBusy(t *testing.T) {
 	}
 	count := map[int]int{}
 	period := map[int]int64{}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.Pid != pid {
 			continue
 		}
@@ -299,17 +276,17 @@ func TestLaunchBusy(t *testing.T) {
 
 	// Thread lifecycle.
 	var forked, exited bool
-	for _, f := range rec.forks {
+	for _, f := range rec.Forks {
 		forked = forked || f.Pid == pid && f.Ppid == pid && f.Tid == worker
 	}
-	for _, e := range rec.exits {
+	for _, e := range rec.Exits {
 		exited = exited || e.Pid == pid && e.Tid == worker
 	}
 	if !forked || !exited {
 		t.Errorf("worker %d: fork seen %v, exit seen %v", worker, forked, exited)
 	}
 	var named bool
-	for _, c := range rec.comms {
+	for _, c := range rec.Comms {
 		named = named || c.Tid == worker && c.Name == "worker"
 	}
 	if !named {
@@ -317,9 +294,9 @@ func TestLaunchBusy(t *testing.T) {
 	}
 
 	// The binary's mapping, with its build-id.
-	bm := mapsOf(rec.maps, pid, busy)
+	bm := mapsOf(rec.Maps, pid, busy)
 	if len(bm) == 0 {
-		t.Fatalf("no executable mapping of %s in %+v", busy, rec.maps)
+		t.Fatalf("no executable mapping of %s in %+v", busy, rec.Maps)
 	}
 	if want := readBuildID(t, busy); string(bm[0].BuildID) != string(want) {
 		t.Errorf("build-id %x, want %x", bm[0].BuildID, want)
@@ -335,8 +312,8 @@ func TestLaunchBusy(t *testing.T) {
 	// Stacks: spin <- work <- main on the main thread.
 	sym := newSymbolizer(t, busy, bm)
 	good, spinning := 0, 0
-	for i := range rec.samples {
-		s := &rec.samples[i]
+	for i := range rec.Samples {
+		s := &rec.Samples[i]
 		if s.Tid != pid || s.KernelFrames != 0 {
 			continue
 		}
@@ -355,8 +332,8 @@ func TestLaunchBusy(t *testing.T) {
 	if spinning == 0 || float64(good) < 0.9*float64(spinning) {
 		t.Errorf("%d of %d spin samples have spin<-work<-main", good, spinning)
 	}
-	if rec.order > 0 {
-		t.Errorf("%d events more than a second out of order", rec.order)
+	if n := rec.outOfOrder(); n > 0 {
+		t.Errorf("%d events more than a second out of order", n)
 	}
 }
 
@@ -375,20 +352,20 @@ func TestLaunchForkExec(t *testing.T) {
 		t.Fatalf("busy ran in the launched process itself")
 	}
 	var forked bool
-	for _, f := range rec.forks {
+	for _, f := range rec.Forks {
 		forked = forked || f.Pid == child && f.Tid == child && f.Ppid == parent
 	}
 	if !forked {
-		t.Errorf("no fork of process %d from %d in %+v", child, parent, rec.forks)
+		t.Errorf("no fork of process %d from %d in %+v", child, parent, rec.Forks)
 	}
-	if len(mapsOf(rec.maps, child, busy)) == 0 {
+	if len(mapsOf(rec.Maps, child, busy)) == 0 {
 		t.Errorf("no mapping of busy in the exec'd child")
 	}
-	if len(mapsOf(rec.maps, parent, fe)) == 0 {
+	if len(mapsOf(rec.Maps, parent, fe)) == 0 {
 		t.Errorf("no mapping of forkexec in the parent")
 	}
 	n := map[int]int{}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		n[s.Pid]++
 	}
 	t.Logf("samples: parent %d, child %d", n[parent], n[child])
@@ -409,23 +386,23 @@ func TestManyShortThreads(t *testing.T) {
 	}
 	pid := launchPid(t, rec, "threads")
 	threads, exits := map[int]bool{}, map[int]bool{}
-	for _, f := range rec.forks {
+	for _, f := range rec.Forks {
 		if f.Pid == pid && f.Tid != pid {
 			threads[f.Tid] = true
 		}
 	}
-	for _, e := range rec.exits {
+	for _, e := range rec.Exits {
 		if e.Pid == pid && e.Tid != pid {
 			exits[e.Tid] = true
 		}
 	}
 	sampled := map[int]bool{}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.Tid != pid {
 			sampled[s.Tid] = true
 		}
 	}
-	t.Logf("%d thread forks, %d exits, %d threads sampled, %d samples, lost %d", len(threads), len(exits), len(sampled), len(rec.samples), res.Lost)
+	t.Logf("%d thread forks, %d exits, %d threads sampled, %d samples, lost %d", len(threads), len(exits), len(sampled), len(rec.Samples), res.Lost)
 	if len(threads) != 500 || len(exits) != 500 {
 		t.Errorf("saw %d thread forks and %d exits, want 500", len(threads), len(exits))
 	}
@@ -488,17 +465,17 @@ func testAttach(t *testing.T) {
 	}
 
 	var comm bool
-	for _, c := range rec.comms {
+	for _, c := range rec.Comms {
 		if c.Pid == pid && c.Tid == pid && c.Name == "busy" && len(c.Argv) == 2 && c.Argv[1] == "--forever" {
 			comm = true
 		}
 	}
 	if !comm {
-		t.Errorf("no synthesized comm with argv for %d: %+v", pid, rec.comms)
+		t.Errorf("no synthesized comm with argv for %d: %+v", pid, rec.Comms)
 	}
-	bm := mapsOf(rec.maps, pid, busy)
+	bm := mapsOf(rec.Maps, pid, busy)
 	if len(bm) == 0 || bm[0].Inode == 0 || bm[0].MapFile == "" {
-		t.Fatalf("no synthesized mapping of busy: %+v", rec.maps)
+		t.Fatalf("no synthesized mapping of busy: %+v", rec.Maps)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(busy, &st); err == nil && (bm[0].Inode != st.Ino || bm[0].Dev != st.Dev) {
@@ -509,23 +486,23 @@ func testAttach(t *testing.T) {
 	}
 
 	late := 0
-	for _, f := range rec.forks {
+	for _, f := range rec.Forks {
 		if f.Pid == pid && f.Tid != pid {
 			late = f.Tid
 		}
 	}
 	n := map[int]int{}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		n[s.Tid]++
 		if s.Pid != pid {
 			t.Errorf("a sample of pid %d (tid %d), not the target's", s.Pid, s.Tid)
 			break
 		}
 	}
-	ratio := float64(len(rec.samples)) * float64(time.Millisecond) / float64(cpu)
+	ratio := float64(len(rec.Samples)) * float64(time.Millisecond) / float64(cpu)
 	t.Logf("samples: main %d, late thread %d: %d; process CPU %v: ratio %.3f", n[pid], late, n[late], cpu, ratio)
 	if late == 0 {
-		t.Fatalf("the thread created after attaching was not seen: forks %+v", rec.forks)
+		t.Fatalf("the thread created after attaching was not seen: forks %+v", rec.Forks)
 	}
 	// The machine is shared: judge against the CPU the target got (in
 	// 10 ms ticks, and including a little before and after sampling).
@@ -535,8 +512,8 @@ func testAttach(t *testing.T) {
 	// Stacks resolve inside the binary's mapping.
 	sym := newSymbolizer(t, busy, bm)
 	inBinary := 0
-	for i := range rec.samples {
-		names := sym.stackNames(&rec.samples[i])
+	for i := range rec.Samples {
+		names := sym.stackNames(&rec.Samples[i])
 		for _, name := range names {
 			if name == "main" {
 				inBinary++
@@ -567,7 +544,7 @@ func TestAttachExits(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Errorf("recording did not end when the target exited")
 	}
-	t.Logf("%d samples", len(rec.samples))
+	t.Logf("%d samples", len(rec.Samples))
 }
 
 func TestAttachMissingPid(t *testing.T) {
@@ -612,7 +589,7 @@ func TestDwarf(t *testing.T) {
 		t.Errorf("lost %d", res.Lost)
 	}
 	n, withRegs := 0, 0
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		n++
 		if s.Regs == nil || len(s.StackCopy) == 0 {
 			continue
@@ -681,11 +658,11 @@ func testAttachThreadChurn(t *testing.T) {
 	rec, res := record1(t, ctx, attach.Options{Pids: []int{pid}})
 	cpu := procCPU(t, pid) - before
 	threads := map[int]bool{}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		threads[s.Tid] = true
 	}
-	ratio := float64(len(rec.samples)) * float64(time.Millisecond) / float64(cpu)
-	t.Logf("%d samples from %d threads, %d forks, CPU %v: ratio %.3f, lost %d", len(rec.samples), len(threads), len(rec.forks), cpu, ratio, res.Lost)
+	ratio := float64(len(rec.Samples)) * float64(time.Millisecond) / float64(cpu)
+	t.Logf("%d samples from %d threads, %d forks, CPU %v: ratio %.3f, lost %d", len(rec.Samples), len(threads), len(rec.Forks), cpu, ratio, res.Lost)
 	if ratio < 0.8 || ratio > 1.2 {
 		t.Errorf("samples/CPU ratio %.3f, want about 1", ratio)
 	}
@@ -707,7 +684,7 @@ func TestKernelStacks(t *testing.T) {
 		}
 	}
 	withKernel := 0
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.KernelFrames > 0 {
 			withKernel++
 			if s.Stack[0] < 0xffff800000000000 && s.Stack[0] > 0xffffffff {
@@ -718,7 +695,7 @@ func TestKernelStacks(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d samples have kernel frames", withKernel, len(rec.samples))
+	t.Logf("%d of %d samples have kernel frames", withKernel, len(rec.Samples))
 	if withKernel == 0 {
 		t.Errorf("no kernel frames")
 	}
@@ -801,13 +778,13 @@ func TestKernelDeniedFallsBack(t *testing.T) {
 	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "kernel stacks are not permitted") {
 		t.Errorf("notices %q", rec.notices)
 	}
-	for _, s := range rec.samples {
+	for _, s := range rec.Samples {
 		if s.KernelFrames != 0 {
 			t.Fatalf("kernel frames after falling back to user stacks")
 		}
 	}
-	if len(rec.samples) < 50 {
-		t.Errorf("%d samples", len(rec.samples))
+	if len(rec.Samples) < 50 {
+		t.Errorf("%d samples", len(rec.Samples))
 	}
 }
 
@@ -828,8 +805,8 @@ func TestRingMlockFallback(t *testing.T) {
 	if len(rec.notices) == 0 || !strings.Contains(rec.notices[0], "perf_event_mlock_kb") {
 		t.Errorf("notices %q", rec.notices)
 	}
-	if len(rec.samples) < 150 || res.Lost != 0 {
-		t.Errorf("%d samples, %d lost with 128 KiB rings", len(rec.samples), res.Lost)
+	if len(rec.Samples) < 150 || res.Lost != 0 {
+		t.Errorf("%d samples, %d lost with 128 KiB rings", len(rec.Samples), res.Lost)
 	}
 
 	perfMmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.EPERM }

@@ -25,6 +25,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/event/eventtest"
 )
 
 func init() {
@@ -88,45 +89,11 @@ func ptRequire(t testing.TB, pid int) {
 	}
 }
 
-// ptCollected is what a recording handed to its handler, copied out because
-// the backend reuses events.
+// ptCollected is what a recording handed to its handler, and the
+// sampler's statistics.
 type ptCollected struct {
-	samples []event.Sample
-	maps    []event.Map
-	comms   []event.Comm
-	forks   []event.Fork
-	exits   []event.Exit
-	stats   ptStats
-}
-
-func (c *ptCollected) handle(e event.Event) {
-	switch e := e.(type) {
-	case *event.Sample:
-		s := *e
-		s.Stack = append([]uint64(nil), e.Stack...)
-		s.StackCopy = append([]byte(nil), e.StackCopy...)
-		if e.Regs != nil {
-			r := *e.Regs
-			s.Regs = &r
-		}
-		c.samples = append(c.samples, s)
-	case *event.Map:
-		c.maps = append(c.maps, *e)
-	case *event.Comm:
-		c.comms = append(c.comms, *e)
-	case *event.Fork:
-		c.forks = append(c.forks, *e)
-	case *event.Exit:
-		c.exits = append(c.exits, *e)
-	}
-}
-
-func (c *ptCollected) perThread() map[int]int {
-	n := map[int]int{}
-	for _, s := range c.samples {
-		n[s.Tid]++
-	}
-	return n
+	eventtest.Collector
+	stats ptStats
 }
 
 func ptRecordFor(t testing.TB, d time.Duration, opts attach.Options) (*ptCollected, attach.Result) {
@@ -141,7 +108,7 @@ func ptRecordFor(t testing.TB, d time.Duration, opts attach.Options) (*ptCollect
 		c.stats = st
 	}
 	defer func() { ptStatsHook = nil }()
-	res, err := recordPtrace(ctx, opts, c.handle)
+	res, err := recordPtrace(ctx, opts, c.Handle)
 	if err != nil {
 		t.Fatalf("recordPtrace: %v", err)
 	}
@@ -246,7 +213,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	if ticks < 5 {
 		t.Errorf("only %d ticks in %v at %v", ticks, dur, interval)
 	}
-	per := c.perThread()
+	per := c.PerThread()
 	for _, tid := range tids {
 		ran := time.Duration(ptThreadRuntime(pid, tid) - ranBefore[tid])
 		t.Logf("thread %d: %d samples in %d ticks, for %v of CPU", tid, per[tid], ticks, ran)
@@ -257,19 +224,19 @@ func TestPtraceAttachBusy(t *testing.T) {
 
 	// The binary's executable mapping was reported, with map_files.
 	var text *event.Map
-	for i, m := range c.maps {
+	for i, m := range c.Maps {
 		if m.Path == prog {
-			text = &c.maps[i]
+			text = &c.Maps[i]
 		}
 	}
 	if text == nil {
-		t.Fatalf("no executable Map for %s in %d maps", prog, len(c.maps))
+		t.Fatalf("no executable Map for %s in %d maps", prog, len(c.Maps))
 	}
 	if text.MapFile == "" || text.Inode == 0 {
 		t.Errorf("binary's Map lacks MapFile or Inode: %+v", *text)
 	}
 	names := map[string]bool{}
-	for _, cm := range c.comms {
+	for _, cm := range c.Comms {
 		names[cm.Name] = true
 		if cm.Tid == pid && (len(cm.Argv) == 0 || cm.Argv[0] != prog) {
 			t.Errorf("main thread's Comm has argv %q", cm.Argv)
@@ -286,7 +253,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 	inText := func(a uint64) bool { return a >= text.Start && a < text.End }
 	var ipOK, spOK, retOK int
 	var cpuSum int64
-	for _, s := range c.samples {
+	for _, s := range c.Samples {
 		if s.Regs == nil || len(s.Stack) != 1 || s.Stack[0] != s.Regs.IP {
 			t.Fatalf("sample without registers or with stack %x", s.Stack)
 		}
@@ -306,7 +273,7 @@ func TestPtraceAttachBusy(t *testing.T) {
 			t.Errorf("stack copy of %d bytes", len(s.StackCopy))
 		}
 	}
-	n := len(c.samples)
+	n := len(c.Samples)
 	t.Logf("%d samples: IP in binary %d, SP mapped %d, FP return address in binary %d", n, ipOK, spOK, retOK)
 	if n == 0 || ipOK < n*8/10 || spOK != n || retOK < n*8/10 {
 		t.Errorf("registers or stacks look wrong")
@@ -352,12 +319,12 @@ func TestPtraceSampleRate(t *testing.T) {
 				}
 				c, _ := ptRecordFor(t, 2*time.Second, attach.Options{Pids: []int{pid}, Interval: interval})
 				ptCheckReleased(t, pid)
-				per := c.perThread()
+				per := c.PerThread()
 				for _, tid := range tids {
 					// The CPU time the samples carry: the thread's time
 					// from the recording's start to its last sample.
 					var cpu int64
-					for _, sm := range c.samples {
+					for _, sm := range c.Samples {
 						if sm.Tid == tid {
 							cpu += sm.CPUDelta
 						}
@@ -425,7 +392,7 @@ func TestPtraceWaitingThread(t *testing.T) {
 	if want := int(dur/interval) / 10; c.stats.ticks < want {
 		t.Errorf("%d ticks in %v at %v, want at least %d: the sampler waits for threads that wait for a CPU", c.stats.ticks, dur, interval, want)
 	}
-	per := c.perThread()
+	per := c.PerThread()
 	for _, tid := range tids {
 		ran := time.Duration(ptThreadRuntime(pid, tid) - before[tid])
 		// A sample per interval of its CPU time, as for any thread (its
@@ -472,15 +439,15 @@ func TestPtraceNewThread(t *testing.T) {
 	ptCheckReleased(t, pid)
 
 	var late int
-	for _, f := range c.forks {
+	for _, f := range c.Forks {
 		if f.Pid == pid && f.Tid != pid {
 			late = f.Tid
 		}
 	}
 	if late == 0 {
-		t.Fatalf("no Fork for the late thread: %+v", c.forks)
+		t.Fatalf("no Fork for the late thread: %+v", c.Forks)
 	}
-	per := c.perThread()
+	per := c.PerThread()
 	// It burns CPU all the time: sampled about once per interval of that
 	// (see TestPtraceAttachBusy).
 	ran := time.Duration(ptThreadRuntime(pid, late))
@@ -493,11 +460,11 @@ func TestPtraceNewThread(t *testing.T) {
 		t.Errorf("sleeping main thread sampled %d times", per[pid])
 	}
 	named := false
-	for _, cm := range c.comms {
+	for _, cm := range c.Comms {
 		named = named || cm.Tid == late && cm.Name == "late"
 	}
 	if !named {
-		t.Errorf("no Comm naming the late thread: %+v", c.comms)
+		t.Errorf("no Comm naming the late thread: %+v", c.Comms)
 	}
 }
 
@@ -508,21 +475,21 @@ func TestPtraceLaunch(t *testing.T) {
 		t.Errorf("exit code %d, want 7", res.ExitCode)
 	}
 	// 0.4s of two busy threads at 200 Hz; a loaded machine gets far fewer.
-	if len(c.samples) < 5 {
-		t.Errorf("%d samples", len(c.samples))
+	if len(c.Samples) < 5 {
+		t.Errorf("%d samples", len(c.Samples))
 	}
-	if len(c.comms) == 0 || !c.comms[0].Exec || len(c.comms[0].Argv) != 3 {
-		t.Errorf("first Comm %+v, want the exec'd command", c.comms)
+	if len(c.Comms) == 0 || !c.Comms[0].Exec || len(c.Comms[0].Argv) != 3 {
+		t.Errorf("first Comm %+v, want the exec'd command", c.Comms)
 	}
-	pid := c.samples[0].Pid
+	pid := c.Samples[0].Pid
 	exited := false
-	for _, e := range c.exits {
+	for _, e := range c.Exits {
 		exited = exited || e.Tid == pid
 	}
 	if !exited {
-		t.Errorf("no Exit for the process: %+v", c.exits)
+		t.Errorf("no Exit for the process: %+v", c.Exits)
 	}
-	for _, s := range c.samples {
+	for _, s := range c.Samples {
 		if s.Pid != pid {
 			t.Errorf("sample of pid %d, want %d", s.Pid, pid)
 		}
@@ -534,7 +501,7 @@ func TestPtraceLaunchKilled(t *testing.T) {
 	// wait4 may be the one that reaps it.
 	c, res := ptRecordFor(t, 30*time.Second, attach.Options{Command: []string{"sh", "-c", "kill -9 $$"}, Interval: time.Millisecond})
 	if res.ExitCode != 128+9 {
-		t.Errorf("exit code %d, want 137 (events %d)", res.ExitCode, len(c.comms))
+		t.Errorf("exit code %d, want 137 (events %d)", res.ExitCode, len(c.Comms))
 	}
 }
 
@@ -826,9 +793,9 @@ func TestPtraceFollowsChildren(t *testing.T) {
 	// The shell forks three children (the sleeps and busy): busy is the
 	// one that mapped prog.
 	var child int
-	for _, f := range c.forks {
+	for _, f := range c.Forks {
 		if f.Ppid == pid && f.Pid != pid {
-			for _, m := range c.maps {
+			for _, m := range c.Maps {
 				if m.Pid == f.Pid && m.Path == prog {
 					child = f.Pid
 				}
@@ -836,16 +803,16 @@ func TestPtraceFollowsChildren(t *testing.T) {
 		}
 	}
 	if child == 0 {
-		t.Fatalf("no Fork of a child of %d that maps busy: %+v", pid, c.forks)
+		t.Fatalf("no Fork of a child of %d that maps busy: %+v", pid, c.Forks)
 	}
 	var n int
-	for _, s := range c.samples {
+	for _, s := range c.Samples {
 		if s.Pid == child {
 			n++
 		}
 	}
 	var exited bool
-	for _, e := range c.exits {
+	for _, e := range c.Exits {
 		exited = exited || e.Pid == child && e.Tid == child
 	}
 	// The shell has waited for the child by now, so its children's CPU

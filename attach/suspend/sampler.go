@@ -579,14 +579,7 @@ func (s *suspendSampler) addThreads(ids []uint32, now int64, first bool) {
 	}
 	slices.SortFunc(fresh, func(a, b *winThreadState) int { return a.tid - b.tid })
 	for _, th := range fresh {
-		if !first {
-			s.emit(&event.Fork{Time: now, Pid: s.pid, Tid: th.tid, Ppid: s.pid, Ptid: s.pid})
-		}
-		c := &event.Comm{Time: now, Pid: s.pid, Tid: th.tid, Name: s.procName}
-		if th.tid == s.pid {
-			c.Argv, c.Exec = s.argv, s.execd
-		}
-		s.emit(c)
+		suspendwalk.EmitNewThread(s.emit, now, s.pid, th.tid, s.procName, first, s.argv, s.execd)
 	}
 }
 

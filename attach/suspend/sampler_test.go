@@ -11,6 +11,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach/internal/suspendwalk"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/event/eventtest"
 	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/unwind"
 )
@@ -163,19 +164,6 @@ func newFakeWinProc() *fakeWinProc {
 	return p
 }
 
-// collectEvents returns a handler that appends events to evs, copying
-// samples' stacks, which the sampler reuses.
-func collectEvents(evs *[]event.Event) func(event.Event) {
-	return func(e event.Event) {
-		if sm, ok := e.(*event.Sample); ok {
-			c := *sm
-			c.Stack = slices.Clone(sm.Stack)
-			e = &c
-		}
-		*evs = append(*evs, e)
-	}
-}
-
 // fakeClock is a sampler's clock that the test moves.
 type fakeClock struct{ ns int64 }
 
@@ -188,47 +176,40 @@ func (c *fakeClock) tick(s *suspendSampler, list, slow bool, d time.Duration) er
 
 func TestSuspendSamplerTicks(t *testing.T) {
 	p := newFakeWinProc()
-	var evs []event.Event
+	var evs eventtest.Collector
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
 	if err := s.tick(true, false); err != nil {
 		t.Fatal(err)
 	}
 	// First tick: the module, the two threads (main as the pid), no
 	// sample (nothing ran yet).
-	var maps, comms, samples int
-	for _, e := range evs {
-		switch e := e.(type) {
-		case *event.Map:
-			maps++
-			if e.Start != 0x140000000 || e.End != 0x140010000 {
-				t.Errorf("map %#x-%#x", e.Start, e.End)
-			}
-		case *event.Comm:
-			comms++
-			if e.Name != "split.exe" || (e.Tid != 7 && e.Tid != 101) {
-				t.Errorf("comm %+v", e)
-			}
-		case *event.Sample:
-			samples++
+	for _, m := range evs.Maps {
+		if m.Start != 0x140000000 || m.End != 0x140010000 {
+			t.Errorf("map %#x-%#x", m.Start, m.End)
 		}
 	}
-	if maps != 1 || comms != 2 || samples != 0 {
-		t.Fatalf("first tick: %d maps, %d comms, %d samples: %v", maps, comms, samples, evs)
+	for _, c := range evs.Comms {
+		if c.Name != "split.exe" || (c.Tid != 7 && c.Tid != 101) {
+			t.Errorf("comm %+v", c)
+		}
+	}
+	if len(evs.Maps) != 1 || len(evs.Comms) != 2 || len(evs.Samples) != 0 {
+		t.Fatalf("first tick: %d maps, %d comms, %d samples: %v", len(evs.Maps), len(evs.Comms), len(evs.Samples), evs.Events)
 	}
 	// Threads there at the start are sampled once their CPU time moves,
 	// which is read every suspendIdleTimesEvery while they idle.
-	evs = nil
+	evs.Reset()
 	p.ths[101].cpuNS = 10e6
 	clock.tick(s, false, false, suspendIdleTimesEvery/2)
-	if len(evs) != 0 {
-		t.Fatalf("sampled before its CPU time was read again: %v", evs)
+	if len(evs.Events) != 0 {
+		t.Fatalf("sampled before its CPU time was read again: %v", evs.Events)
 	}
 	clock.tick(s, false, false, suspendIdleTimesEvery/2)
-	if len(evs) != 1 {
-		t.Fatalf("second tick: %v", evs)
+	if len(evs.Events) != 1 {
+		t.Fatalf("second tick: %v", evs.Events)
 	}
-	sm := evs[0].(*event.Sample)
+	sm := evs.Events[0].(*event.Sample)
 	if sm.Tid != 101 || sm.CPUDelta != 10e6 || !slices.Equal(sm.Stack, []uint64{0x140001000, 0x140001100, 0x140001200}) {
 		t.Fatalf("sample %+v stack %#x", sm, sm.Stack)
 	}
@@ -236,75 +217,75 @@ func TestSuspendSamplerTicks(t *testing.T) {
 	// of them: here not the PC) is running between two steps of its
 	// times (they move in clock-tick steps): it is sampled for
 	// suspendActiveFor, then not.
-	evs = nil
+	evs.Reset()
 	ms := int(suspendActiveFor / time.Millisecond)
 	for range ms + 10 {
 		p.ths[101].rax++
 		clock.tick(s, false, false, time.Millisecond)
 	}
-	if n := len(evs); n != ms {
+	if n := len(evs.Events); n != ms {
 		t.Errorf("%d samples of a thread between CPU steps, want %d", n, ms)
 	}
 	// One whose registers did not move either is blocked: no sample.
 	p.ths[101].cpuNS += 10e6
-	evs = nil
+	evs.Reset()
 	clock.tick(s, false, false, suspendIdleTimesEvery)
-	if len(evs) != 1 || evs[0].(*event.Sample).CPUDelta != 10e6 {
-		t.Fatalf("a thread whose CPU time moved: %v", evs)
+	if len(evs.Events) != 1 || evs.Events[0].(*event.Sample).CPUDelta != 10e6 {
+		t.Fatalf("a thread whose CPU time moved: %v", evs.Events)
 	}
-	evs = nil
+	evs.Reset()
 	for range 5 {
 		clock.tick(s, false, false, time.Millisecond)
 	}
-	if len(evs) != 0 {
-		t.Errorf("%d samples of a blocked thread, want none", len(evs))
+	if len(evs.Events) != 0 {
+		t.Errorf("%d samples of a blocked thread, want none", len(evs.Events))
 	}
 	// A module loaded later is listed at the next tick after a stack that
 	// found no module (suspendStaleEvery after the last module list).
 	p.mods = append(p.mods, winModule{Base: 0x7b000000, Size: 0x1000, Path: `C:\windows\system32\kernel32.dll`})
 	p.ths[101].regs.IP = 0x7b000010
-	evs = nil
+	evs.Reset()
 	clock.tick(s, false, false, time.Millisecond)
 	clock.tick(s, false, false, time.Millisecond)
-	if !slices.ContainsFunc(evs, func(e event.Event) bool { m, ok := e.(*event.Map); return ok && m.Start == 0x7b000000 }) {
-		t.Fatalf("module loaded later not reported: %v", evs)
+	if !slices.ContainsFunc(evs.Events, func(e event.Event) bool { m, ok := e.(*event.Map); return ok && m.Start == 0x7b000000 }) {
+		t.Fatalf("module loaded later not reported: %v", evs.Events)
 	}
 	// A thread exits, seen at the next thread list; then the process.
-	evs = nil
+	evs.Reset()
 	p.ids = p.ids[:1]
 	clock.tick(s, true, false, suspendActiveFor)
-	if len(evs) != 1 || evs[0].(*event.Exit).Tid != 101 || !p.ths[101].closed {
-		t.Fatalf("exit: %v", evs)
+	if len(evs.Events) != 1 || evs.Events[0].(*event.Exit).Tid != 101 || !p.ths[101].closed {
+		t.Fatalf("exit: %v", evs.Events)
 	}
 	// A thread that appears between lists is found by newThreads, and
 	// sampled from the next tick on: its CPU time counts from its start.
 	p.ids = append(p.ids, 102)
 	p.ths[102] = &fakeWinThread{p: p, id: 102, cpuNS: 5, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
-	evs = nil
+	evs.Reset()
 	clock.tick(s, false, false, suspendProbeEvery)
 	clock.tick(s, false, false, time.Millisecond)
-	if len(evs) != 3 {
-		t.Fatalf("new thread between lists: %v", evs)
+	if len(evs.Events) != 3 {
+		t.Fatalf("new thread between lists: %v", evs.Events)
 	}
-	if f, ok := evs[0].(*event.Fork); !ok || f.Tid != 102 {
-		t.Fatalf("new thread: %v", evs)
+	if f, ok := evs.Events[0].(*event.Fork); !ok || f.Tid != 102 {
+		t.Fatalf("new thread: %v", evs.Events)
 	}
-	if sm, ok := evs[2].(*event.Sample); !ok || sm.Tid != 102 || sm.CPUDelta != 5 {
-		t.Fatalf("new thread's first sample: %v", evs[2])
+	if sm, ok := evs.Events[2].(*event.Sample); !ok || sm.Tid != 102 || sm.CPUDelta != 5 {
+		t.Fatalf("new thread's first sample: %v", evs.Events[2])
 	}
 	// Where newThreads finds nothing, a new thread waits for the next
 	// list.
 	p.noProbe = true
 	p.ids = append(p.ids, 103)
 	p.ths[103] = &fakeWinThread{p: p, id: 103, regs: event.Regs{IP: 0x140001000, SP: 0x10000}}
-	evs = nil
+	evs.Reset()
 	clock.tick(s, false, false, suspendProbeEvery)
-	if slices.ContainsFunc(evs, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
-		t.Fatalf("new thread reported before a list: %v", evs)
+	if slices.ContainsFunc(evs.Events, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
+		t.Fatalf("new thread reported before a list: %v", evs.Events)
 	}
 	clock.tick(s, true, false, time.Millisecond)
-	if !slices.ContainsFunc(evs, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
-		t.Fatalf("new thread not reported at a list: %v", evs)
+	if !slices.ContainsFunc(evs.Events, func(e event.Event) bool { f, ok := e.(*event.Fork); return ok && f.Tid == 103 }) {
+		t.Fatalf("new thread not reported at a list: %v", evs.Events)
 	}
 	// A failed thread list while the process lives is not its end.
 	p.listErr = errors.New("snapshot failed")
@@ -363,12 +344,8 @@ func TestSuspendReadStack(t *testing.T) {
 // at a tick after its file was read, and the tick did not wait for it.
 func TestSuspendSamplerAsyncModules(t *testing.T) {
 	p := newFakeWinProc()
-	var maps []*event.Map
-	s := newSuspendSampler(p, 7, 4096, func(e event.Event) {
-		if m, ok := e.(*event.Map); ok {
-			maps = append(maps, m)
-		}
-	}, func() int64 { return 0 })
+	var evs eventtest.Collector
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, func() int64 { return 0 })
 	release := make(chan struct{})
 	s.loadModule = func(path string) (*unwind.PEImage, *objfile.Identity) {
 		<-release
@@ -376,16 +353,16 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 	}
 	s.async = make(chan loadedModule)
 	s.tick(true, true)
-	if len(maps) != 0 || len(s.mods) != 1 {
-		t.Fatalf("before the read: maps %v, modules %v", maps, s.mods)
+	if len(evs.Maps) != 0 || len(s.mods) != 1 {
+		t.Fatalf("before the read: maps %v, modules %v", evs.Maps, s.mods)
 	}
 	close(release)
-	for i := 0; i < 1000 && len(maps) == 0; i++ {
+	for i := 0; i < 1000 && len(evs.Maps) == 0; i++ {
 		time.Sleep(time.Millisecond)
 		s.tick(false, false)
 	}
-	if len(maps) != 1 || maps[0].Image == nil || maps[0].Image.CodeID != "x" {
-		t.Fatalf("after the read: %v", maps)
+	if len(evs.Maps) != 1 || evs.Maps[0].Image == nil || evs.Maps[0].Image.CodeID != "x" {
+		t.Fatalf("after the read: %v", evs.Maps)
 	}
 	s.close()
 }
@@ -399,9 +376,9 @@ func TestSuspendSamplerAsyncModules(t *testing.T) {
 func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 	for _, end := range []string{"tick", "close", "gone"} {
 		p := newFakeWinProc()
-		var events []event.Event
+		var events eventtest.Collector
 		clock := &fakeClock{ns: 1e9}
-		s := newSuspendSampler(p, 7, 4096, collectEvents(&events), clock.now)
+		s := newSuspendSampler(p, 7, 4096, events.Handle, clock.now)
 		release := make(chan struct{})
 		s.loadModule = func(path string) (*unwind.PEImage, *objfile.Identity) {
 			<-release
@@ -415,12 +392,7 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 			}
 			clock.tick(s, i == 0, i == 0, suspendIdleTimesEvery)
 		}
-		var held int
-		for _, e := range events {
-			if _, ok := e.(*event.Sample); ok {
-				held++
-			}
-		}
+		held := len(events.Samples)
 		n := len(s.deferred)
 		if held != 0 || n < 4 {
 			t.Fatalf("while reading: %d samples out, %d held; want none out, 4 or more held", held, n)
@@ -442,7 +414,7 @@ func TestSuspendSamplerDefersUntilTables(t *testing.T) {
 		}
 		var times []int64
 		mapAt, exited := -1, false
-		for i, e := range events {
+		for i, e := range events.Events {
 			switch e := e.(type) {
 			case *event.Map:
 				mapAt = i
@@ -499,9 +471,9 @@ func (p *fakeWinProc) run(d time.Duration) {
 // suspended.
 func TestSuspendSamplerBatches(t *testing.T) {
 	p := busyFakeWinProc(3)
-	var evs []event.Event
+	var evs eventtest.Collector
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
 	s.tick(true, false)
 	p.run(10 * time.Millisecond)
 	clock.tick(s, false, false, suspendIdleTimesEvery)
@@ -513,8 +485,8 @@ func TestSuspendSamplerBatches(t *testing.T) {
 	if !slices.Equal(ops, want) {
 		t.Errorf("calls %q, want %q", ops, want)
 	}
-	if n := len(evs); n != 1+3+6 { // the module, 3 comms, then 3 samples twice
-		t.Errorf("%d events, want a map, 3 comms and 6 samples: %v", n, evs)
+	if n := len(evs.Events); n != 1+3+6 { // the module, 3 comms, then 3 samples twice
+		t.Errorf("%d events, want a map, 3 comms and 6 samples: %v", n, evs.Events)
 	}
 
 	p = busyFakeWinProc(40)
@@ -586,9 +558,9 @@ func TestSuspendSamplerBatchResumes(t *testing.T) {
 // wineserver); the samples still carry all of it.
 func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 	p := busyFakeWinProc(2)
-	var evs []event.Event
+	var evs eventtest.Collector
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
 	s.execd = true
 	s.tick(true, false)
 	idle := p.ths[101]
@@ -608,8 +580,8 @@ func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 	}
 	var n int
 	var cpu int64
-	for _, e := range evs {
-		if sm, ok := e.(*event.Sample); ok && sm.Tid == 7 {
+	for _, sm := range evs.Samples {
+		if sm.Tid == 7 {
 			n++
 			cpu += sm.CPUDelta
 		}
@@ -625,9 +597,9 @@ func TestSuspendSamplerReadsTimesSeldom(t *testing.T) {
 // from it.
 func TestSuspendSamplerAsyncLists(t *testing.T) {
 	p := newFakeWinProc()
-	var evs []event.Event
+	var evs eventtest.Collector
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
 	s.asyncLists, s.lists = true, make(chan listResult)
 	s.tick(true, false) // the first list is taken at once
 	if len(s.threads) != 2 {
@@ -683,9 +655,9 @@ func TestSuspendSamplerHoldsWithoutModules(t *testing.T) {
 	p := busyFakeWinProc(1)
 	mods := p.mods
 	p.mods = nil
-	var evs []event.Event
+	var evs eventtest.Collector
 	clock := &fakeClock{ns: 1e9}
-	s := newSuspendSampler(p, 7, 4096, collectEvents(&evs), clock.now)
+	s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
 	s.execd = true
 	s.tick(true, true)
 	for range 3 {
@@ -704,13 +676,13 @@ func TestSuspendSamplerHoldsWithoutModules(t *testing.T) {
 	clock.tick(s, false, false, time.Millisecond)
 	clock.tick(s, false, false, time.Millisecond)
 	var deep int
-	for _, e := range evs {
-		if sm, ok := e.(*event.Sample); ok && len(sm.Stack) == 3 {
+	for _, sm := range evs.Samples {
+		if len(sm.Stack) == 3 {
 			deep++
 		}
 	}
 	if deep < 3 {
-		t.Errorf("%d samples unwound through the module, want 3 or more: %v", deep, evs)
+		t.Errorf("%d samples unwound through the module, want 3 or more: %v", deep, evs.Samples)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gprof-dev/gprof/etwevent"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/event/eventtest"
 	"github.com/gprof-dev/gprof/objfile"
 )
 
@@ -63,15 +64,15 @@ const (
 	uAddr = 0x00007FF600001000
 )
 
-func newRuleTranslator(out *etwOut, kernel bool, targets ...int) *Translator {
-	return New(out.handle, Options{Targets: targets, ToNS: func(t int64) int64 { return t * 100 }, Interval: 1e6, Kernel: kernel})
+func newRuleTranslator(out *eventtest.Collector, kernel bool, targets ...int) *Translator {
+	return New(out.Handle, Options{Targets: targets, ToNS: func(t int64) int64 { return t * 100 }, Interval: 1e6, Kernel: kernel})
 }
 
 // TestETWRulesChildrenAndFiltering: samples of other processes are
 // dropped; a process a target starts is recorded too, with a Fork, and
 // its images and threads; the translator is done when all have exited.
 func TestETWRulesChildrenAndFiltering(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newRuleTranslator(&out, false, 100)
 	for _, e := range []*etwevent.Event{
 		procEvent(3, 1, 100, 4, "app.exe", `"C:\app.exe" -x "a b"`),
@@ -99,7 +100,7 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 		t.Error("not Done after every target exited")
 	}
 	var pids []int
-	for _, s := range out.samples {
+	for _, s := range out.Samples {
 		pids = append(pids, s.Pid)
 	}
 	if !reflect.DeepEqual(pids, []int{100, 300}) {
@@ -107,22 +108,22 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 	}
 	// The child; its first thread is its main thread, reported with
 	// the pid as tid, not as a new thread.
-	if len(out.forks) != 1 || out.forks[0] != (event.Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
-		t.Errorf("forks %+v", out.forks)
+	if len(out.Forks) != 1 || out.Forks[0] != (event.Fork{Time: 2000, Pid: 300, Tid: 300, Ppid: 100, Ptid: 100}) {
+		t.Errorf("forks %+v", out.Forks)
 	}
-	if len(out.maps) != 1 || out.maps[0].Pid != 100 || out.maps[0].Start != 0x140000000 || out.maps[0].End != 0x140010000 {
-		t.Errorf("maps %+v, want app.exe's only", out.maps)
+	if len(out.Maps) != 1 || out.Maps[0].Pid != 100 || out.Maps[0].Start != 0x140000000 || out.Maps[0].End != 0x140010000 {
+		t.Errorf("maps %+v, want app.exe's only", out.Maps)
 	}
 	// The image's name stands for argv[0], which the parent chose.
-	if len(out.comms) == 0 || !reflect.DeepEqual(out.comms[0].Argv, []string{"app.exe", "-x", "a b"}) {
-		t.Errorf("comms %+v", out.comms)
+	if len(out.Comms) == 0 || !reflect.DeepEqual(out.Comms[0].Argv, []string{"app.exe", "-x", "a b"}) {
+		t.Errorf("comms %+v", out.Comms)
 	}
 	want := []event.Exit{{Time: 4000, Pid: 300, Tid: 300, ExitKnown: true}, {Time: 5000, Pid: 100, Tid: 100, ExitKnown: true}}
-	if !reflect.DeepEqual(out.exits, want) {
-		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.exits)
+	if !reflect.DeepEqual(out.Exits, want) {
+		t.Errorf("exits %+v, want the child's and the target's, not the child's main thread's apart", out.Exits)
 	}
-	if out.samples[1].Tid != 300 {
-		t.Errorf("the child's main thread's sample has tid %d, want the pid", out.samples[1].Tid)
+	if out.Samples[1].Tid != 300 {
+		t.Errorf("the child's main thread's sample has tid %d, want the pid", out.Samples[1].Tid)
 	}
 }
 
@@ -131,7 +132,7 @@ func TestETWRulesChildrenAndFiltering(t *testing.T) {
 // they are joined, the kernel frames kept or dropped by --kernel.
 func TestETWRulesStackParts(t *testing.T) {
 	for _, kernel := range []bool{true, false} {
-		var out etwOut
+		var out eventtest.Collector
 		tr := newRuleTranslator(&out, kernel, 100)
 		for _, e := range []*etwevent.Event{
 			procEvent(3, 1, 100, 4, "app.exe", ""),
@@ -141,14 +142,14 @@ func TestETWRulesStackParts(t *testing.T) {
 		} {
 			tr.Event(e, 3)
 		}
-		if len(out.samples) != 0 {
+		if len(out.Samples) != 0 {
 			t.Fatal("a sample in the kernel was sent before its user part came")
 		}
 		tr.Event(stackEvent(12, 10, 100, 101, uAddr, uAddr+0x20), 3)
-		if len(out.samples) != 1 {
-			t.Fatalf("%d samples after the user part came, want 1", len(out.samples))
+		if len(out.Samples) != 1 {
+			t.Fatalf("%d samples after the user part came, want 1", len(out.Samples))
 		}
-		s := out.samples[0]
+		s := out.Samples[0]
 		want := []uint64{uAddr, uAddr + 0x20}
 		nk := 0
 		if kernel {
@@ -164,7 +165,7 @@ func TestETWRulesStackParts(t *testing.T) {
 // gets one user part when it returns to user mode, for the later sample;
 // it is the user stack of both.
 func TestETWRulesOneUserPartForSeveral(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newRuleTranslator(&out, true, 100)
 	for _, e := range []*etwevent.Event{
 		procEvent(3, 1, 100, 4, "app.exe", ""),
@@ -176,20 +177,20 @@ func TestETWRulesOneUserPartForSeveral(t *testing.T) {
 	} {
 		tr.Event(e, 0)
 	}
-	if len(out.samples) != 0 {
-		t.Fatalf("%d samples sent before their user part", len(out.samples))
+	if len(out.Samples) != 0 {
+		t.Fatalf("%d samples sent before their user part", len(out.Samples))
 	}
 	tr.Event(stackEvent(16, 15, 100, 101, uAddr), 0)
-	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr, uAddr}) ||
-		!reflect.DeepEqual(out.samples[1].Stack, []uint64{kAddr + 8, uAddr}) {
-		t.Fatalf("samples %+v, want both with the one user part", out.samples)
+	if len(out.Samples) != 2 || !reflect.DeepEqual(out.Samples[0].Stack, []uint64{kAddr, uAddr}) ||
+		!reflect.DeepEqual(out.Samples[1].Stack, []uint64{kAddr + 8, uAddr}) {
+		t.Fatalf("samples %+v, want both with the one user part", out.Samples)
 	}
 }
 
 // TestETWRulesNoUserPart: a sample whose user part never comes is sent
 // with what it has after maxWait, and at the end.
 func TestETWRulesNoUserPart(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newRuleTranslator(&out, true, 100)
 	tr.maxWait = 100
 	for _, e := range []*etwevent.Event{
@@ -203,18 +204,18 @@ func TestETWRulesNoUserPart(t *testing.T) {
 	} {
 		tr.Event(e, 0)
 	}
-	if len(out.samples) != 0 {
-		t.Fatalf("samples %+v sent while the first waits for its user part", out.samples)
+	if len(out.Samples) != 0 {
+		t.Fatalf("samples %+v sent while the first waits for its user part", out.Samples)
 	}
 	tr.Event(threadEvent(3, 200, 100, 103), 0) // time passes
-	if len(out.samples) != 2 || !reflect.DeepEqual(out.samples[0].Stack, []uint64{kAddr}) || out.samples[1].Tid != 102 {
-		t.Fatalf("samples %+v, want the waiting one sent after maxWait, in order", out.samples)
+	if len(out.Samples) != 2 || !reflect.DeepEqual(out.Samples[0].Stack, []uint64{kAddr}) || out.Samples[1].Tid != 102 {
+		t.Fatalf("samples %+v, want the waiting one sent after maxWait, in order", out.Samples)
 	}
 	tr.Event(sampleEvent(300, 102, kAddr), 0)
 	tr.Event(stackEvent(300, 300, 100, 102, kAddr), 0)
 	tr.Flush()
-	if len(out.samples) != 3 {
-		t.Fatalf("%d samples, want the last sent by Flush", len(out.samples))
+	if len(out.Samples) != 3 {
+		t.Fatalf("%d samples, want the last sent by Flush", len(out.Samples))
 	}
 }
 
@@ -222,7 +223,7 @@ func TestETWRulesNoUserPart(t *testing.T) {
 // before its start event (buffers of different CPUs arrive out of order);
 // they are kept once the start event says whose they are.
 func TestETWRulesLateThreadStart(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newRuleTranslator(&out, false, 100)
 	for _, e := range []*etwevent.Event{
 		procEvent(3, 1, 100, 4, "app.exe", ""),
@@ -235,8 +236,8 @@ func TestETWRulesLateThreadStart(t *testing.T) {
 	}
 	tr.Flush()
 	// 105 is 100's first thread: its main thread, reported as tid 100.
-	if len(out.samples) != 1 || out.samples[0].Tid != 100 || out.samples[0].Pid != 100 {
-		t.Errorf("samples %+v, want thread 105's only", out.samples)
+	if len(out.Samples) != 1 || out.Samples[0].Tid != 100 || out.Samples[0].Pid != 100 {
+		t.Errorf("samples %+v, want thread 105's only", out.Samples)
 	}
 }
 
@@ -251,7 +252,7 @@ func TestSplitCommandLine(t *testing.T) {
 // started first, even when another CPU's buffer brings a later thread's
 // start (and samples) first.
 func TestETWRulesMainThreadOutOfOrder(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newRuleTranslator(&out, false, 100)
 	tr.maxWait = 50
 	for _, e := range []*etwevent.Event{
@@ -265,12 +266,12 @@ func TestETWRulesMainThreadOutOfOrder(t *testing.T) {
 	} {
 		tr.Event(e, 0)
 	}
-	if len(out.samples) != 0 {
-		t.Fatalf("samples %+v sent while the main thread may still change", out.samples)
+	if len(out.Samples) != 0 {
+		t.Fatalf("samples %+v sent while the main thread may still change", out.Samples)
 	}
 	tr.Event(threadEvent(3, 100, 300, 303), 0) // time passes
-	if len(out.samples) != 2 || out.samples[0].Tid != 302 || out.samples[1].Tid != 300 {
-		t.Fatalf("samples %+v, want thread 302 as itself and 301 (started first) as the main thread", out.samples)
+	if len(out.Samples) != 2 || out.Samples[0].Tid != 302 || out.Samples[1].Tid != 300 {
+		t.Fatalf("samples %+v, want thread 302 as itself and 301 (started first) as the main thread", out.Samples)
 	}
 }
 
@@ -280,8 +281,8 @@ func endEvent(time int64, pid uint32, status uint32) *etwevent.Event {
 	return rtEvent(etwevent.ProcessGUID, 2, 4, time, p.wstr(""))
 }
 
-func newFileTranslator(out *etwOut) *Translator {
-	return New(out.handle, Options{AllProcesses: true, KeepTids: true, Start: 1,
+func newFileTranslator(out *eventtest.Collector) *Translator {
+	return New(out.Handle, Options{AllProcesses: true, KeepTids: true, Start: 1,
 		ToNS: func(t int64) int64 { return t * 100 }, Interval: 1e6, Kernel: true})
 }
 
@@ -290,7 +291,7 @@ func newFileTranslator(out *etwOut) *Translator {
 // trace's start, names processes by their image, gives every process the
 // kernel's images, and ends a process no earlier than its last sample.
 func TestETWRulesWholeTrace(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newFileTranslator(&out)
 	for _, e := range []*etwevent.Event{
 		imageEvent(3, 2, 0, 0xFFFFF80000000000, 0x100000, `\SystemRoot\system32\ntoskrnl.exe`),
@@ -312,14 +313,14 @@ func TestETWRulesWholeTrace(t *testing.T) {
 	}
 	tr.Flush()
 	var got []string
-	for _, s := range out.samples {
+	for _, s := range out.Samples {
 		got = append(got, fmt.Sprintf("%d/%d", s.Pid, s.Tid))
 	}
 	if want := []string{"100/101", "200/201", "300/301", "300/301"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("samples of %v, want %v", got, want)
 	}
 	got = nil
-	for _, c := range out.comms {
+	for _, c := range out.Comms {
 		got = append(got, fmt.Sprintf("%d/%d@%d %v", c.Pid, c.Tid, c.Time, c.Argv))
 	}
 	// The rundown's threads at the trace's start (raw 1, 100 ns); the
@@ -327,19 +328,19 @@ func TestETWRulesWholeTrace(t *testing.T) {
 	if want := []string{"100/101@100 [app.exe -x]", "100/102@100 [app.exe -x]", "200/201@100 [other.exe]", "300/301@2100 [child.exe]"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("comms %v, want %v", got, want)
 	}
-	if len(out.forks) != 0 {
-		t.Errorf("forks %+v: every process is recorded from its own events", out.forks)
+	if len(out.Forks) != 0 {
+		t.Errorf("forks %+v: every process is recorded from its own events", out.Forks)
 	}
 	got = nil
-	for _, m := range out.maps {
+	for _, m := range out.Maps {
 		got = append(got, fmt.Sprintf("%d@%d", m.Pid, m.Time))
 	}
 	if want := []string{"100@100", "200@100", "300@2000"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("kernel maps %v, want one per process", got)
 	}
 	want := []event.Exit{{Time: 3900, Pid: 300, Tid: 301}, {Time: 4100, Pid: 300, Tid: 300, ExitCode: 7, ExitKnown: true}}
-	if !reflect.DeepEqual(out.exits, want) {
-		t.Errorf("exits %+v, want %+v", out.exits, want)
+	if !reflect.DeepEqual(out.Exits, want) {
+		t.Errorf("exits %+v, want %+v", out.Exits, want)
 	}
 }
 
@@ -348,7 +349,7 @@ func TestETWRulesWholeTrace(t *testing.T) {
 // process) after their samples: the samples are kept, the threads are
 // there since the start, and the process is named.
 func TestETWRulesEndRundownOnly(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newFileTranslator(&out)
 	for _, e := range []*etwevent.Event{
 		sampleEvent(10, 101, uAddr),
@@ -360,11 +361,11 @@ func TestETWRulesEndRundownOnly(t *testing.T) {
 		tr.Event(e, 0)
 	}
 	tr.Flush()
-	if len(out.samples) != 2 || out.samples[0].Pid != 100 || out.samples[1].Tid != 102 {
-		t.Errorf("samples %+v", out.samples)
+	if len(out.Samples) != 2 || out.Samples[0].Pid != 100 || out.Samples[1].Tid != 102 {
+		t.Errorf("samples %+v", out.Samples)
 	}
 	var got []string
-	for _, c := range out.comms {
+	for _, c := range out.Comms {
 		got = append(got, fmt.Sprintf("%d/%d@%d %v", c.Pid, c.Tid, c.Time, c.Argv))
 	}
 	if want := []string{"100/101@100 []", "100/102@100 []", "100/101@100 [app.exe]"}; !reflect.DeepEqual(got, want) {
@@ -378,7 +379,7 @@ func TestETWRulesEndRundownOnly(t *testing.T) {
 // or dropped without --kernel.
 func TestETWRulesKernelFrames(t *testing.T) {
 	for _, kernel := range []bool{true, false} {
-		var out etwOut
+		var out eventtest.Collector
 		tr := newRuleTranslator(&out, kernel, 100)
 		for _, e := range []*etwevent.Event{
 			procEvent(3, 1, 100, 4, "app.exe", ""),
@@ -391,10 +392,10 @@ func TestETWRulesKernelFrames(t *testing.T) {
 			tr.Event(e, 0)
 		}
 		tr.Flush()
-		if len(out.samples) != 2 {
-			t.Fatalf("%d samples", len(out.samples))
+		if len(out.Samples) != 2 {
+			t.Fatalf("%d samples", len(out.Samples))
 		}
-		a, b := out.samples[0], out.samples[1]
+		a, b := out.Samples[0], out.Samples[1]
 		if kernel {
 			if !reflect.DeepEqual(a.Stack, []uint64{kAddr}) || a.KernelFrames != 1 || !a.InKernel {
 				t.Errorf("kernel: sample in the kernel %+v", a)
@@ -417,16 +418,8 @@ func TestETWRulesKernelFrames(t *testing.T) {
 // only the images not seen (a circular trace's); a new process with a
 // reused pid ends the old one first and gets the kernel's images again.
 func TestETWRulesImages(t *testing.T) {
-	var out etwOut
+	var out eventtest.Collector
 	tr := newFileTranslator(&out)
-	var unmaps []event.Unmap
-	h := tr.h
-	tr.h = func(ev event.Event) {
-		if u, ok := ev.(*event.Unmap); ok {
-			unmaps = append(unmaps, *u)
-		}
-		h(ev)
-	}
 	for _, e := range []*etwevent.Event{
 		imageEvent(3, 2, 0, 0xFFFFF80000000000, 0x100000, `\SystemRoot\system32\ntoskrnl.exe`),
 		procEvent(3, 3, 100, 4, "app.exe", ""),
@@ -444,7 +437,7 @@ func TestETWRulesImages(t *testing.T) {
 	}
 	tr.Flush()
 	var got []string
-	for _, m := range out.maps {
+	for _, m := range out.Maps {
 		got = append(got, fmt.Sprintf("%s@%d", m.Path, m.Time))
 	}
 	// b.dll's load was the first process's: the second's is the rundown's.
@@ -453,11 +446,11 @@ func TestETWRulesImages(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("maps %v, want %v", got, want)
 	}
-	if len(unmaps) != 1 || unmaps[0] != (event.Unmap{Time: 600, Pid: 100, Start: 0x10000000, End: 0x10010000}) {
-		t.Errorf("unmaps %+v", unmaps)
+	if len(out.Unmaps) != 1 || out.Unmaps[0] != (event.Unmap{Time: 600, Pid: 100, Start: 0x10000000, End: 0x10010000}) {
+		t.Errorf("unmaps %+v", out.Unmaps)
 	}
-	if len(out.exits) != 1 || out.exits[0].Time != 800 {
-		t.Errorf("exits %+v, want the first process's, at its end", out.exits)
+	if len(out.Exits) != 1 || out.Exits[0].Time != 800 {
+		t.Errorf("exits %+v, want the first process's, at its end", out.Exits)
 	}
 }
 

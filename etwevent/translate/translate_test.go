@@ -8,37 +8,10 @@ import (
 
 	"github.com/gprof-dev/gprof/etwevent/etwtest"
 	"github.com/gprof-dev/gprof/event"
+	"github.com/gprof-dev/gprof/event/eventtest"
 
 	"github.com/gprof-dev/gprof/etwevent"
 )
-
-type etwOut struct {
-	samples []event.Sample
-	maps    []event.Map
-	comms   []event.Comm
-	forks   []event.Fork
-	exits   []event.Exit
-	lost    uint64
-}
-
-func (o *etwOut) handle(ev event.Event) {
-	switch e := ev.(type) {
-	case *event.Sample:
-		s := *e
-		s.Stack = slices.Clone(e.Stack)
-		o.samples = append(o.samples, s)
-	case *event.Map:
-		o.maps = append(o.maps, *e)
-	case *event.Comm:
-		o.comms = append(o.comms, *e)
-	case *event.Fork:
-		o.forks = append(o.forks, *e)
-	case *event.Exit:
-		o.exits = append(o.exits, *e)
-	case *event.Lost:
-		o.lost += e.Count
-	}
-}
 
 // replay walks a trace through tr in file order, as a live session
 // delivers buffers.
@@ -92,20 +65,20 @@ func fileOptions() Options {
 // stack keys, kernel and user parts joined), with 1 ms of CPU each.
 func TestLiveAndFileAgree(t *testing.T) {
 	data := etwtest.PerfViewTrace(t)
-	var file etwOut
-	replaySorted(t, data, New(file.handle, fileOptions()))
+	var file eventtest.Collector
+	replaySorted(t, data, New(file.Handle, fileOptions()))
 	want := map[int][]event.Sample{}
-	for _, s := range file.samples {
+	for _, s := range file.Samples {
 		if s.Pid == 3644 {
 			want[s.Tid] = append(want[s.Tid], s)
 		}
 	}
 
-	var live etwOut
-	tr := New(live.handle, Options{Targets: []int{3644}, ToNS: func(raw int64) int64 { return raw }, Interval: 1e6, Kernel: true})
+	var live eventtest.Collector
+	tr := New(live.Handle, Options{Targets: []int{3644}, ToNS: func(raw int64) int64 { return raw }, Interval: 1e6, Kernel: true})
 	replay(t, data, tr)
 	got := map[int][]event.Sample{}
-	for _, s := range live.samples {
+	for _, s := range live.Samples {
 		if s.Pid != 3644 {
 			t.Fatalf("sample of pid %d, not the target", s.Pid)
 		}
@@ -148,13 +121,13 @@ func TestLiveAndFileAgree(t *testing.T) {
 // sampled instruction. Binding a reused key to the wrong definition (the
 // last one, say) breaks this for a third of the samples.
 func TestStackLeafIsSampleIP(t *testing.T) {
-	var out etwOut
-	ips := replaySorted(t, etwtest.PerfViewTrace(t), New(out.handle, fileOptions()))
-	if len(out.samples) != 88_809 {
-		t.Errorf("%d samples, want the trace's 88,809 SampledProfile events", len(out.samples))
+	var out eventtest.Collector
+	ips := replaySorted(t, etwtest.PerfViewTrace(t), New(out.Handle, fileOptions()))
+	if len(out.Samples) != 88_809 {
+		t.Errorf("%d samples, want the trace's 88,809 SampledProfile events", len(out.Samples))
 	}
 	withStack, leafIP, both := 0, 0, 0
-	for _, s := range out.samples {
+	for _, s := range out.Samples {
 		if len(s.Stack) < 2 {
 			continue
 		}

@@ -1166,21 +1166,11 @@ func parseAddress(s string) (uint64, bool) {
 	}
 	var v uint64
 	for i := 2; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		d, ok := unhex(s[i])
+		if !ok || v>>60 != 0 {
 			return 0, false
 		}
-		if v>>60 != 0 {
-			return 0, false
-		}
-		v = v<<4 | uint64(c)
+		v = v<<4 | uint64(d)
 	}
 	return v, true
 }

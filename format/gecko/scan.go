@@ -47,6 +47,10 @@ func (e *syntaxError) Error() string {
 	if errors.As(e.err, new(*limit.Error)) {
 		return e.err.Error() // says what is wrong with the whole file
 	}
+	if errors.Is(e.err, io.ErrUnexpectedEOF) {
+		// Kept in the chain, so that callers can tell a file cut short.
+		return fmt.Sprintf("unexpected end of compressed input at byte %d", e.off)
+	}
 	if e.err != nil {
 		return fmt.Sprintf("%v at byte %d", e.err, e.off)
 	}
@@ -118,9 +122,6 @@ func (s *scanner) fill(keep int) (shift int, ok bool) {
 			if err == io.EOF {
 				s.eof = true
 				return keep, n > 0
-			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				err = errors.New("unexpected end of compressed input")
 			}
 			panic(&syntaxError{err: err, off: s.base + int64(s.end)})
 		}
@@ -381,20 +382,26 @@ func (s *scanner) slowString() []byte {
 func (s *scanner) hex4(i int) rune {
 	var r rune
 	for j := i; j < i+4; j++ {
-		c := s.buf[j]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			s.failAt(j, "invalid character %s in \\u hexadecimal character escape", quoteChar(c))
+		d, ok := unhex(s.buf[j])
+		if !ok {
+			s.failAt(j, "invalid character %s in \\u hexadecimal character escape", quoteChar(s.buf[j]))
 		}
-		r = r<<4 | rune(c)
+		r = r<<4 | rune(d)
 	}
 	return r
+}
+
+// unhex returns the value of hexadecimal digit c, of either case.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func (s *scanner) string() string { return string(s.stringBytes()) }

@@ -94,7 +94,7 @@ func Build(p *profile.Profile, o Options) *Request {
 		b.start = p.Meta.StartTime.UnixNano()
 	}
 	periodType := "cpu"
-	if OffCPU(p) {
+	if p.OffCPU() {
 		periodType = "wall"
 	}
 	b.period = &ValueType{TypeStrindex: b.str(periodType), UnitStrindex: b.str("nanoseconds")}
@@ -108,17 +108,6 @@ func Build(p *profile.Profile, o Options) *Request {
 		}
 	}
 	return out
-}
-
-// OffCPU says whether p was recorded with off-CPU samples (its categories
-// are those of such a recording), whose samples count wall-clock time.
-func OffCPU(p *profile.Profile) bool {
-	for _, c := range p.Meta.Categories {
-		if c.Name == "Idle" {
-			return true
-		}
-	}
-	return false
 }
 
 // WriteFile writes the request to path, atomically: OTLP JSON when the
@@ -178,36 +167,36 @@ type builder struct {
 	stacks    map[string]int32   // encoded location indices
 }
 
-func (b *builder) str(s string) int32 {
-	if i, ok := b.strs[s]; ok {
+// intern returns the index in table of the entry known by k, appending
+// the one entry makes when k is new: every table of the dictionary holds
+// each entry once, indexed by where it was first needed.
+func intern[K comparable, V any](index map[K]int32, table *[]V, k K, entry func() V) int32 {
+	if i, ok := index[k]; ok {
 		return i
 	}
-	i := int32(len(b.dict.StringTable))
-	b.dict.StringTable = append(b.dict.StringTable, s)
-	b.strs[s] = i
+	e := entry() // which may add to the other tables (a mapping its file name)
+	i := int32(len(*table))
+	*table = append(*table, e)
+	index[k] = i
 	return i
+}
+
+func (b *builder) str(s string) int32 {
+	return intern(b.strs, &b.dict.StringTable, s, func() string { return s })
 }
 
 func (b *builder) strAttr(key, val string) int32 {
 	k := attrKey{key: b.str(key), str: val}
-	if i, ok := b.attrs[k]; ok {
-		return i
-	}
-	i := int32(len(b.dict.AttributeTable))
-	b.dict.AttributeTable = append(b.dict.AttributeTable, &KeyValueAndUnit{KeyStrindex: k.key, Value: Str(val)})
-	b.attrs[k] = i
-	return i
+	return intern(b.attrs, &b.dict.AttributeTable, k, func() *KeyValueAndUnit {
+		return &KeyValueAndUnit{KeyStrindex: k.key, Value: Str(val)}
+	})
 }
 
 func (b *builder) intAttr(key string, val int64) int32 {
 	k := attrKey{key: b.str(key), num: val, isNo: true}
-	if i, ok := b.attrs[k]; ok {
-		return i
-	}
-	i := int32(len(b.dict.AttributeTable))
-	b.dict.AttributeTable = append(b.dict.AttributeTable, &KeyValueAndUnit{KeyStrindex: k.key, Value: Int(val)})
-	b.attrs[k] = i
-	return i
+	return intern(b.attrs, &b.dict.AttributeTable, k, func() *KeyValueAndUnit {
+		return &KeyValueAndUnit{KeyStrindex: k.key, Value: Int(val)}
+	})
 }
 
 // resource returns the resource attributes of process pr: gprof's, then
@@ -377,14 +366,7 @@ func (b *builder) stack(pr *profile.Process, th *profile.Thread, s int32, locs m
 	for _, id := range ids {
 		kb = binary.LittleEndian.AppendUint32(kb, uint32(id))
 	}
-	key := string(kb)
-	if i, ok := b.stacks[key]; ok {
-		return i
-	}
-	i := int32(len(b.dict.StackTable))
-	b.dict.StackTable = append(b.dict.StackTable, &Stack{LocationIndices: ids})
-	b.stacks[key] = i
-	return i
+	return intern(b.stacks, &b.dict.StackTable, string(kb), func() *Stack { return &Stack{LocationIndices: ids} })
 }
 
 // location returns the dictionary's location for frame f of process pr;
@@ -428,13 +410,7 @@ func (b *builder) location(pr *profile.Process, f profile.Frame, caller bool) in
 	for _, l := range loc.Lines {
 		fmt.Fprintf(&key, " %d:%d", l.FunctionIndex, l.Line)
 	}
-	if i, ok := b.locations[key.String()]; ok {
-		return i
-	}
-	i := int32(len(b.dict.LocationTable))
-	b.dict.LocationTable = append(b.dict.LocationTable, loc)
-	b.locations[key.String()] = i
-	return i
+	return intern(b.locations, &b.dict.LocationTable, key.String(), func() *Location { return loc })
 }
 
 func (b *builder) function(name, file string) int32 {
@@ -442,13 +418,7 @@ func (b *builder) function(name, file string) int32 {
 		name = "[unknown]" // a function must have a name or a file
 	}
 	k := [2]int32{b.str(name), b.str(file)}
-	if i, ok := b.functions[k]; ok {
-		return i
-	}
-	i := int32(len(b.dict.FunctionTable))
-	b.dict.FunctionTable = append(b.dict.FunctionTable, &Function{NameStrindex: k[0], FilenameStrindex: k[1]})
-	b.functions[k] = i
-	return i
+	return intern(b.functions, &b.dict.FunctionTable, k, func() *Function { return &Function{NameStrindex: k[0], FilenameStrindex: k[1]} })
 }
 
 func (b *builder) mapping(lib *profile.Lib) int32 {
@@ -457,20 +427,17 @@ func (b *builder) mapping(lib *profile.Lib) int32 {
 		file = lib.Name
 	}
 	k := mappingKey{lib.Start, lib.End, lib.Offset, file, lib.CodeID}
-	if i, ok := b.mappings[k]; ok {
-		return i
-	}
-	// gprof's Offset is Start's distance from the binary's base, which
-	// is its file offset for the usual ELF text mapping (the first load
-	// segment maps file offset 0 at the base), as pprof's writer assumes.
-	m := &Mapping{MemoryStart: lib.Start, MemoryLimit: lib.End, FileOffset: lib.Offset, FilenameStrindex: b.str(file)}
-	if gnuBuildID(lib) {
-		m.AttributeIndices = []int32{b.strAttr(AttrBuildIDGNU, lib.CodeID)}
-	}
-	i := int32(len(b.dict.MappingTable))
-	b.dict.MappingTable = append(b.dict.MappingTable, m)
-	b.mappings[k] = i
-	return i
+	return intern(b.mappings, &b.dict.MappingTable, k, func() *Mapping {
+		// gprof's Offset is Start's distance from the binary's base,
+		// which is its file offset for the usual ELF text mapping (the
+		// first load segment maps file offset 0 at the base), as pprof's
+		// writer assumes.
+		m := &Mapping{MemoryStart: lib.Start, MemoryLimit: lib.End, FileOffset: lib.Offset, FilenameStrindex: b.str(file)}
+		if gnuBuildID(lib) {
+			m.AttributeIndices = []int32{b.strAttr(AttrBuildIDGNU, lib.CodeID)}
+		}
+		return m
+	})
 }
 
 // gnuBuildID says whether lib's code ID is an ELF file's GNU build ID:

@@ -189,7 +189,15 @@ func TestBuild(t *testing.T) {
 
 func TestServiceNameAndOffCPU(t *testing.T) {
 	p := sample()
+	// A Python recording's categories without --off-cpu (issue 29) are
+	// a CPU profile's.
+	p.Meta.Categories = profile.PythonCategories
+	cpu := Build(p, Options{})
+	if pt := cpu.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].PeriodType; str(cpu.Dictionary, pt.TypeStrindex) != "cpu" {
+		t.Errorf("CPU profile with the Idle category: period type %q, want cpu", str(cpu.Dictionary, pt.TypeStrindex))
+	}
 	p.Meta.Categories = profile.OffCPUCategories
+	p.Meta.Extra[profile.ExtraOffCPU] = "true"
 	req := Build(p, Options{ServiceName: "bench"})
 	d := req.Dictionary
 	for _, kv := range req.ResourceProfiles[0].Resource.Attributes {

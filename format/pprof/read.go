@@ -118,6 +118,9 @@ func fromPprof(src *pprofpb.Profile) (*profile.Profile, error) {
 		if s, ok := strings.CutPrefix(c, "product: "); ok {
 			p.Meta.Product = s
 		}
+		if s, ok := strings.CutPrefix(c, profile.ExtraOffCPU+": "); ok {
+			p.Meta.Extra[profile.ExtraOffCPU] = s
+		}
 	}
 	mainName := "pprof"
 	if len(src.Mapping) > 0 && src.Mapping[0].File != "" {

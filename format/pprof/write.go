@@ -50,6 +50,11 @@ func Convert(p *profile.Profile) *pprofpb.Profile {
 	if p.Meta.Product != "" {
 		c.out.Comments = append(c.out.Comments, "product: "+p.Meta.Product)
 	}
+	if v := p.Meta.Extra[profile.ExtraOffCPU]; v != "" {
+		// What the samples measure, for the trip back (Read): pprof
+		// keeps no categories to tell an off-CPU sample by.
+		c.out.Comments = append(c.out.Comments, profile.ExtraOffCPU+": "+v)
+	}
 	// pprof takes the first mapping for the main binary (its "File:"
 	// line, and the binary 'go tool pprof' symbolizes by default).
 	if lib := mainLib(p); lib != nil {

@@ -358,22 +358,11 @@ func (b *builder) writeCounters(j *jsonWriter) {
 			j.key("display")
 			j.value(display)
 			j.key("samples")
-			j.beginObject()
-			j.key("time")
-			j.beginArray()
-			for _, t := range c.Time {
-				j.ms(t)
-			}
-			j.endArray()
-			j.key("count")
-			j.beginArray()
-			for _, v := range c.Count {
-				j.int(v)
-			}
-			j.endArray()
-			j.key("length")
-			j.int(int64(len(c.Time)))
-			j.endObject()
+			object(
+				field{"time", millis(c.Time)},
+				field{"count", ints(c.Count)},
+				field{"length", number(len(c.Time))},
+			)(j)
 			j.endObject()
 		}
 	}
@@ -392,32 +381,17 @@ func (b *builder) writeOverhead(j *jsonWriter) {
 	}
 	if main >= 0 {
 		j.beginObject()
+		// Stats read every column as far as Time goes.
+		n := len(o.Time)
 		j.key("samples")
-		j.beginObject()
-		j.key("time")
-		j.beginArray()
-		for _, t := range o.Time {
-			j.ms(t)
-		}
-		j.endArray()
-		for _, col := range []struct {
-			name string
-			v    []int64
-		}{{"locking", nil}, {"expiredMarkerCleaning", nil}, {"counters", o.Counters}, {"threads", o.Threads}} {
-			j.key(col.name)
-			j.beginArray()
-			for i := range o.Time {
-				if col.v == nil {
-					j.int(0)
-				} else {
-					j.int(col.v[i])
-				}
-			}
-			j.endArray()
-		}
-		j.key("length")
-		j.int(int64(len(o.Time)))
-		j.endObject()
+		object(
+			field{"time", millis(o.Time)},
+			field{"locking", repeat(n, "0")},
+			field{"expiredMarkerCleaning", repeat(n, "0")},
+			field{"counters", ints(o.Counters[:n])},
+			field{"threads", ints(o.Threads[:n])},
+			field{"length", number(n)},
+		)(j)
 		j.key("pid")
 		j.str(b.ids.Process(b.p.Processes[0]).Pid)
 		j.key("mainThreadIndex")
@@ -477,341 +451,184 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("pausedRanges")
 	j.value("[]")
 
-	sm := &th.Samples
-	n := len(sm.Stack)
 	j.key("samples")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("weightType")
-	j.str("samples")
-	j.key("stack")
-	j.beginArray()
-	for _, s := range sm.Stack {
-		if s == profile.NoStack {
-			j.null()
-		} else {
-			j.int(int64(t.leaf[s]))
-		}
-	}
-	j.endArray()
-	j.key("timeDeltas")
-	j.beginArray()
-	var prev int64
-	for _, tm := range sm.Time {
-		j.ms(tm - prev)
-		prev = tm
-	}
-	j.endArray()
-	j.key("weight")
-	if sm.Weight == nil {
-		j.null()
-	} else {
-		j.beginArray()
-		for _, w := range sm.Weight {
-			j.int(int64(w))
-		}
-		j.endArray()
-	}
-	if sm.CPUDelta != nil {
-		j.key("threadCPUDelta")
-		j.beginArray()
-		for _, d := range sm.CPUDelta {
-			if d < 0 {
-				j.null()
-			} else {
-				j.scaled(d, 3)
-			}
-		}
-		j.endArray()
-	}
-	j.endObject()
-
-	b.writeMarkers(j, t.markers)
+	samplesTable(t)(j)
+	j.key("markers")
+	b.markersTable(t.markers)(j)
 	j.endObject()
 }
 
-func (b *builder) writeMarkers(j *jsonWriter, ms []profile.Marker) {
-	j.key("markers")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(len(ms)))
-	j.key("name")
-	j.beginArray()
-	for _, m := range ms {
-		j.int(int64(b.str(m.Name)))
+// samplesTable describes a thread's samples.
+func samplesTable(t threadOut) func(*jsonWriter) {
+	sm := &t.th.Samples
+	weight := raw("null") // every sample weighs 1
+	if sm.Weight != nil {
+		weight = ints(sm.Weight)
 	}
-	j.endArray()
-	j.key("startTime")
-	j.beginArray()
-	for _, m := range ms {
-		if m.Phase == profile.PhaseIntervalEnd {
-			j.null()
-		} else {
-			j.ms(m.Start)
-		}
+	fields := []field{
+		{"length", number(len(sm.Stack))},
+		{"weightType", raw(`"samples"`)},
+		{"stack", stacks(sm.Stack, t.leaf)},
+		{"timeDeltas", deltas(sm.Time)},
+		{"weight", weight},
 	}
-	j.endArray()
-	j.key("endTime")
-	j.beginArray()
-	for _, m := range ms {
-		if m.Phase == profile.PhaseInstant || m.Phase == profile.PhaseIntervalStart {
-			j.null()
-		} else {
-			j.ms(m.End)
-		}
+	if sm.CPUDelta != nil {
+		fields = append(fields, field{"threadCPUDelta", cpuDeltas(sm.CPUDelta)})
 	}
-	j.endArray()
-	j.key("phase")
-	j.beginArray()
-	for _, m := range ms {
-		j.int(int64(min(m.Phase, profile.PhaseIntervalEnd)))
-	}
-	j.endArray()
-	j.key("category")
-	j.beginArray()
-	for _, m := range ms {
-		j.int(int64(b.category(m.Category)))
-	}
-	j.endArray()
-	j.key("data")
-	j.beginArray()
-	for _, m := range ms {
-		if m.Data == nil {
-			j.value(`{"type":"` + lifecycleType + `"}`)
-			continue
-		}
-		data, err := json.Marshal(m.Data)
-		if err != nil {
-			// A payload that cannot be encoded loses its data, not the
-			// marker.
-			j.null()
-			continue
-		}
-		j.valueBytes(data)
-	}
-	j.endArray()
-	j.endObject()
+	return object(fields...)
+}
+
+// markersTable describes a thread's markers. Their names are interned as
+// the name column is written.
+func (b *builder) markersTable(ms []profile.Marker) func(*jsonWriter) {
+	n := len(ms)
+	return object(
+		field{"length", number(n)},
+		field{"name", computed(n, func(j *jsonWriter, i int) { j.int(int64(b.str(ms[i].Name))) })},
+		field{"startTime", computed(n, func(j *jsonWriter, i int) {
+			if ms[i].Phase == profile.PhaseIntervalEnd {
+				j.null()
+			} else {
+				j.ms(ms[i].Start)
+			}
+		})},
+		field{"endTime", computed(n, func(j *jsonWriter, i int) {
+			if p := ms[i].Phase; p == profile.PhaseInstant || p == profile.PhaseIntervalStart {
+				j.null()
+			} else {
+				j.ms(ms[i].End)
+			}
+		})},
+		field{"phase", computed(n, func(j *jsonWriter, i int) { j.int(int64(min(ms[i].Phase, profile.PhaseIntervalEnd))) })},
+		field{"category", computed(n, func(j *jsonWriter, i int) { j.int(int64(b.category(ms[i].Category))) })},
+		field{"data", computed(n, func(j *jsonWriter, i int) {
+			m := &ms[i]
+			if m.Data == nil {
+				j.value(`{"type":"` + lifecycleType + `"}`)
+				return
+			}
+			data, err := json.Marshal(m.Data)
+			if err != nil {
+				// A payload that cannot be encoded loses its data, not
+				// the marker.
+				j.null()
+				return
+			}
+			j.valueBytes(data)
+		})},
+	)
 }
 
 func (b *builder) writeShared(j *jsonWriter) {
 	j.key("shared")
-	j.beginObject()
+	object(
+		field{"stackTable", b.stackTable()},
+		field{"frameTable", b.frameTable()},
+		field{"funcTable", b.funcTable()},
+		field{"resourceTable", b.resourceTable()},
+		field{"nativeSymbols", b.nativeSymbols()},
+		field{"sources", b.sources()},
+		field{"sourceLocationTable", raw(`{"length":0,"source":[],"line":[],"column":[]}`)},
+		// Strings used by the markers and resources were interned while
+		// they were written, so the string array comes last.
+		field{"stringArray", b.stringArray},
+	)(j)
+}
 
-	// Strings used by the markers were interned while the threads were
-	// written, so the string array comes last.
-	n := len(b.sFrame)
-	j.key("stackTable")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("frame")
-	writeInts(j, b.sFrame)
-	j.key("prefixOffset")
-	j.beginArray()
-	for i, p := range b.sPrefix {
-		if p < 0 {
-			j.int(0)
-		} else {
-			j.int(int64(int32(i) - p))
-		}
-	}
-	j.endArray()
-	j.endObject()
+func (b *builder) stackTable() func(*jsonWriter) {
+	st := &b.stacks
+	return object(
+		field{"length", number(st.Len())},
+		field{"frame", ints(st.Frame)},
+		// How far back the prefix stack is; 0 for a root.
+		field{"prefixOffset", computed(len(st.Prefix), func(j *jsonWriter, i int) {
+			if p := st.Prefix[i]; p < 0 {
+				j.int(0)
+			} else {
+				j.int(int64(int32(i) - p))
+			}
+		})},
+	)
+}
 
-	n = len(b.fAddr)
-	j.key("frameTable")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("address")
-	j.beginArray()
-	for _, a := range b.fAddr {
-		j.int(a)
-	}
-	j.endArray()
-	j.key("inlineDepth")
-	j.beginArray()
-	for _, d := range b.fDepth {
-		j.int(int64(d))
-	}
-	j.endArray()
-	j.key("category")
-	writeInts(j, b.fCat)
-	j.key("subcategory")
-	writeZeros(j, n)
-	j.key("func")
-	writeInts(j, b.fFunc)
-	j.key("nativeSymbol")
-	writeOptInts(j, b.fSym)
-	j.key("innerWindowID")
-	writeZeros(j, n)
-	j.key("line")
-	j.beginArray()
-	for _, l := range b.fLine {
-		if l <= 0 {
-			j.null()
-		} else {
-			j.int(int64(l))
-		}
-	}
-	j.endArray()
-	j.key("column")
-	writeNulls(j, n)
-	j.key("originalLocation")
-	writeNulls(j, n)
-	j.endObject()
+func (b *builder) frameTable() func(*jsonWriter) {
+	n := len(b.fAddr)
+	return object(
+		field{"length", number(n)},
+		field{"address", ints(b.fAddr)},
+		field{"inlineDepth", ints(b.fDepth)},
+		field{"category", ints(b.fCat)},
+		field{"subcategory", repeat(n, "0")},
+		field{"func", ints(b.fFunc)},
+		field{"nativeSymbol", indexes(b.fSym)},
+		field{"innerWindowID", repeat(n, "0")},
+		field{"line", lines(b.fLine)},
+		field{"column", repeat(n, "null")},
+		field{"originalLocation", repeat(n, "null")},
+	)
+}
 
-	n = len(b.fnName)
-	j.key("funcTable")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("name")
-	writeInts(j, b.fnName)
-	j.key("isJS")
-	j.beginArray()
-	for _, js := range b.fnJS {
-		j.boolean(js)
-	}
-	j.endArray()
-	j.key("relevantForJS")
-	writeFalses(j, n)
-	j.key("resource")
-	writeInts(j, b.fnRes)
-	j.key("source")
-	writeOptInts(j, b.fnSource)
-	j.key("lineNumber")
-	j.beginArray()
-	for _, l := range b.fnLine {
-		if l <= 0 {
-			j.null()
-		} else {
-			j.int(int64(l))
-		}
-	}
-	j.endArray()
-	j.key("columnNumber")
-	writeNulls(j, n)
-	j.key("originalLocation")
-	writeNulls(j, n)
-	j.endObject()
+func (b *builder) funcTable() func(*jsonWriter) {
+	n := len(b.fnName)
+	return object(
+		field{"length", number(n)},
+		field{"name", ints(b.fnName)},
+		field{"isJS", bools(b.fnJS)},
+		field{"relevantForJS", repeat(n, "false")},
+		field{"resource", ints(b.fnRes)},
+		field{"source", indexes(b.fnSource)},
+		field{"lineNumber", lines(b.fnLine)},
+		field{"columnNumber", repeat(n, "null")},
+		field{"originalLocation", repeat(n, "null")},
+	)
+}
 
-	n = len(b.libs)
-	j.key("resourceTable")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("lib")
-	j.beginArray()
-	for i := range b.libs {
-		j.int(int64(i))
-	}
-	j.endArray()
-	j.key("name")
-	j.beginArray()
-	for _, l := range b.libs {
-		j.int(int64(b.str(l.lib.Name)))
-	}
-	j.endArray()
-	j.key("host")
-	writeNulls(j, n)
-	j.key("type")
-	j.beginArray()
-	for range b.libs {
-		j.int(1) // ResourceType.Library
-	}
-	j.endArray()
-	j.endObject()
+// resourceTable describes one resource per lib, whose names are interned
+// as the name column is written.
+func (b *builder) resourceTable() func(*jsonWriter) {
+	n := len(b.libs)
+	return object(
+		field{"length", number(n)},
+		field{"lib", computed(n, func(j *jsonWriter, i int) { j.int(int64(i)) })},
+		field{"name", computed(n, func(j *jsonWriter, i int) { j.int(int64(b.str(b.libs[i].lib.Name))) })},
+		field{"host", repeat(n, "null")},
+		field{"type", repeat(n, "1")}, // ResourceType.Library
+	)
+}
 
-	n = len(b.symLib)
-	j.key("nativeSymbols")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("libIndex")
-	writeInts(j, b.symLib)
-	j.key("address")
-	j.beginArray()
-	for _, a := range b.symAddr {
-		j.uint(a)
-	}
-	j.endArray()
-	j.key("name")
-	writeInts(j, b.symName)
-	j.key("functionSize")
-	j.beginArray()
-	for _, s := range b.symSize {
-		if s == 0 {
-			j.null()
-		} else {
-			j.uint(s)
-		}
-	}
-	j.endArray()
-	j.endObject()
+func (b *builder) nativeSymbols() func(*jsonWriter) {
+	return object(
+		field{"length", number(len(b.symLib))},
+		field{"libIndex", ints(b.symLib)},
+		field{"address", uints(b.symAddr)},
+		field{"name", ints(b.symName)},
+		field{"functionSize", computed(len(b.symSize), func(j *jsonWriter, i int) {
+			if s := b.symSize[i]; s == 0 {
+				j.null() // unknown
+			} else {
+				j.uint(s)
+			}
+		})},
+	)
+}
 
-	n = len(b.srcFile)
-	j.key("sources")
-	j.beginObject()
-	j.key("length")
-	j.int(int64(n))
-	j.key("id")
-	writeNulls(j, n)
-	j.key("filename")
-	writeInts(j, b.srcFile)
-	j.key("startLine")
-	writeOnes(j, n)
-	j.key("startColumn")
-	writeOnes(j, n)
-	j.key("sourceMapURL")
-	writeNulls(j, n)
-	j.key("content")
-	writeNulls(j, n)
-	j.endObject()
+func (b *builder) sources() func(*jsonWriter) {
+	n := len(b.srcFile)
+	return object(
+		field{"length", number(n)},
+		field{"id", repeat(n, "null")},
+		field{"filename", ints(b.srcFile)},
+		field{"startLine", repeat(n, "1")},
+		field{"startColumn", repeat(n, "1")},
+		field{"sourceMapURL", repeat(n, "null")},
+		field{"content", repeat(n, "null")},
+	)
+}
 
-	j.key("sourceLocationTable")
-	j.value(`{"length":0,"source":[],"line":[],"column":[]}`)
-
-	j.key("stringArray")
+func (b *builder) stringArray(j *jsonWriter) {
 	j.beginArray()
 	for _, s := range b.strs.List() {
 		j.str(s)
 	}
 	j.endArray()
-	j.endObject()
 }
-
-func writeInts(j *jsonWriter, v []int32) {
-	j.beginArray()
-	for _, x := range v {
-		j.int(int64(x))
-	}
-	j.endArray()
-}
-
-// writeOptInts writes v with negative values as null.
-func writeOptInts(j *jsonWriter, v []int32) {
-	j.beginArray()
-	for _, x := range v {
-		if x < 0 {
-			j.null()
-		} else {
-			j.int(int64(x))
-		}
-	}
-	j.endArray()
-}
-
-func writeRepeat(j *jsonWriter, n int, v string) {
-	j.beginArray()
-	for i := 0; i < n; i++ {
-		j.value(v)
-	}
-	j.endArray()
-}
-
-func writeNulls(j *jsonWriter, n int)  { writeRepeat(j, n, "null") }
-func writeZeros(j *jsonWriter, n int)  { writeRepeat(j, n, "0") }
-func writeOnes(j *jsonWriter, n int)   { writeRepeat(j, n, "1") }
-func writeFalses(j *jsonWriter, n int) { writeRepeat(j, n, "false") }

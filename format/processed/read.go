@@ -246,7 +246,7 @@ func readAll(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(src)
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errors.New("processed profile: gzip stream is truncated")
+			return nil, errTruncated{}
 		}
 		if errors.As(err, new(*limit.Error)) {
 			return nil, fmt.Errorf("processed profile: %v", err)
@@ -1186,3 +1186,10 @@ func (sc *stackConv) file(fn int) string {
 	}
 	return ""
 }
+
+// errTruncated is a gzip stream that ends early; it unwraps to
+// io.ErrUnexpectedEOF, so that callers can tell a file cut short.
+type errTruncated struct{}
+
+func (errTruncated) Error() string { return "processed profile: gzip stream is truncated" }
+func (errTruncated) Unwrap() error { return io.ErrUnexpectedEOF }

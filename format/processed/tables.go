@@ -97,9 +97,8 @@ type builder struct {
 	symSize  []uint64
 	symIndex map[symKey]int32
 
-	sPrefix []int32
-	sFrame  []int32
-	sIndex  map[uint64]int32
+	// stacks is the output stack table, interned as the model's are.
+	stacks profile.StackTable
 
 	threads []threadOut
 	schemas []markerSchema
@@ -118,7 +117,6 @@ func build(p *profile.Profile) (*builder, error) {
 		funcFiles: make(map[profile.LibKey]map[string]string),
 		srcIndex:  make(map[int32]int32),
 		symIndex:  make(map[symKey]int32),
-		sIndex:    make(map[uint64]int32),
 	}
 	b.setCategories()
 	b.kernKey, b.kernOK = p.Symbols.KernelLib()
@@ -451,18 +449,6 @@ func (b *builder) addFrame(addr int64, depth uint8, cat, fn, sym, line, lib int3
 	return i
 }
 
-func (b *builder) stack(prefix, frame int32) int32 {
-	k := uint64(uint32(prefix+1))<<32 | uint64(uint32(frame))
-	if i, ok := b.sIndex[k]; ok {
-		return i
-	}
-	i := int32(len(b.sFrame))
-	b.sPrefix = append(b.sPrefix, prefix)
-	b.sFrame = append(b.sFrame, frame)
-	b.sIndex[k] = i
-	return i
-}
-
 // thread maps th's stacks into the shared output tables. Each model stack
 // can need two output versions: as a sampled leaf (raw address) and as a
 // caller of deeper stacks (nudged address).
@@ -536,7 +522,7 @@ func (b *builder) thread(pr *profile.Process, libs []profile.Lib, th *profile.Th
 			c := get(st.Frame[i], role == usedCaller)
 			s := parent
 			for k := c.start; k < c.start+c.n; k++ {
-				s = b.stack(s, k)
+				s = b.stacks.Intern(s, k)
 			}
 			if role == usedLeaf {
 				leaf[i] = s

@@ -35,6 +35,7 @@ const Kind format.Kind = "etl"
 func init() {
 	format.Register(format.Importer{
 		Kind:  Kind,
+		Name:  "ETL",
 		Sniff: Sniff,
 		Read: func(r io.Reader, _ format.FileInfo) (*profile.Profile, error) {
 			return Read(r)

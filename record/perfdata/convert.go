@@ -168,6 +168,7 @@ const Kind format.Kind = "perf.data"
 func init() {
 	format.Register(format.Importer{
 		Kind:  Kind,
+		Name:  "perf.data",
 		Sniff: Sniff,
 		Read: func(r io.Reader, info format.FileInfo) (*profile.Profile, error) {
 			return Read(r, Options{ModTime: info.ModTime})

@@ -2,9 +2,9 @@
 // copy its stack, then walk the copy, share (attach/mach on macOS,
 // attach/suspend on Windows): the lock held while a target thread is
 // suspended (Settle), the frame-pointer walk (WalkFP), and the helpers
-// that keep their threads in a map and report them in thread id order, so
-// that events, and the profiles built from them, do not depend on map
-// order.
+// that keep their threads in a map and report them (their starts, names
+// and exits) in thread id order, so that events, and the profiles built
+// from them, do not depend on map order.
 package suspendwalk
 
 import (
@@ -23,6 +23,22 @@ func ByTid[K comparable, T any](m map[K]*T, tid func(*T) int) []*T {
 	}
 	slices.SortFunc(ths, func(a, b *T) int { return tid(a) - tid(b) })
 	return ths
+}
+
+// EmitNewThread reports a thread that a thread list found for the first
+// time: its creation by the process (a Fork), unless it was there when
+// sampling began (initial), then its name. The main thread's (tid == pid)
+// name comes with the process's command line, argv, and whether gprof
+// exec'd the process (execd).
+func EmitNewThread(emit func(event.Event), now int64, pid, tid int, name string, initial bool, argv []string, execd bool) {
+	if !initial {
+		emit(&event.Fork{Time: now, Pid: pid, Tid: tid, Ppid: pid, Ptid: pid})
+	}
+	c := &event.Comm{Time: now, Pid: pid, Tid: tid, Name: name}
+	if tid == pid {
+		c.Argv, c.Exec = argv, execd
+	}
+	emit(c)
 }
 
 // EmitGone reports the exit of every thread in tids but the main one, then

@@ -45,9 +45,13 @@ import (
 // Only per-CPU events can be paced: a per-thread event that a thread
 // inherits (every thread a launched command starts) has no file
 // descriptor, and the kernel passes a period change on to no inherited
-// event. So gprof samples with per-CPU events wherever the kernel allows
-// them (paceable), and per-thread recordings sample at the fixed interval,
-// as perf does, and say so (fixedIntervalNotice).
+// event. Two kinds are: per-CPU events of every task (system-wide, or the
+// at-scale layout of an attached process), whose clock runs whenever the
+// CPU does, paced by run on the schedule above; and per-CPU events kept
+// to a launched command's own cgroup (cgroup.go), whose clock runs only
+// while the command does, so that no firing can be foreseen: runFiring
+// waits for each. Per-thread recordings sample at the fixed interval, as
+// perf does, and say so (fixedIntervalNotice).
 
 // schedule draws the instants at which one CPU's event fires: one in each
 // interval-long slot, at a phase that moves on from the last one's by a
@@ -198,7 +202,11 @@ func (s *perfSession) startPacing() *pacing {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.run(r.fd, cpu, interval)
+			if s.cgroup != nil {
+				p.runFiring(r.fd, cpu, interval)
+			} else {
+				p.run(r.fd, cpu, interval)
+			}
 		}()
 	}
 	go func() {
@@ -295,6 +303,85 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 	c.publish(event.Now(), i)
 	setPeriod(fd, i)
 }
+
+// runFiring paces the event fd of cpu that counts a launched command's
+// cgroup (cgroup.go) until the recording ends. That event's clock runs
+// only while the command runs on cpu, so its firings cannot be foreseen in
+// wall time as run foresees an all-task event's: the pacer waits for each
+// (its ring wakes pollers at every sample, on this CPU) and then sets the
+// next period, uniform over half to one and a half intervals (the mean is
+// the interval asked for). Its wake-up preempts the command on cpu, whose
+// event is then scheduled out: the ioctl needs no interrupt to another
+// CPU, and the new period starts when the command runs again. A pacer
+// held up leaves the event firing at the last period set, which is still
+// a random one.
+func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if unix.SchedSetaffinity(0, &set) != nil {
+		return // see run
+	}
+	defer realtime()()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
+	i := int64(interval)
+	draw := func() int64 { return i/2 + rng.Int64N(i) }
+	// The event's count is the command's time on cpu (ns); it stands
+	// still while the pacer runs. The pacer wakes a little after a firing
+	// (the command may run on meanwhile), and the period it sets runs
+	// from then: what the command ran since the firing (over) comes off
+	// it, so that the firings keep the drawn spacing and the rate stays
+	// the one asked for.
+	at, period := readCount(fd), draw()
+	setPeriod(fd, period)
+
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for !p.stop.Load() {
+		// Every pacerPollMs at least, to notice the recording's end.
+		if rawPoll(pfd, pacerPollMs) != nil || pfd[0].Revents&unix.POLLIN == 0 {
+			continue
+		}
+		now := readCount(fd)
+		if now < 0 || now-at < period {
+			continue // woken by another record, or the count unread
+		}
+		p.wakes.Add(1)
+		// The next firing is a drawn spacing after the last one; a
+		// pacer so late that it is past, draws the one after that (its
+		// sample is missed rather than taken at once, which would bunch
+		// samples after every late wake-up).
+		fired := now - (now-at)%period
+		if now-at >= 2*period {
+			p.late.Add(1) // it fired again at the period set before
+		}
+		next := fired + draw()
+		for next < now+minPeriod {
+			next += draw()
+		}
+		at, period = now, next-now
+		setPeriod(fd, period)
+	}
+	setPeriod(fd, i)
+}
+
+// readCount reads a counting event's value: for a clock event, the time
+// it counted (ns); -1 if it cannot be read.
+func readCount(fd int) int64 {
+	var v uint64
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&v)), 8)
+	if e != 0 || n != 8 {
+		return -1
+	}
+	return int64(v)
+}
+
+// pacerPollMs is how long a firing pacer waits at most; minPeriod the
+// shortest period it sets (the kernel's floor for clock events is 10 µs).
+const (
+	pacerPollMs = 20
+	minPeriod   = 20_000
+)
 
 // setPeriod makes the event fire d ns from now, and every d ns after that
 // until set again.
@@ -409,6 +496,9 @@ func (s *perfSession) enableLaunched() {
 		return
 	}
 	for _, fd := range s.fds {
+		if s.opts.Control != nil && !s.ctl.on && !s.ctl.sideband[fd] {
+			continue // sampling starts off (-D, --control): see control.go
+		}
 		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0)
 	}
 	s.sampling = event.Now()

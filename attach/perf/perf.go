@@ -65,6 +65,8 @@ const (
 	defaultStackSize = 16384
 	maxStackSize     = 65528
 	pollTimeoutMs    = 20
+	// pacedReadMs: how often the rings of a paced cgroup are read.
+	pacedReadMs      = 5
 	mapsRescanPeriod = 100 * time.Millisecond // see perfSession.threadMaps
 )
 
@@ -1126,11 +1128,23 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		}
 		flush(first)
 		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
+		paced := map[int]bool{}
+		if s.cgroup != nil && s.pace != nil {
+			// Their pacers wake at each sample; the reader reads them
+			// every pacedReadMs instead.
+			for _, r := range s.ringList {
+				paced[r.fd] = true
+			}
+		}
 		for _, fd := range s.fds {
 			if s.unpolled[fd] {
 				continue // a CPU's probe: it never hangs up (see openProbes)
 			}
-			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			events := int16(unix.POLLIN)
+			if paced[fd] {
+				events = 0
+			}
+			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: events})
 		}
 		why := stopCancelled
 		lastCheck := time.Now()
@@ -1141,6 +1155,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				all = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 			}
 			timeout := pollTimeoutMs
+			if len(paced) > 0 {
+				timeout = pacedReadMs
+			}
 			if s.dec.interpSeen {
 				// A Python stack is read as its sample is: the sooner,
 				// the likelier it is still the sample's.

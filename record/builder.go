@@ -35,6 +35,9 @@ type proc struct {
 	named    bool      // name came from argv or an exec, not a guess
 	sampled  bool
 	samples  int // how many samples it has had
+	// execTid is the thread that exec'd the image, until it is sampled
+	// in the image's code (see staleExec); 0 otherwise.
+	execTid int
 }
 
 // builder consumes attach events in nearly time order. It is used from one
@@ -247,6 +250,7 @@ func (b *builder) comm(e *event.Comm) {
 		pr.mappings = fresh
 		pr.mapGen++
 		pr.named = false
+		pr.execTid = e.Tid
 	}
 	th := b.thread(pr, e.Tid, e.Time)
 	th.Name = e.Name
@@ -344,6 +348,9 @@ func (b *builder) sample(s *event.Sample) {
 	} else {
 		addrs = append(addrs, s.Stack...)
 	}
+	if pr.staleExec(s, addrs) {
+		addrs = addrs[:s.KernelFrames]
+	}
 	b.addrs = addrs
 
 	if !s.Switch {
@@ -437,6 +444,35 @@ func (b *builder) finish(end int64) []*proc {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// staleExec reports whether a sample of a thread in the kernel, in an
+// execve that has replaced its address space but not yet its registers,
+// shows the old program's user stack: the kernel enables a launched
+// command's events at its exec (enable_on_exec) and goes on loading the
+// new program for a while, and a sample then has the old user address
+// (gprof's launch helper's, in none of the new image's mappings). That
+// time is the kernel's, in the exec; the user part is dropped. The first
+// sample of the thread in the new image's code ends the check.
+func (pr *proc) staleExec(s *event.Sample, addrs []uint64) bool {
+	if pr.execTid != s.Tid || s.Switch {
+		return false
+	}
+	if !s.InKernel || len(addrs) <= s.KernelFrames || pr.mapped(addrs[s.KernelFrames]) {
+		pr.execTid = 0
+		return false
+	}
+	return true
+}
+
+// mapped reports whether addr is in a mapping of the process.
+func (pr *proc) mapped(addr uint64) bool {
+	for i := len(pr.mappings) - 1; i >= 0; i-- {
+		if m := &pr.mappings[i]; addr >= m.Start && addr < m.End {
+			return !m.unmap
+		}
+	}
+	return false
 }
 
 // fileBacked reports whether addr is in a mapping of a file (not

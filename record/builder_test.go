@@ -70,6 +70,39 @@ func TestBuilderLaunchExec(t *testing.T) {
 	}
 }
 
+// A sample taken in the kernel during the exec, after the old address
+// space is gone but before the new program's registers are set, carries
+// the old program's user address: it counts as the kernel's time in the
+// exec, without that address. Once the thread is seen in the new image,
+// in-kernel samples keep their user stacks, mapped or not.
+func TestBuilderStaleExecSample(t *testing.T) {
+	b := newTestBuilder()
+	b.handle(mapEv(1001*ms, 10, 0x400000, 0x800000, "/usr/bin/gprof"))
+	b.handle(&event.Comm{Time: 1002 * ms, Pid: 10, Tid: 10, Name: "app", Exec: true})
+	stale := sample(1002*ms+1, 10, 10, 0x40de0e)
+	stale.InKernel = true
+	b.handle(stale)
+	b.handle(mapEv(1002*ms+2, 10, 0x5000, 0x6000, "/bin/app"))
+	b.handle(sample(1003*ms, 10, 10, 0x5010))
+	later := sample(1004*ms, 10, 10, 0x9000) // JIT code, say
+	later.InKernel = true
+	b.handle(later)
+	th := b.procs[10].p.Threads[0]
+	var got [][]string
+	for i := range th.Samples.Len() {
+		var frames []string
+		for j := th.Samples.Stack[i]; j >= 0; j = th.Stacks.Prefix[j] {
+			f := th.Frames.Frames[th.Stacks.Frame[j]]
+			frames = append(frames, fmt.Sprintf("%s%#x", f.Label, f.Address))
+		}
+		got = append(got, frames)
+	}
+	want := [][]string{{profile.KernelLabel + "0x0"}, {"0x5010"}, {profile.KernelLabel + "0x0", "0x9000"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("samples %v, want %v", got, want)
+	}
+}
+
 // An exec after samples splits the pid into two processes: what ran
 // before keeps the old name and mappings.
 func TestBuilderExecAfterSamples(t *testing.T) {

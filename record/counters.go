@@ -148,15 +148,20 @@ func (c *counterSampler) run() {
 		for _, pid := range pids {
 			// A process's CPU clock sums its threads' as it is read:
 			// 0.8 ms for 10,000 threads. Such a process is read less
-			// often, at most threadCostFactor times what a read took.
+			// often, at most threadCostFactor times what a read took:
+			// in this thread's CPU time, not the wall clock's, which on
+			// a loaded machine counts the waits for a CPU too (a read
+			// preempted for 3 ms put off the next by 150 ms, and a
+			// program's 100 ms plateau of memory went unseen).
 			if now < c.readAt[pid] {
 				continue
 			}
+			r0 := c.probe.threadCPU()
 			rss, cpu, ok := c.probe.read(pid)
 			if !ok {
 				continue
 			}
-			if cost := c.probe.now() - now; cost*threadCostFactor > int64(c.interval) {
+			if cost := c.probe.threadCPU() - r0; cost*threadCostFactor > int64(c.interval) {
 				c.readAt[pid] = now + cost*threadCostFactor
 			}
 			s := c.series[pid]
@@ -186,9 +191,10 @@ func (c *counterSampler) run() {
 					continue
 				}
 				clear(c.scratch)
+				r0 := c.probe.threadCPU()
 				c.probe.threadsCPU(pid, c.scratch)
 				t := c.probe.now()
-				c.threadsAt[pid] = now + (t-now)*threadCostFactor
+				c.threadsAt[pid] = now + (c.probe.threadCPU()-r0)*threadCostFactor
 				for tid, cpu := range c.scratch {
 					ts := c.threads[tid]
 					if ts == nil {

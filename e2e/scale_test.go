@@ -139,11 +139,17 @@ func TestAttachManyThreads(t *testing.T) {
 				// programs a thread runs in slices of a scheduler tick
 				// (up to 4 ms), so its samples come in runs of up to 4:
 				// right on average, with 4 times a Poisson count's
-				// variance. ptrace: ticks jitter (see TestSamplersKeepUp).
+				// variance. ptrace: ticks jitter (see TestSamplersKeepUp),
+				// and at this scale its stoppers share their CPUs with
+				// looks at 10,000 idle threads (a sweep when one of them
+				// may have run: tens of ms of a stopper's CPU): it gets
+				// 0.84 to 0.95 of a busy thread's samples on a quiet 2-CPU
+				// VM, and gprof says so below 0.8 (record's
+				// shortfallLimit), which is the bound.
 				bound := 0.95*want - 2
 				switch {
 				case be == "ptrace":
-					bound = 0.9*want - 3*math.Sqrt(want/12) - 1
+					bound = 0.8*want - 3*math.Sqrt(want/12) - 1
 				case s.Layout == "per-cpu":
 					bound = 0.95*want - 3*math.Sqrt(4*want) - 2
 				}

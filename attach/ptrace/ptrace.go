@@ -274,9 +274,10 @@ type ptProc struct {
 	// them takes milliseconds, so a process is listed at most every
 	// scanCostFactor times what its last listing cost.
 	nextScan time.Time
-	// nextCold is when its CPU clock is next read (checkCold); slowAt
-	// when its names and mappings were last reread.
-	nextCold, slowAt time.Time
+	// nextCold is when its CPU clock is next read (checkCold), coldAt
+	// when it was last; slowAt when its names and mappings were last
+	// reread.
+	nextCold, coldAt, slowAt time.Time
 	// childrenSeen is its threads' CPU time seen when findChildren last
 	// looked for their children.
 	childrenSeen int64

@@ -124,6 +124,12 @@ func paced(cost time.Duration) time.Duration {
 	return min(cost*scanCostFactor, ptPaceLimit)
 }
 
+// coldDrift is the share of a CPU by which the unseen CPU time of a
+// process may grow without setting off a sweep (see checkCold): a cold
+// thread that uses less is found by the stoppers' background looks
+// (coldPerSecond) only.
+const coldDrift = 0.03
+
 // ptPaceLimit bounds how long paced work waits: a process of 10,000
 // threads, whose listing and mappings take 20 ms to read, has its exits and
 // new threads noticed within a second.
@@ -162,6 +168,18 @@ func (s *ptSampler) checkCold() {
 		}
 		unseen := clk - pr.sh.seen.Load() - lag
 		pr.nextCold = t0.Add(paced(threadCPU() - c0))
+		// The baseline also drifts up by up to coldDrift of the time
+		// since the last check: the sum of what the stoppers saw lags
+		// the clock by a little that never comes back (about 1% of the
+		// time with 10,000 threads and 2 busy ones), which set off a
+		// sweep every half second, each a stopper's 50 to 70 ms of CPU
+		// during which the busy thread on its CPU went unsampled. A cold
+		// thread that runs for real adds to the difference at the rate
+		// it runs, and is found as soon as it has run threshold more.
+		if !pr.coldAt.IsZero() {
+			pr.sh.unseen += int64(coldDrift * float64(t0.Sub(pr.coldAt)))
+		}
+		pr.coldAt = t0
 		switch {
 		case unseen < pr.sh.unseen:
 			pr.sh.unseen = unseen

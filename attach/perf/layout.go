@@ -123,10 +123,10 @@ func (s *perfSession) openCPUs() error {
 	s.gate(&s.attr)
 	s.attr.Bits |= unix.PerfBitExcludeIdle // the idle task has nothing to show
 	if s.cgroup != nil {
-		// Each sample wakes its CPU's pacer (pace.go's runFiring); the
-		// reader does not wait on these rings (see run).
+		// Every pacerEvery-th sample wakes its CPU's pacer (pace.go's
+		// runFiring); the reader does not wait on these rings (see run).
 		s.attr.Bits &^= unix.PerfBitWatermark
-		s.attr.Wakeup = 1
+		s.attr.Wakeup = pacerEvery
 	}
 	for i, cpu := range s.cpus {
 		fd, err := s.eventOpen(&s.attr, -1, cpu)

@@ -2,8 +2,9 @@
  *
  * After each step (pages written, so resident) it prints
  *   step N rss_bytes R
- * with R from /proc/self/statm, then holds still for 100 ms so that a
- * sampler sees the plateau.
+ * with R from /proc/self/statm, then holds still for 250 ms so that a
+ * sampler sees the plateau (gprof's counters are read every interval, but
+ * their reader was once seen held up for over 100 ms on a quiet machine).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int main(void) {
 		memset(p, i, 10 << 20);
 		printf("step %d rss_bytes %lld\n", i, rss());
 		fflush(stdout);
-		struct timespec ts = {0, 100000000};
+		struct timespec ts = {0, 250000000};
 		nanosleep(&ts, NULL);
 	}
 	return 0;

@@ -268,6 +268,12 @@ func (r *libResolver) refreshPerfMap(pid int) {
 // It hands symbolize what the recording opened and read: the binaries, by
 // the key of their libs, and the JIT maps and jitdumps of the processes.
 func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
+	return r.symbolizeReading(p, true)
+}
+
+// symbolizeReading is symbolize; refresh says whether to read first what
+// the JIT dumps gained since the last tick (symbolizeNow's callers did).
+func (r *libResolver) symbolizeReading(p *profile.Profile, refresh bool) (symbolize.Stats, error) {
 	bins := make(map[profile.LibKey]*objfile.File, len(r.byKey))
 	for k, lf := range r.byKey {
 		if lf.obj != nil {
@@ -276,9 +282,11 @@ func (r *libResolver) symbolize(p *profile.Profile) (symbolize.Stats, error) {
 	}
 	dumps := make(map[int]symbolize.JITDump, len(r.jitDumps))
 	for pid, d := range r.jitDumps {
-		// Runtimes buffer their writes (CPython flushes its dump when it
-		// exits): read what came since the last tick.
-		r.refreshJITDump(pid)
+		if refresh {
+			// Runtimes buffer their writes (CPython flushes its dump
+			// when it exits): read what came since the last tick.
+			r.refreshJITDump(pid)
+		}
 		dumps[pid] = symbolize.JITDump{Path: d.path, File: d.f, Err: d.err}
 	}
 	return symbolize.Profile(p, symbolize.Options{

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gprof-dev/gprof/event"
-	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 	"github.com/gprof-dev/gprof/symbolize"
 )
@@ -400,23 +399,7 @@ func (c *counterSampler) window(p *profile.Profile, t0, end int64, keep bool) {
 // window's cut did, while the handler was held): the handler may be
 // unwinding with them meanwhile.
 func (r *libResolver) symbolizeNow(p *profile.Profile) (symbolize.Stats, error) {
-	bins := make(map[profile.LibKey]*objfile.File, len(r.byKey))
-	for k, lf := range r.byKey {
-		if lf.obj != nil {
-			bins[k] = lf.obj
-		}
-	}
-	dumps := make(map[int]symbolize.JITDump, len(r.jitDumps))
-	for pid, d := range r.jitDumps {
-		dumps[pid] = symbolize.JITDump{Path: d.path, File: d.f, Err: d.err}
-	}
-	return symbolize.Profile(p, symbolize.Options{
-		SymbolDirs: r.symbolDirs,
-		Remote:     r.remote,
-		Binaries:   bins,
-		PerfMaps:   r.perfMaps,
-		JITDumps:   dumps,
-	})
+	return r.symbolizeReading(p, false)
 }
 
 // nameCache keeps the names the windows of a recording resolved, by

@@ -92,6 +92,16 @@ func fieldFormat(v any) string {
 // ms writes a nanosecond quantity as milliseconds, exactly.
 func (j *jsonWriter) ms(ns int64) { j.scaled(ns, 6) }
 
+// msOrNull writes ns in ms, or null for a time not known (negative: a
+// process or thread still running, a paused range never ended).
+func (j *jsonWriter) msOrNull(ns int64) {
+	if ns < 0 {
+		j.null()
+		return
+	}
+	j.ms(ns)
+}
+
 func (b *builder) write(j *jsonWriter) {
 	j.beginObject()
 	b.writeMeta(j)
@@ -463,19 +473,11 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 	j.key("processStartupTime")
 	j.ms(pr.Start)
 	j.key("processShutdownTime")
-	if pr.End < 0 {
-		j.null()
-	} else {
-		j.ms(pr.End)
-	}
+	j.msOrNull(pr.End)
 	j.key("registerTime")
 	j.ms(th.Start)
 	j.key("unregisterTime")
-	if th.End < 0 {
-		j.null()
-	} else {
-		j.ms(th.End)
-	}
+	j.msOrNull(th.End)
 	j.key("pausedRanges")
 	j.beginArray()
 	for _, r := range b.p.Meta.PausedRanges {
@@ -483,11 +485,7 @@ func (b *builder) writeThread(j *jsonWriter, t threadOut) {
 		j.key("startTime")
 		j.ms(r.Start)
 		j.key("endTime")
-		if r.End < 0 {
-			j.null()
-		} else {
-			j.ms(r.End)
-		}
+		j.msOrNull(r.End)
 		j.key("reason")
 		j.str(cmp.Or(r.Reason, profile.PausedByProfiler))
 		j.endObject()

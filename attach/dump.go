@@ -18,6 +18,9 @@ type DumpOptions struct {
 	// Interp reads what an interpreter runs in a thread, while it is
 	// stopped (see Options.Interp).
 	Interp func(pid, tid int, mem Memory) any
+	// InterpFind finds the interpreter, before the threads are stopped
+	// (see Options.InterpFind).
+	InterpFind func(pid int, mem Memory)
 	// Notice receives one-line notices; nil discards them.
 	Notice func(string)
 }

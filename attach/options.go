@@ -68,8 +68,14 @@ type Options struct {
 	// while the thread is stopped at the sample, perf (whose threads run
 	// on) as soon as it reads the sample (Sample.InterpLate). mem reads
 	// the process's memory. It may be called from several goroutines at
-	// once, and only for samples on the CPU.
+	// once, and only for samples on the CPU. It only reads: it finds
+	// nothing in a process until InterpFind has found its interpreter.
 	Interp func(pid, tid int, mem Memory) any
+	// InterpFind looks for an interpreter in a process (cheap once one
+	// is found, and rate-limited while none is): the slow part, which
+	// backends call where waiting keeps no target from running (the
+	// ptrace backend's coordinator, never its stoppers; perf's reader).
+	InterpFind func(pid int, mem Memory)
 	// Backend is the backend to use; Auto picks the best one available.
 	Backend Backend
 	// Control, when set, turns sampling off and on during the recording

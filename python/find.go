@@ -108,7 +108,9 @@ func (b *pyBinary) parse(f *objfile.File, path string) {
 	if rt == 0 || ct == 0 {
 		return
 	}
-	syms, _ := f.Symbols()
+	// The table as it is: sorting it (Symbols) would double the time
+	// this takes, spent while the first samples wait.
+	syms, _ := f.SymbolTable()
 	for _, s := range syms {
 		// _PyEval_EvalFrameDefault and the parts GCC splits off it
 		// (_PyEval_EvalFrameDefault.cold).

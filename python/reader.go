@@ -127,46 +127,68 @@ func (r *Reader) Forget(pid int) {
 	r.mu.Unlock()
 }
 
-// Read returns the Python stack thread tid of process pid is running, or
-// nil when it runs none (or it cannot be read). mem reads the process's
-// memory; Read must be called while the thread is where its sample saw
-// it, for the stack to be that sample's.
-func (r *Reader) Read(pid, tid int, mem Memory) *Stack {
+// Find looks for a Python interpreter in process pid, unless one is
+// known already or was looked for lately, and reports whether one is
+// known. It is the slow part of reading a process's Python stacks (the
+// first time, it parses the interpreter's binary: tens of milliseconds
+// for a libpython with its symbol table), so it is for callers that can
+// wait without keeping the process from running; Read only reads.
+//
+// A process that runs no interpreter is looked at again after
+// rescanEvery, then less and less often, and at once when it execs.
+func (r *Reader) Find(pid int, mem Memory) bool {
+	p := r.process(pid)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.interp != nil {
+		return true
+	}
+	now := r.now()
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if exe == p.exe && !p.checked.IsZero() && now.Sub(p.checked) < p.backoff {
+		return false
+	}
+	if exe != p.exe {
+		p.backoff = rescanEvery
+	} else {
+		p.backoff = min(2*p.backoff, rescanMax)
+	}
+	p.exe, p.checked = exe, now
+	p.interp = r.find(pid, mem)
+	return p.interp != nil
+}
+
+// process returns what the reader knows of pid, new if nothing.
+func (r *Reader) process(pid int) *process {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	p := r.procs[pid]
 	if p == nil {
 		p = &process{pid: pid, codes: map[uint64]*Code{}, tstates: map[int]uint64{}, last: map[int]*walked{}, misses: map[int]time.Time{}}
 		r.procs[pid] = p
 	}
-	r.mu.Unlock()
+	return p
+}
+
+// Read returns the Python stack thread tid of process pid is running, or
+// nil when it runs none, cannot be read, or no interpreter was found in
+// the process (Find). mem reads the process's memory; Read must be called
+// while the thread is where its sample saw it, for the stack to be that
+// sample's.
+func (r *Reader) Read(pid, tid int, mem Memory) *Stack {
+	p := r.process(pid)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := r.now()
 	if p.interp == nil {
-		// Looked at again when it execs, and now and then in case it
-		// loads libpython (an embedded interpreter), less often the
-		// longer it runs none.
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if exe == p.exe && !p.checked.IsZero() && now.Sub(p.checked) < p.backoff {
-			return nil
-		}
-		if exe != p.exe {
-			p.backoff = rescanEvery
-		} else {
-			p.backoff = min(2*p.backoff, rescanMax)
-		}
-		p.exe, p.checked = exe, now
-		p.interp = r.find(pid, mem)
-		if p.interp == nil {
-			return nil
-		}
+		return nil
 	}
-	st, err := p.read(tid, mem, now)
+	st, err := p.read(tid, mem, r.now())
 	if err != nil {
 		if !errors.Is(err, errNotPython) {
-			// The interpreter may have gone with an exec: look again.
+			// The interpreter may have gone with an exec: Find looks
+			// again.
 			p.interp = nil
-			p.checked, p.backoff = now, rescanEvery
+			p.checked, p.backoff = r.now(), rescanEvery
 			clear(p.codes)
 			clear(p.tstates)
 			clear(p.last)

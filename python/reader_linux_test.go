@@ -95,6 +95,12 @@ func TestReadLive(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			pid := cmd.Process.Pid
 			r := NewReader()
+			if st := r.Read(pid, pid, memOf(pid)); st != nil {
+				t.Errorf("Read found an interpreter before Find: %+v", st)
+			}
+			if !r.Find(pid, memOf(pid)) {
+				t.Fatalf("Find found no interpreter")
+			}
 			st := r.Read(pid, pid, memOf(pid))
 			if st == nil {
 				t.Fatalf("no Python stack for the main thread")

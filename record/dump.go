@@ -114,7 +114,7 @@ func TakeDump(opts DumpOptions) (*Dump, error) {
 	ao := attach.DumpOptions{Pid: opts.Pid, Tids: opts.Tids, StackSize: opts.StackSize, Notice: opts.Notice}
 	if !opts.NoPython {
 		b.py = newPyStage()
-		ao.Interp = b.py.read
+		ao.Interp, ao.InterpFind = b.py.read, b.py.find
 	}
 	var argv []string
 	res, err := attach.Dump(ao, func(ev event.Event) {

@@ -32,6 +32,9 @@ func newPyStage() *pyStage {
 	return &pyStage{reader: python.NewReader(), eval: map[int][]python.Range{}}
 }
 
+// find is attach.Options.InterpFind.
+func (ps *pyStage) find(pid int, mem attach.Memory) { ps.reader.Find(pid, mem) }
+
 // read is attach.Options.Interp.
 func (ps *pyStage) read(pid, tid int, mem attach.Memory) any {
 	if st := ps.reader.Read(pid, tid, mem); st != nil {

@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.unwindUser = u.unwind
 	if !opts.NoPython {
 		b.py = newPyStage()
-		opts.Attach.Interp = b.py.read
+		opts.Attach.Interp, opts.Attach.InterpFind = b.py.read, b.py.find
 	}
 	b.events = eventInfos(opts.Attach.Events)
 	opts.Attach.Sampling = func(evs []attach.EventSpec) { b.events = eventInfos(evs) }

@@ -56,6 +56,7 @@ type decoder struct {
 	// interp is attach.Options.Interp; interpSeen is set once it found
 	// an interpreter, from when the rings are read at once (see run).
 	interp     func(pid, tid int, mem attach.Memory) any
+	interpFind func(pid int, mem attach.Memory)
 	interpSeen bool
 }
 
@@ -87,7 +88,13 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			// when gprof got a CPU, not on what the target ran.
 			e.InterpLate = true
 			if !d.interpSeen || event.Now()-e.Time <= maxInterpLate {
-				e.Interp = d.interp(e.Pid, e.Tid, attach.ProcessMemory(e.Pid))
+				mem := attach.ProcessMemory(e.Pid)
+				if d.interpFind != nil {
+					// The target runs on meanwhile: nothing waits
+					// for gprof here.
+					d.interpFind(e.Pid, mem)
+				}
+				e.Interp = d.interp(e.Pid, e.Tid, mem)
 				d.interpSeen = d.interpSeen || e.Interp != nil
 			}
 		}

@@ -439,7 +439,7 @@ func (s *perfSession) probe() error {
 	f.SampleType = s.attr.Sample_type
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
-	s.dec.interp = s.opts.Interp
+	s.dec.interp, s.dec.interpFind = s.opts.Interp, s.opts.InterpFind
 	s.dec.KeepData = perfrecord.MarkerFile
 	if s.opts.OffCPU {
 		s.dec.SwitchIDs = map[uint64]bool{}

@@ -77,6 +77,10 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 		s.noticeExec(pr, e.time)
 		s.refreshMaps(pr, e.time)
 	}
+	if e.kind == onCPU && e.interp == nil {
+		// Perhaps an interpreter not found yet, or gone with an exec.
+		s.findInterp(e.pid)
+	}
 	s.one[0] = e.regs.IP
 	s.sample = event.Sample{
 		Time:      e.time,

@@ -104,11 +104,11 @@ func dumpStacks(opts attach.DumpOptions, h event.Handler) (attach.DumpResult, er
 		}
 	}
 
-	if opts.Interp != nil {
+	if opts.InterpFind != nil {
 		// Finding the interpreter in the process (its runtime state,
 		// its version's layouts) is done once per process and takes
 		// the longest: done now, the stop reads only frames.
-		opts.Interp(pid, tids[0], attach.ProcessMemory(pid))
+		opts.InterpFind(pid, attach.ProcessMemory(pid))
 	}
 
 	// The stop, on one OS thread: ptrace requests must come from the

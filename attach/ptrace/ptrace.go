@@ -402,6 +402,12 @@ func (s *ptSampler) run() (err error) {
 	}
 
 	s.setup = time.Since(s.started)
+	// The targets' threads are with the stoppers: they sample while the
+	// interpreters, if any, are looked for (later processes' at their
+	// first sample, see deliverEntry).
+	for _, pid := range s.order {
+		s.findInterp(pid)
+	}
 	if s.opts.Control != nil {
 		s.opts.Control.Started()
 	}

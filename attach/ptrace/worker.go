@@ -398,6 +398,15 @@ func (w *worker) look(th *shared) (keep bool) {
 		th.ran.Store(true)
 		th.named.Store(true)
 	}
+	// A sample stands for an interval of the thread's CPU time, as
+	// perf's CPU clock takes one per interval of a thread's own time,
+	// not per interval of the wall clock: its stops, and this worker's
+	// own time, take some of the thread's. The time counts here, before
+	// anything below hands the thread to another CPU's worker or finds
+	// it asleep: a busy thread alone on a machine moves at almost every
+	// sample, and the time it ran before it moved is owed samples too
+	// (dropped, it cost such a thread 5-8% of its samples).
+	th.credit = min(th.credit+ran, creditCap*int64(w.s.interval))
 	offCPU := w.s.opts.OffCPU
 	if ran == 0 && (!offCPU || th.off) {
 		// Not on a CPU since the last look (a thread running on another
@@ -427,14 +436,10 @@ func (w *worker) look(th *shared) (keep bool) {
 		return true
 	}
 	th.woke = false
-	// A sample stands for an interval of the thread's CPU time, as
-	// perf's CPU clock takes one per interval of a thread's own time,
-	// not per interval of the wall clock: its stops, and this worker's
-	// own time, take some of the thread's. At most one sample comes per
-	// tick, and ticks are as long as an interval only on average, so a
-	// thread is due once it has half an interval to its credit, and
-	// may owe half an interval after its sample.
-	th.credit = min(th.credit+ran, creditCap*int64(w.s.interval))
+	// At most one sample comes per tick, and ticks are as long as an
+	// interval only on average, so a thread is due once it has half an
+	// interval to its credit, and may owe half an interval after its
+	// sample.
 	if th.credit < int64(w.s.interval)/2 {
 		return true
 	}

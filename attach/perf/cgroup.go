@@ -49,6 +49,7 @@ func newCgroup() (*cgroup, error) {
 		return nil, err
 	}
 	parent := filepath.Join(mount, own)
+	removeStale(parent)
 	dir := filepath.Join(parent, fmt.Sprintf("gprof-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
@@ -83,6 +84,29 @@ func (c *cgroup) remove() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// removeStale removes the cgroups that a gprof killed outright (SIGKILL)
+// left in dir: those of a pid that no longer runs, once empty (the
+// command dies with its gprof; what it started and left may still be in
+// one, which then stays).
+func removeStale(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var pid, n int
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gprof-") {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "gprof-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			unix.Rmdir(filepath.Join(dir, e.Name()))
+		}
 	}
 }
 

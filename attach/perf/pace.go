@@ -414,13 +414,28 @@ func (s *perfSession) paceable() bool {
 	return s.periodIsNs && !s.opts.OffCPU && s.tryCPUWide() == nil
 }
 
-// launchCgroup makes a launched command's cgroup where its events can be
-// paced (see cgroup.go), and reports whether it did.
-func (s *perfSession) launchCgroup() bool {
+// launchCgroup moves a launched command's helper, pid, to a cgroup of its
+// own where its events can be paced (see cgroup.go), and reports whether
+// it did; where it cannot, the command is sampled per thread.
+func (s *perfSession) launchCgroup(pid int) bool {
 	if !s.paceable() {
 		return false
 	}
 	cg, err := newCgroup()
+	if err == nil {
+		// The kernel may lack cgroup events (CONFIG_CGROUP_PERF): try
+		// one before the helper moves.
+		a := s.cpuAttr()
+		a.Bits |= unix.PerfBitDisabled
+		var fd int
+		if fd, err = perfEventOpen(&a, cg.fd, s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC|unix.PERF_FLAG_PID_CGROUP); err == nil {
+			unix.Close(fd)
+			err = cg.add(pid)
+		}
+		if err != nil {
+			cg.remove()
+		}
+	}
 	if err != nil {
 		s.cgroupErr = err
 		return false
@@ -448,11 +463,6 @@ func (s *perfSession) fixedIntervalNotice() string {
 // from its first instruction, are kept.
 func (s *perfSession) openLaunched(pid int) error {
 	s.layout = perCPU
-	if s.cgroup != nil {
-		if err := s.cgroup.add(pid); err != nil {
-			return err
-		}
-	}
 	if err := s.openCPUs(); err != nil {
 		return err
 	}

@@ -204,7 +204,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 				return res, err
 			}
 			s.watch = []int{l.Pid}
-		} else if s.launchCgroup() {
+		} else if s.launchCgroup(l.Pid) {
 			// Per-CPU events of the command's own cgroup, whose
 			// interval gprof varies (pace.go, cgroup.go); armed before
 			// the helper may exec, whose own records are dropped

@@ -67,6 +67,22 @@ func (c *cgroup) add(pid int) error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 
+// populated reports whether a process of the command's is still in the
+// cgroup (the command, or a child that outlived it): the kernel's own
+// count, which no race with a fork can fool.
+func (c *cgroup) populated() bool {
+	data, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+	if err != nil {
+		return true // unreadable: let the launched command's exit say
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return v != "0"
+		}
+	}
+	return true
+}
+
 // remove moves what is left in the cgroup (the command's children that
 // outlive it) back to gprof's, and removes it.
 func (c *cgroup) remove() {

@@ -1262,6 +1262,11 @@ func (s *perfSession) anyPidAlive() bool {
 	if s.watch != nil {
 		return !slices.ContainsFunc(s.watch, gone)
 	}
+	if s.cgroup != nil {
+		// No target filter follows the command's processes (the
+		// kernel keeps the events to the cgroup): the cgroup says.
+		return s.cgroup.populated()
+	}
 	if f := s.dec.filter; f != nil && !f.all {
 		alive := false
 		for _, pid := range f.followed() {

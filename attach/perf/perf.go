@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -1027,9 +1028,26 @@ func (s *perfSession) rescanMaps(b *batch) {
 }
 
 // drain decodes everything in every ring into b.
-func (s *perfSession) drain(b *batch) {
+func (s *perfSession) drain(b *batch) { s.drainBefore(b, math.MaxInt64) }
+
+// drainBefore drains the rings of the records written before cutoff
+// (event.Now's clock), and leaves the later ones for the next round. The
+// rings are read one after the other while the CPUs write on: without a
+// cutoff, a record written to a ring already read this round (a parent's
+// FORK, a thread's sample before it moved) comes out a round after later
+// records of rings read after it (the child's exec, the thread's next
+// sample), and the handler sees them out of order: a child named after
+// its parent, a sample that goes back in time.
+func (s *perfSession) drainBefore(b *batch, cutoff int64) {
+	var stop func(rec []byte) bool
+	if cutoff != math.MaxInt64 {
+		stop = func(rec []byte) bool {
+			t, ok := s.dec.RecordTime(rec)
+			return ok && t > cutoff
+		}
+	}
 	for _, r := range s.ringList {
-		r.drain(func(rec []byte) { s.dec.decode(rec, b) })
+		r.drain(func(rec []byte) { s.dec.decode(rec, b) }, stop)
 	}
 	s.dec.RoundDone()
 }
@@ -1118,8 +1136,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			}
 		}
 		throttled := false
+		// Until the events are disabled, each round takes the records
+		// written before it began (see drainBefore); the last takes all.
+		cutoff := func() int64 { return event.Now() }
 		flush := func(b *batch) {
-			s.drain(b)
+			s.drainBefore(b, cutoff())
 			if s.dec.Throttled && !throttled {
 				throttled = true
 				b.notices = append(b.notices, "the kernel throttled sampling (kernel.perf_cpu_time_max_percent); some samples are missing")
@@ -1225,6 +1246,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		for _, fd := range s.fds {
 			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 		}
+		cutoff = func() int64 { return math.MaxInt64 }
 		flush(getBatch())
 		reason <- why
 	}()

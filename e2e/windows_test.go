@@ -102,8 +102,11 @@ func checkWindows(t *testing.T, files []string, sum windowsSummaryJSON) []*profi
 				t.Errorf("window %d starts %v after window %d ends, want where it ends", i, gap, i-1)
 			}
 		}
-		if p.Symbols == nil || len(p.Symbols.Libs) == 0 {
-			t.Errorf("window %s has no names", filepath.Base(f))
+		// A window with no sample has no address to name: the last one
+		// when the stop came right after a window began (the test stops
+		// gprof soon after it said it pushed one).
+		if n > 0 && (p.Symbols == nil || len(p.Symbols.Libs) == 0) {
+			t.Errorf("window %s has no names (%d samples)", filepath.Base(f), n)
 		}
 		checkFrontEndTracks(t, f)
 		ps = append(ps, p)

@@ -310,6 +310,41 @@ func (d *Decoder) SampleID(rec []byte) (uint64, bool) {
 	return d.o.u64(rec[p:]), true
 }
 
+// RecordTime returns when a record was written: a sample's time, a FORK's
+// or EXIT's own, another record's from its sample_id trailer. It reports
+// false where the format carries no time for the record.
+func (d *Decoder) RecordTime(rec []byte) (int64, bool) {
+	if len(rec) < 8 {
+		return 0, false
+	}
+	switch d.o.u32(rec) {
+	case RecordSample:
+		st := d.f.SampleType
+		if st&SampleTime == 0 {
+			return 0, false
+		}
+		p := 8
+		for _, bit := range []uint64{SampleIdentifier, SampleIP, SampleTID} {
+			if st&bit != 0 {
+				p += 8
+			}
+		}
+		if p+8 > len(rec) {
+			return 0, false
+		}
+		return int64(d.o.u64(rec[p:])), true
+	case RecordFork, RecordExit:
+		if len(rec) < 32 {
+			return 0, false
+		}
+		return int64(d.o.u64(rec[24:])), true
+	}
+	if d.trailerTime < 0 || len(rec) < 8+d.trailerLen {
+		return 0, false
+	}
+	return int64(d.o.u64(rec[len(rec)-d.trailerLen+d.trailerTime:])), true
+}
+
 // body returns a side-band record without its header and trailer, nil when
 // it is shorter than those.
 func (d *Decoder) body(rec []byte) []byte {

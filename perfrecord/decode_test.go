@@ -407,3 +407,29 @@ func TestDecodeTruncated(t *testing.T) {
 		}
 	}
 }
+
+// RecordTime finds the time of a sample, of a FORK, and of a side-band
+// record in its trailer, as Decode would, without decoding.
+func TestRecordTime(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, bo byteOrder) {
+		d := NewDecoder(bo, liveFormat(fpSampleType))
+		recs := map[string][]byte{
+			"sample": fpSample(bo, MiscUser, 3, 1e6, 0x401000),
+			"fork":   newRec(bo, RecordFork, 0).task(7, 7).task(9, 8).u64(6666).trailer(7, 9, 6666).done(),
+			"comm":   newRec(bo, RecordComm, MiscCommExec).task(9, 9).str("split").trailer(9, 9, 7777).done(),
+		}
+		for name, want := range map[string]int64{"sample": 1e9, "fork": 6666, "comm": 7777} {
+			rec := recs[name]
+			got, ok := d.RecordTime(rec)
+			if !ok || got != want {
+				t.Errorf("%s: RecordTime %d %v, want %d", name, got, ok, want)
+			}
+			if e := d.Decode(rec, &Arena{}); e == nil || event.EventTime(e) != want {
+				t.Errorf("%s: Decode's time %v, want %d", name, e, want)
+			}
+		}
+		if _, ok := d.RecordTime([]byte{1, 2}); ok {
+			t.Error("a torn record has a time")
+		}
+	})
+}

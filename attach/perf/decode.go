@@ -58,6 +58,14 @@ type decoder struct {
 	interp     func(pid, tid int, mem attach.Memory) any
 	interpFind func(pid int, mem attach.Memory)
 	interpSeen bool
+
+	// pace, when set, is told of every target sample, and may drop it
+	// (see pacing.keep); interval is the nominal one.
+	pace     *pacing
+	interval int64
+	// procExited is set when a process's main thread exits (the reader
+	// then checks whether any target is left).
+	procExited bool
 }
 
 // newDecoder returns a decoder of records of format f in this host's
@@ -80,6 +88,9 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	case nil:
 		return
 	case *event.Sample:
+		if !d.pace.keep(e.CPU, e.Time, d.interval) {
+			return
+		}
 		if d.interp != nil && !e.Switch {
 			// The thread ran on since the sample: what it runs now
 			// may not be what it ran then (event.Sample.InterpLate),
@@ -107,6 +118,8 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if e.Exec && d.readArgv {
 			e.Argv = proc.ReadCmdline(e.Pid)
 		}
+	case *event.Exit:
+		d.procExited = d.procExited || e.Pid == e.Tid
 	case *event.Lost:
 		b.lost += e.Count
 	}

@@ -115,12 +115,21 @@ func (s *perfSession) cpuAttr() unix.PerfEventAttr {
 }
 
 // openCPUs opens one event per CPU for every task, each with its ring
-// (and, with OffCPU, the switch-out event writing into it).
+// (and, with OffCPU, the switch-out event writing into it). The rings are
+// twice the size of per-thread ones: they take the samples of every
+// process that runs, which the reader drops, besides the targets'.
 func (s *perfSession) openCPUs() error {
 	s.attr = s.cpuAttr()
 	s.gate(&s.attr)
+	s.attr.Bits |= unix.PerfBitExcludeIdle // the idle task has nothing to show
+	if s.cgroup != nil {
+		// Every pacerEvery-th sample wakes its CPU's pacer (pace.go's
+		// runFiring); the reader does not wait on these rings (see run).
+		s.attr.Bits &^= unix.PerfBitWatermark
+		s.attr.Wakeup = pacerEvery
+	}
 	for i, cpu := range s.cpus {
-		fd, err := perfEventOpen(&s.attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := s.eventOpen(&s.attr, -1, cpu)
 		if err != nil {
 			if err == unix.ENODEV && i > 0 {
 				continue // the CPU went offline

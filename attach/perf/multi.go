@@ -209,7 +209,7 @@ func (s *perfSession) openOne(i int, ev *perfEvent, tid int) error {
 		if r == nil {
 			continue
 		}
-		fd, err := perfEventOpen(&a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := s.eventOpen(&a, tid, cpu)
 		if err != nil {
 			if err == unix.ENODEV {
 				continue

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -65,6 +66,8 @@ const (
 	defaultStackSize = 16384
 	maxStackSize     = 65528
 	pollTimeoutMs    = 20
+	// pacedReadMs: how often the rings of a paced cgroup are read.
+	pacedReadMs      = 5
 	mapsRescanPeriod = 100 * time.Millisecond // see perfSession.threadMaps
 )
 
@@ -120,6 +123,18 @@ type perfSession struct {
 	// hang up.
 	probesOpen bool
 	unpolled   map[int]bool
+	// launched holds, for a command launched under per-CPU events, its
+	// pid and the time of its exec (until that is seen, minus the time
+	// it was released): the records of gprof's launch helper before that
+	// are not the command's.
+	launched map[int]int64
+	// pace varies the per-CPU events' interval (pace.go); nil when they
+	// are per-thread.
+	pace *pacing
+	// cgroup is a launched command's own (cgroup.go), to which per-CPU
+	// events are kept; nil when there is none.
+	cgroup    *cgroup
+	cgroupErr error
 }
 
 func (s *perfSession) notice(format string, args ...any) {
@@ -190,6 +205,15 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 				return res, err
 			}
 			s.watch = []int{l.Pid}
+		} else if s.launchCgroup(l.Pid) {
+			// Per-CPU events of the command's own cgroup, whose
+			// interval gprof varies (pace.go, cgroup.go); armed before
+			// the helper may exec, whose own records are dropped
+			// (launched).
+			if err := s.openLaunched(l.Pid); err != nil {
+				l.Abort()
+				return res, s.openError(err, l.Pid, opts.Command[0])
+			}
 		} else {
 			s.attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec | unix.PerfBitInherit
 			if err := s.openTask(l.Pid); err != nil {
@@ -197,6 +221,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 				return res, s.openError(err, l.Pid, opts.Command[0])
 			}
 		}
+		s.enableLaunched()
 		if err := l.Release(); err != nil {
 			l.Abort()
 			return res, err
@@ -228,7 +253,16 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	}
 	res.Stats = map[string]string{"perf_setup_ms": fmt.Sprintf("%.1f", float64(s.sampling-setup)/1e6)}
 
+	s.pace = s.startPacing()
+	s.dec.pace, s.dec.interval = s.pace, int64(s.attr.Sample)
+	if s.pace == nil && s.periodIsNs {
+		s.notice("%s", s.fixedIntervalNotice())
+	}
 	reason := s.run(ctx, first, h, &res, notify)
+	if s.pace != nil {
+		s.pace.end()
+		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned)
+	}
 	if s.dec.Dropped > 0 {
 		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.Dropped)
 	}
@@ -593,7 +627,7 @@ func (s *perfSession) openTask(tid int) error {
 	}
 	s.gate(&s.attr)
 	for i, cpu := range s.cpus {
-		fd, err := perfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := s.eventOpen(&s.attr, tid, cpu)
 		if err != nil {
 			if err == unix.ENODEV && i > 0 {
 				continue // the CPU went offline
@@ -697,7 +731,7 @@ func (s *perfSession) openOnRings(a *unix.PerfEventAttr, tid int, opened func(fd
 		if r == nil {
 			continue
 		}
-		fd, err := perfEventOpen(a, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := s.eventOpen(a, tid, cpu)
 		if err != nil {
 			if err == unix.ENODEV {
 				continue
@@ -742,7 +776,7 @@ func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 		shrunk = true
 		s.attr.Wakeup = uint32(s.pages * os.Getpagesize() / 4)
 		unix.Close(fd)
-		if fd, err = perfEventOpen(&s.attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC); err != nil {
+		if fd, err = s.eventOpen(&s.attr, tid, cpu); err != nil {
 			return nil, err
 		}
 	}
@@ -994,9 +1028,26 @@ func (s *perfSession) rescanMaps(b *batch) {
 }
 
 // drain decodes everything in every ring into b.
-func (s *perfSession) drain(b *batch) {
+func (s *perfSession) drain(b *batch) { s.drainBefore(b, math.MaxInt64) }
+
+// drainBefore drains the rings of the records written before cutoff
+// (event.Now's clock), and leaves the later ones for the next round. The
+// rings are read one after the other while the CPUs write on: without a
+// cutoff, a record written to a ring already read this round (a parent's
+// FORK, a thread's sample before it moved) comes out a round after later
+// records of rings read after it (the child's exec, the thread's next
+// sample), and the handler sees them out of order: a child named after
+// its parent, a sample that goes back in time.
+func (s *perfSession) drainBefore(b *batch, cutoff int64) {
+	var stop func(rec []byte) bool
+	if cutoff != math.MaxInt64 {
+		stop = func(rec []byte) bool {
+			t, ok := s.dec.RecordTime(rec)
+			return ok && t > cutoff
+		}
+	}
 	for _, r := range s.ringList {
-		r.drain(func(rec []byte) { s.dec.decode(rec, b) })
+		r.drain(func(rec []byte) { s.dec.decode(rec, b) }, stop)
 	}
 	s.dec.RoundDone()
 }
@@ -1071,6 +1122,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				}
 				return 0
 			})
+			if len(s.launched) > 0 {
+				b.events = s.dropHelper(b.events)
+			}
 			batches <- b
 		}
 		getBatch := func() *batch {
@@ -1082,8 +1136,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			}
 		}
 		throttled := false
+		// Until the events are disabled, each round takes the records
+		// written before it began (see drainBefore); the last takes all.
+		cutoff := func() int64 { return event.Now() }
 		flush := func(b *batch) {
-			s.drain(b)
+			s.drainBefore(b, cutoff())
 			if s.dec.Throttled && !throttled {
 				throttled = true
 				b.notices = append(b.notices, "the kernel throttled sampling (kernel.perf_cpu_time_max_percent); some samples are missing")
@@ -1092,11 +1149,23 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		}
 		flush(first)
 		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
+		paced := map[int]bool{}
+		if s.cgroup != nil && s.pace != nil {
+			// Their pacers wake at each sample; the reader reads them
+			// every pacedReadMs instead.
+			for _, r := range s.ringList {
+				paced[r.fd] = true
+			}
+		}
 		for _, fd := range s.fds {
 			if s.unpolled[fd] {
 				continue // a CPU's probe: it never hangs up (see openProbes)
 			}
-			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			events := int16(unix.POLLIN)
+			if paced[fd] {
+				events = 0
+			}
+			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: events})
 		}
 		why := stopCancelled
 		lastCheck := time.Now()
@@ -1107,12 +1176,20 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				all = append(pfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 			}
 			timeout := pollTimeoutMs
+			if len(paced) > 0 {
+				timeout = pacedReadMs
+			}
 			if s.dec.interpSeen {
 				// A Python stack is read as its sample is: the sooner,
 				// the likelier it is still the sample's.
 				timeout = 2
 			}
-			_, err := unix.Poll(all, timeout)
+			var err error
+			if s.pace != nil {
+				err = rawPoll(all, timeout)
+			} else {
+				_, err = unix.Poll(all, timeout)
+			}
 			if err != nil && err != unix.EINTR {
 				time.Sleep(pollTimeoutMs * time.Millisecond)
 			}
@@ -1127,12 +1204,15 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			pfds = live
 			s.applyControl()
 			flush(getBatch())
-			if s.dec.interpSeen && !realtime {
+			if (s.dec.interpSeen || s.pace != nil) && !realtime {
 				// A Python stack is read when its sample is: on a busy
 				// machine this thread must not wait for a CPU behind
 				// the targets, or the stacks read are no longer the
-				// samples'. Real-time where gprof may (as ptrace's
-				// stoppers); it wakes every millisecond, briefly.
+				// samples'. Per-CPU events fill the rings with every
+				// process's samples, which the reader must drop before
+				// the rings overflow. Real-time where gprof may (as
+				// ptrace's stoppers); it wakes every millisecond, or at
+				// each poll, briefly.
 				realtime = true
 				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 			}
@@ -1151,8 +1231,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				s.rescanMaps(b)
 				flush(b)
 			}
-			if len(s.opts.Pids)+len(s.opts.Tids)+len(s.watch) > 0 && time.Since(lastCheck) > 500*time.Millisecond {
+			// A process's end is checked for every half second, and as
+			// soon as one that is followed has exited.
+			if len(s.opts.Pids)+len(s.opts.Tids)+len(s.watch)+len(s.launched) > 0 && (time.Since(lastCheck) > 500*time.Millisecond || s.dec.procExited) {
 				lastCheck = time.Now()
+				s.dec.procExited = false
 				if !s.anyPidAlive() {
 					flush(getBatch())
 					why = stopExited
@@ -1163,6 +1246,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		for _, fd := range s.fds {
 			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 		}
+		cutoff = func() int64 { return math.MaxInt64 }
 		flush(getBatch())
 		reason <- why
 	}()
@@ -1200,6 +1284,11 @@ func (s *perfSession) anyPidAlive() bool {
 	if s.watch != nil {
 		return !slices.ContainsFunc(s.watch, gone)
 	}
+	if s.cgroup != nil {
+		// No target filter follows the command's processes (the
+		// kernel keeps the events to the cgroup): the cgroup says.
+		return s.cgroup.populated()
+	}
 	if f := s.dec.filter; f != nil && !f.all {
 		alive := false
 		for _, pid := range f.followed() {
@@ -1226,6 +1315,8 @@ func (s *perfSession) close() {
 		unix.Close(fd)
 	}
 	s.fds = nil
+	s.cgroup.remove()
+	s.cgroup = nil
 	for _, r := range s.ringList {
 		r.close()
 	}

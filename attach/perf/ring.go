@@ -52,9 +52,10 @@ func mapRing(fd, pages int) (*ring, error) {
 
 // drain passes every complete record in the ring to fn, then releases the
 // space. A record that wraps around the end is copied into a scratch buffer;
-// others are passed in place, so fn must copy what it keeps. It returns the
-// bytes consumed.
-func (r *ring) drain(fn func(rec []byte)) uint64 {
+// others are passed in place, so fn must copy what it keeps. A record for
+// which stop (when not nil) says so ends the drain, and it and those after
+// it stay in the ring. It returns the bytes consumed.
+func (r *ring) drain(fn func(rec []byte), stop func(rec []byte) bool) uint64 {
 	// Loading data_head with sync/atomic orders the record reads after it
 	// (the smp_rmb the uapi header asks for).
 	head := atomic.LoadUint64(&r.meta.Data_head)
@@ -71,16 +72,20 @@ func (r *ring) drain(fn func(rec []byte)) uint64 {
 			break
 		}
 		off := tail & r.mask
+		var rec []byte
 		if off+n <= size {
-			fn(r.data[off : off+n])
+			rec = r.data[off : off+n]
 		} else {
 			if uint64(cap(r.scratch)) < n {
 				r.scratch = make([]byte, n)
 			}
-			rec := r.scratch[:n]
+			rec = r.scratch[:n]
 			r.copyOut(rec, tail)
-			fn(rec)
 		}
+		if stop != nil && stop(rec) {
+			break
+		}
+		fn(rec)
 		tail += n
 	}
 	// The atomic store is a full barrier in Go's memory model, so all the

@@ -1,0 +1,555 @@
+//go:build linux
+
+package perf
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/event"
+)
+
+// Sampling at a varying interval.
+//
+// A clock event samples at a fixed period: the kernel re-arms its timer a
+// period after each expiry. A program whose loop takes a whole number of
+// periods (or a period a whole number of loops) is then sampled at the same
+// instants of every round, and its functions get the share of those
+// instants, not of its time: a 1 ms round of 5:3:2 work sampled at 1 kHz
+// showed 41 to 71% for the function that takes 50%, a different figure in
+// each run. perf lets its users pick odd rates (99 Hz) against it; gprof's
+// default is a round 1 kHz, and a program paced by its own clock can match
+// any rate.
+//
+// So each CPU's event fires once in every interval-long slot of time (the
+// rate is exactly the one asked for, whatever the draws), at a phase within
+// the slot that moves on from the last one's by a random half to whole
+// interval: consecutive samples are half an interval to two apart, and the
+// phase, a random walk around the slot, is uniform and soon forgets where
+// it was, so that every instant of a program's round is as likely to be
+// sampled, whatever its period (TestScheduleNoLockstep). A pacer per CPU
+// (pinned there, as ptrace's stoppers are) sets the next instant right
+// after each one: PERF_EVENT_IOC_PERIOD restarts the timer from the moment
+// it is called, with the period given. The pacer's own timer fires just
+// after the event's, on the same CPU, so the two never race, and its ioctl
+// needs no interrupt to another CPU (on some VMs such an interrupt takes
+// milliseconds). A sample's period field keeps the event's nominal
+// interval, which is what a sample stands for on average.
+//
+// Only per-CPU events can be paced: a per-thread event that a thread
+// inherits (every thread a launched command starts) has no file
+// descriptor, and the kernel passes a period change on to no inherited
+// event. Two kinds are: per-CPU events of every task (system-wide, or the
+// at-scale layout of an attached process), whose clock runs whenever the
+// CPU does, paced by run on the schedule above; and per-CPU events kept
+// to a launched command's own cgroup (cgroup.go), whose clock runs only
+// while the command does, so that no firing can be foreseen: runFiring
+// waits for each. Per-thread recordings sample at the fixed interval, as
+// perf does, and say so (fixedIntervalNotice).
+
+// schedule draws the instants at which one CPU's event fires: one in each
+// interval-long slot, at a phase that moves on from the last one's by a
+// random half to whole interval.
+type schedule struct {
+	start, interval int64 // slot k is [start+k*interval, start+(k+1)*interval)
+	slot, phase     int64 // of the last instant
+	rng             *rand.Rand
+}
+
+func newSchedule(start int64, interval time.Duration, rng *rand.Rand) *schedule {
+	i := int64(interval)
+	return &schedule{start: start, interval: i, slot: -1, phase: rng.Int64N(i), rng: rng}
+}
+
+// next returns the instant after the last one, or, for a pacer that woke
+// too late for it (less than a quarter interval before it), the first one
+// after that: the period it sets is never less than a quarter interval.
+func (sc *schedule) next(now int64) int64 {
+	i := sc.interval
+	for {
+		sc.slot++
+		sc.phase = (sc.phase + i/2 + sc.rng.Int64N(i-i/2)) % i
+		if at := sc.start + sc.slot*i + sc.phase; at >= now+i/4 {
+			return at
+		}
+	}
+}
+
+// fired makes the last instant t: the event fired then, at the period set
+// before, while the pacer was late.
+func (sc *schedule) fired(t int64) {
+	sc.slot = (t - sc.start) / sc.interval
+	sc.phase = t - sc.start - sc.slot*sc.interval
+}
+
+// Pacers wake this long after the instant they set, and go dormant on a
+// CPU where no target ran for pacerIdle: the event then fires at the
+// nominal interval, which costs no wake-ups, until a target runs there
+// again (the reader notes it as it decodes the sample; the pacer looks
+// every pacerIdle/8).
+const (
+	pacerMargin = 5 * time.Microsecond
+	pacerIdle   = 100 * time.Millisecond
+)
+
+// pacing is the pacers of one recording.
+type pacing struct {
+	stop atomic.Bool
+	wg   sync.WaitGroup
+	cpus []paced // by CPU
+	// wakes counts the pacers' wake-ups; late those that came after the
+	// event had fired again at the period set before; thinned the samples
+	// the reader dropped from such repeats.
+	late, wakes atomic.Int64
+	thinned     int64
+}
+
+// paced is one CPU's pacer as the reader sees it.
+//
+// A pacer that is held up (the Go runtime preempts goroutines to collect
+// garbage, and on a machine busy enough a preempted one may wait long for
+// a thread to run it again) leaves its event firing at the period it set
+// last, a quarter to two intervals, which would take up to four times the
+// samples asked for meanwhile. So it publishes each period it sets, and
+// the reader keeps, of the repeats that come before the next, as many as
+// the interval asks for.
+type paced struct {
+	// set and period hold the last pacerHistory settings, the n-th at
+	// n%pacerHistory: from set on, the event fires every period.
+	set, period [pacerHistory]atomic.Int64
+	n           atomic.Int64
+	// seen is when the reader last decoded a target's sample here.
+	seen atomic.Int64
+
+	// The reader's own: the index of the setting in force at its last
+	// sample here, and that sample's time (0 for none since the setting).
+	r    int64
+	kept int64
+}
+
+// pacerHistory settings a CPU (a quarter second at 1 kHz): the reader
+// drains the rings much more often. Where it falls further behind, it
+// keeps every sample.
+const pacerHistory = 256
+
+// publish records a setting: from set on, the event fires every period.
+func (c *paced) publish(set, period int64) {
+	n := c.n.Load()
+	c.set[n%pacerHistory].Store(set)
+	c.period[n%pacerHistory].Store(period)
+	c.n.Store(n + 1)
+}
+
+// keep says whether to keep a target's sample at t (in time order), and
+// notes that a target ran here.
+func (c *paced) keep(t, interval int64) bool {
+	if c.seen.Load() < t {
+		c.seen.Store(t)
+	}
+	n := c.n.Load()
+	if c.r < n-pacerHistory {
+		c.r, c.kept = n-pacerHistory, 0
+	}
+	for c.r+1 < n && c.set[(c.r+1)%pacerHistory].Load() <= t {
+		c.r, c.kept = c.r+1, 0
+	}
+	if c.r < 0 {
+		return true
+	}
+	first := c.set[c.r%pacerHistory].Load() + c.period[c.r%pacerHistory].Load()
+	if t < first+interval/4 || c.kept == 0 {
+		c.kept = t
+		return true
+	}
+	// A repeat: kept when it is the first in its interval since the
+	// setting's first firing.
+	if (t-first)/interval > (c.kept-first)/interval {
+		c.kept = t
+		return true
+	}
+	return false
+}
+
+// startPacing starts a pacer for each per-CPU clock event. It returns nil
+// where the events cannot be paced (per-thread events, or an event that
+// does not count time).
+func (s *perfSession) startPacing() *pacing {
+	if s.layout != perCPU || !s.periodIsNs || len(s.ringList) == 0 {
+		return nil
+	}
+	interval := time.Duration(s.attr.Sample)
+	p := &pacing{cpus: make([]paced, maxCPU(s.cpus)+1)}
+	now := event.Now()
+	for i := range p.cpus {
+		p.cpus[i].seen.Store(now)
+		p.cpus[i].r = -1
+	}
+	old := runtime.GOMAXPROCS(0)
+	// Each pacer keeps a P (see setPeriod), and so does the reader
+	// (rawPoll), beside what the rest of gprof uses.
+	if want := runtime.NumCPU() + len(s.cpus) + 2; old < want {
+		runtime.GOMAXPROCS(want)
+	} else {
+		old = 0
+	}
+	for cpu, r := range s.rings {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if s.cgroup != nil {
+				p.runFiring(r.fd, cpu, interval)
+			} else {
+				p.run(r.fd, cpu, interval)
+			}
+		}()
+	}
+	go func() {
+		p.wg.Wait()
+		if old > 0 {
+			runtime.GOMAXPROCS(old)
+		}
+	}()
+	return p
+}
+
+// keep says whether to keep a target's sample on cpu at time t (the
+// reader calls it for each, in the order of that CPU's ring).
+func (p *pacing) keep(cpu int, t int64, interval int64) bool {
+	if p == nil || cpu < 0 || cpu >= len(p.cpus) {
+		return true
+	}
+	if p.cpus[cpu].keep(t, interval) {
+		return true
+	}
+	p.thinned++
+	return false
+}
+
+// end stops the pacers and waits for them.
+func (p *pacing) end() {
+	if p == nil {
+		return
+	}
+	p.stop.Store(true)
+	p.wg.Wait()
+}
+
+// run paces the event fd of cpu until the recording ends.
+func (p *pacing) run(fd, cpu int, interval time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if unix.SchedSetaffinity(0, &set) != nil {
+		// Not allowed on that CPU (a cpuset): its ioctls would need an
+		// interrupt there, and its timer would not fire after the
+		// event's. The event keeps its fixed interval.
+		return
+	}
+	defer realtime()()
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
+
+	c := &p.cpus[cpu]
+	seed := uint64(time.Now().UnixNano())
+	sc := newSchedule(event.Now(), interval, rand.New(rand.NewPCG(seed, uint64(cpu))))
+	i := int64(interval)
+	dormant := true
+	var at, period int64
+	for !p.stop.Load() {
+		now := event.Now()
+		if now-c.seen.Load() > int64(pacerIdle) {
+			if !dormant {
+				dormant = true
+				c.publish(now, i)
+				setPeriod(fd, i)
+			}
+			sleepUntil(now + int64(pacerIdle/8))
+			continue
+		}
+		if dormant {
+			dormant = false
+			sc = newSchedule(now, interval, sc.rng)
+		} else {
+			for now < at+int64(pacerMargin) && !p.stop.Load() {
+				sleepUntil(at + int64(pacerMargin))
+				now = event.Now()
+			}
+			p.wakes.Add(1)
+			if last := at + (now-at)/period*period; last > at {
+				// The event fired again since, at the period set: go on
+				// from its last firing.
+				p.late.Add(1)
+				sc.fired(last)
+			}
+		}
+		at = sc.next(now)
+		if d := at - event.Now(); d < i/4 {
+			// Held up since next (the runtime may preempt the pacer, and
+			// on a busy machine resume it much later): a later one.
+			at = sc.next(event.Now())
+		}
+		set := event.Now()
+		period = at - set
+		c.publish(set, period)
+		setPeriod(fd, period)
+	}
+	c.publish(event.Now(), i)
+	setPeriod(fd, i)
+}
+
+// runFiring paces the event fd of cpu that counts a launched command's
+// cgroup (cgroup.go) until the recording ends. That event's clock runs
+// only while the command runs on cpu, so its firings cannot be foreseen in
+// wall time as run foresees an all-task event's: the pacer waits for each
+// (its ring wakes pollers at every sample, on this CPU) and then sets the
+// next period, uniform over half to one and a half intervals (the mean is
+// the interval asked for). Its wake-up preempts the command on cpu, whose
+// event is then scheduled out: the ioctl needs no interrupt to another
+// CPU, and the new period starts when the command runs again. A pacer
+// held up leaves the event firing at the last period set, which is still
+// a random one.
+func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if unix.SchedSetaffinity(0, &set) != nil {
+		return // see run
+	}
+	defer realtime()()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
+	i := int64(interval)
+	draw := func() int64 { return i/2 + rng.Int64N(i) }
+	setPeriod(fd, draw())
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for !p.stop.Load() {
+		// Every pacerPollMs at least, to notice the recording's end.
+		if rawPoll(pfd, pacerPollMs) != nil || pfd[0].Revents&unix.POLLIN == 0 {
+			continue
+		}
+		p.wakes.Add(1)
+		setPeriod(fd, draw())
+	}
+	setPeriod(fd, i)
+}
+
+// pacerPollMs is how long a firing pacer waits at most. pacerEvery: a
+// pacer wakes at every pacerEvery-th sample of its CPU's event, and the
+// period it draws then holds for the next pacerEvery samples: a run of
+// samples at one drawn spacing still starts at a random phase, so no
+// instant of a program's round is favoured. Waking less often costs the
+// command fewer context switches, and the rate comes out right: a period
+// set restarts the event's timer, so what the command ran between a
+// sample and its pacer's wake-up (about 100 µs here) is lost to the count,
+// while the cgroup's clock runs a few percent ahead of the command's own
+// CPU clock (the switches into and out of it are its time). Waking at
+// every sample, 1 s of the command's CPU got 928 to 958 samples at 1 kHz;
+// at every 4th, 987 to 1,003; with no pacer, 1,020 to 1,050.
+const (
+	pacerPollMs = 20
+	pacerEvery  = 4
+)
+
+// setPeriod makes the event fire d ns from now, and every d ns after that
+// until set again.
+//
+// The pacer's system calls are raw: the goroutine keeps its P (the Go
+// runtime's license to run Go code; GOMAXPROCS counts the pacers) while
+// it sleeps, rather than hand it over and, on waking, wait for one, which
+// took milliseconds on a busy machine (the garbage collector's idle
+// workers take every idle P). A stop-the-world waits for the sleep to end,
+// an interval at most.
+func setPeriod(fd int, d int64) {
+	v := uint64(max(d, 10000)) // the kernel's floor for clock events
+	unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&v)))
+}
+
+// sleepUntil sleeps until t (event.Now's clock, CLOCK_MONOTONIC) on this
+// thread: a timer of this CPU wakes it. A signal (the runtime's
+// preemption) ends it early.
+func sleepUntil(t int64) {
+	ts := unix.NsecToTimespec(t)
+	unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+}
+
+// realtime makes the calling thread real-time (SCHED_FIFO, above the
+// reader's priority) where gprof may, so that a pacer runs the moment its
+// timer fires; it returns what undoes it. Elsewhere a pacer runs when the scheduler lets it, often at
+// once: a late one costs the slot its jitter, not its sample.
+func realtime() (restore func()) {
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return func() {}
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 2, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	if unix.SchedSetAttr(0, &attr, 0) != nil {
+		return func() {}
+	}
+	return func() { unix.SchedSetAttr(0, old, 0) }
+}
+
+func maxCPU(cpus []int) int {
+	m := 0
+	for _, c := range cpus {
+		m = max(m, c)
+	}
+	return m
+}
+
+// paceable reports whether the targets are better sampled by per-CPU
+// events, whose interval can be varied: where the kernel allows them, for
+// a clock event, unless off-CPU stacks are asked for (per CPU, every
+// context switch on the machine would take one) or a test forces a layout.
+func (s *perfSession) paceable() bool {
+	if forceLayout != nil {
+		return *forceLayout == perCPU
+	}
+	return s.periodIsNs && !s.opts.OffCPU && s.tryCPUWide() == nil
+}
+
+// launchCgroup moves a launched command's helper, pid, to a cgroup of its
+// own where its events can be paced (see cgroup.go), and reports whether
+// it did; where it cannot, the command is sampled per thread.
+func (s *perfSession) launchCgroup(pid int) bool {
+	if !s.paceable() {
+		return false
+	}
+	cg, err := newCgroup()
+	if err == nil {
+		// The kernel may lack cgroup events (CONFIG_CGROUP_PERF): try
+		// one before the helper moves.
+		a := s.cpuAttr()
+		a.Bits |= unix.PerfBitDisabled
+		var fd int
+		if fd, err = perfEventOpen(&a, cg.fd, s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC|unix.PERF_FLAG_PID_CGROUP); err == nil {
+			unix.Close(fd)
+			err = cg.add(pid)
+		}
+		if err != nil {
+			cg.remove()
+		}
+	}
+	if err != nil {
+		s.cgroupErr = err
+		return false
+	}
+	s.cgroup = cg
+	return true
+}
+
+// fixedIntervalNotice says why a recording samples at a fixed interval.
+func (s *perfSession) fixedIntervalNotice() string {
+	why := "per-CPU events, whose interval gprof varies, need root, CAP_PERFMON or kernel.perf_event_paranoid<=0, no --off-cpu, and a command launched in a cgroup of its own"
+	if len(s.opts.Command) == 0 {
+		why = "attached to running processes, gprof does not move them to a cgroup of their own, where their per-CPU events' interval could vary"
+	} else if s.cgroupErr != nil {
+		why = "gprof could not give the command a cgroup of its own (" + s.cgroupErr.Error() + ")"
+	}
+	return "sampling at a fixed interval (per-thread perf events): a program that loops in step with it may show some functions more than their share; " + why
+}
+
+// openLaunched opens the per-CPU events for a launched command whose
+// helper, pid, has not exec'd yet, disabled: enableLaunched enables them
+// just before the helper may exec, so that the rings do not fill with the
+// machine's other processes while the recording is set up. The helper's
+// records until its exec are dropped (dropHelper); the command's own,
+// from its first instruction, are kept.
+func (s *perfSession) openLaunched(pid int) error {
+	s.layout = perCPU
+	if err := s.openCPUs(); err != nil {
+		return err
+	}
+	for _, fd := range s.fds {
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+	// No filter: the kernel samples the command's cgroup only. A filter
+	// that follows FORK records would drop a child's exec when its CPU's
+	// ring is decoded before its parent's, where the FORK is (the quiet
+	// suite's TestLaunchFollowsChildren and TestFaultExec/launch: children
+	// left named sh).
+	s.launched = map[int]int64{pid: 0}
+	return nil
+}
+
+// enableLaunched enables the events openLaunched opened.
+func (s *perfSession) enableLaunched() {
+	if s.launched == nil {
+		return
+	}
+	for _, fd := range s.fds {
+		if s.opts.Control != nil && !s.ctl.on && !s.ctl.sideband[fd] {
+			continue // sampling starts off (-D, --control): see control.go
+		}
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0)
+	}
+	s.sampling = event.Now()
+	// Until its exec is seen, the helper's records are those from before
+	// it was released (it execs at once after): on a busy machine a ring
+	// may overflow and lose the exec's record, and a bound that waited
+	// for it would drop the whole command.
+	for pid := range s.launched {
+		s.launched[pid] = -s.sampling // negative: not exec'd yet
+	}
+}
+
+// dropHelper drops, from a batch in time order, the records of a launched
+// command's helper from before its exec (gprof's own code and threads, which
+// the exec ends), and notes the exec's time: a record from before it may
+// come in a later batch, from a ring drained before the exec's was written.
+func (s *perfSession) dropHelper(evs []event.Event) []event.Event {
+	// The exec first: the helper's other threads end before it, in the
+	// same batch.
+	for _, e := range evs {
+		if c, ok := e.(*event.Comm); ok && c.Exec {
+			if at, ok := s.launched[c.Pid]; ok && at <= 0 {
+				s.launched[c.Pid] = c.Time
+			}
+		}
+	}
+	kept := evs[:0]
+	for _, e := range evs {
+		pid := -1
+		switch e := e.(type) {
+		case *event.Sample:
+			pid = e.Pid
+		case *event.Map:
+			pid = e.Pid
+		case *event.Fork:
+			pid = e.Pid
+		case *event.Exit:
+			pid = e.Pid
+		case *event.Comm:
+			if at := s.launched[e.Pid]; e.Exec && e.Time == at {
+				kept = append(kept, e)
+				continue
+			}
+			pid = e.Pid
+		}
+		if at, ok := s.launched[pid]; ok && event.EventTime(e) < max(at, -at) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(evs[len(kept):])
+	return kept
+}
+
+// rawPoll is poll(2) for the reader of a paced recording, raw for the same
+// reason as the pacers' calls (see setPeriod): the rings take every
+// process's samples, and a reader that waited for a P on a busy machine
+// (the P's thread being one of many waiting for a CPU) let them overflow.
+// A signal ends it early.
+func rawPoll(fds []unix.PollFd, timeoutMs int) error {
+	_, _, e := unix.RawSyscall(unix.SYS_POLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(timeoutMs))
+	if e != 0 {
+		return e
+	}
+	return nil
+}

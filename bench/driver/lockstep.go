@@ -1,0 +1,141 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ---- 13: a program in step with the sampling interval ----
+//
+// testdata/lockstep.c: one thread calls alpha, beta and gamma_ with 5:3:2
+// units of work in a loop whose round takes 1 ms of its own CPU time (the
+// default interval), and measures the three functions' CPU time with its
+// own clock around every call: the truth. Each recorder samples it at
+// 1 kHz, the runs interleaved; the shares of its samples are set against
+// the truth run by run and pooled.
+
+var lockstepTruthLine = regexp.MustCompile(`truth alpha ([0-9.]+) beta ([0-9.]+) gamma_ ([0-9.]+)`)
+
+func (e *env) lockstepSuite() (string, error) {
+	bin := filepath.Join(e.tmp, "lockstep")
+	if _, err := execute("", "gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", bin, filepath.Join(e.root, "testdata", "lockstep.c")); err != nil {
+		return "", err
+	}
+	funcs := []string{"alpha", "beta", "gamma_"}
+	type recorder struct {
+		name string
+		run  func(out string) (proc, map[string]int64, error)
+	}
+	gprofRun := func(backend string) func(string) (proc, map[string]int64, error) {
+		return func(out string) (proc, map[string]int64, error) {
+			p, err := execute("", e.gprof, "record", "-q", "--backend", backend, "-r", "1000", "-o", out, "--", bin, "1", "1")
+			if err != nil {
+				return p, nil, err
+			}
+			m, err := gprofReport(e.gprof, out)
+			self := map[string]int64{}
+			for _, t := range m {
+				for k, v := range t.self {
+					self[k] += v
+				}
+			}
+			return p, self, err
+		}
+	}
+	recorders := []recorder{
+		{"gprof, perf backend", gprofRun("perf")},
+		{"gprof, ptrace backend", gprofRun("ptrace")},
+		{"perf record -c 1000000 (cpu-clock, 1 kHz)", func(out string) (proc, map[string]int64, error) {
+			data := out + ".data"
+			p, err := execute("", "perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000", "-g", "-o", data, "--", bin, "1", "1")
+			if err != nil {
+				return p, nil, err
+			}
+			script := out + ".txt"
+			if _, err := execute(script, "perf", "script", "--show-lost-events", "-i", data); err != nil {
+				return p, nil, err
+			}
+			m, _, err := perfScript(script)
+			self := map[string]int64{}
+			for _, t := range m {
+				for k, v := range t.self {
+					self[k] += v
+				}
+			}
+			return p, self, err
+		}},
+	}
+	runs := 10
+	if e.quick {
+		runs = 4
+	}
+	type result struct {
+		dev      [][3]float64 // per run, share - truth, points
+		share    [][3]float64
+		got, all [3]float64 // pooled samples in each function, and in the three
+		truthSum [3]float64 // truth shares summed over runs, weighted by samples
+		n        float64
+	}
+	res := make([]result, len(recorders))
+	for r := 0; r < runs; r++ {
+		for _, i := range rotate([]int{0, 1, 2}, r) {
+			rec := recorders[i]
+			out := filepath.Join(e.tmp, fmt.Sprintf("lockstep-%d-%d.json", i, r))
+			p, self, err := rec.run(out)
+			if err != nil {
+				return "", err
+			}
+			m := lockstepTruthLine.FindStringSubmatch(string(p.out))
+			if m == nil {
+				return "", fmt.Errorf("lockstep printed no truth line: %q", p.out)
+			}
+			var truth, share, dev [3]float64
+			var n float64
+			for k := range funcs {
+				truth[k], _ = strconv.ParseFloat(m[k+1], 64)
+				n += float64(self[funcs[k]])
+			}
+			if n == 0 {
+				return "", fmt.Errorf("%s: no samples in %v", rec.name, funcs)
+			}
+			for k, f := range funcs {
+				share[k] = 100 * float64(self[f]) / n
+				dev[k] = share[k] - truth[k]
+				res[i].got[k] += float64(self[f])
+				res[i].truthSum[k] += truth[k] * n
+			}
+			res[i].n += n
+			res[i].dev = append(res[i].dev, dev)
+			res[i].share = append(res[i].share, share)
+			e.logf("lockstep: %s run %d: %.1f/%.1f/%.1f against %.1f/%.1f/%.1f, %.0f samples", rec.name, r, share[0], share[1], share[2], truth[0], truth[1], truth[2], n)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## 13. A program in step with the interval\n\n")
+	fmt.Fprintf(&b, "`testdata/lockstep.c` with one thread: alpha, beta and gamma_ take 5:3:2 of each round, a round takes 1 ms of the thread's CPU time (the default interval), and the thread measures each function's CPU time with its own clock around every call (the truth: 50/30/20 within a few hundredths). 1 s of its CPU a run, %d interleaved runs per recorder at 1 kHz. gprof's perf backend varies its interval (a launched command in a cgroup of its own, per-CPU events paced at each firing); Linux perf and a per-thread event fire at a fixed period. *Pooled*: each function's share of all the runs' samples against the truth, points, with 4 standard errors of a perfect random sampler beside it; *per run*: |share − truth| of alpha, points, and the spread of alpha's share across runs.\n\n", runs)
+	fmt.Fprintf(&b, "| recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | alpha per run: median (max) | alpha spread across runs |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for i, rec := range recorders {
+		r := res[i]
+		var pooled [3]float64
+		for k := range funcs {
+			pooled[k] = 100*r.got[k]/r.n - r.truthSum[k]/r.n
+		}
+		var absA, shareA []float64
+		for j := range r.dev {
+			absA = append(absA, math.Abs(r.dev[j][0]))
+			shareA = append(shareA, r.share[j][0])
+		}
+		lo, hi := minMax(shareA)
+		_, maxA := minMax(absA)
+		se := 4 * 100 * math.Sqrt(0.5*0.5/r.n)
+		fmt.Fprintf(&b, "| %s | %+.2f | %+.2f | %+.2f | %.2f | %.2f (%.2f) | %.1f–%.1f |\n", rec.name, pooled[0], pooled[1], pooled[2], se, median(absA), maxA, lo, hi)
+	}
+	b.WriteString("\n")
+	return b.String(), nil
+}

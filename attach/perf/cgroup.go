@@ -69,18 +69,19 @@ func (c *cgroup) add(pid int) error {
 
 // populated reports whether a process of the command's is still in the
 // cgroup (the command, or a child that outlived it): the kernel's own
-// count, which no race with a fork can fool.
-func (c *cgroup) populated() bool {
+// count, which no race with a fork can fool. ok is false when the cgroup
+// cannot say (its files gone or unreadable).
+func (c *cgroup) populated() (populated, ok bool) {
 	data, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
 	if err != nil {
-		return true // unreadable: let the launched command's exit say
+		return false, false
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "populated "); ok {
-			return v != "0"
+		if v, found := strings.CutPrefix(line, "populated "); found {
+			return v != "0", true
 		}
 	}
-	return true
+	return false, false
 }
 
 // remove moves what is left in the cgroup (the command's children that

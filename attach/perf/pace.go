@@ -240,19 +240,39 @@ func (p *pacing) end() {
 	p.wg.Wait()
 }
 
-// run paces the event fd of cpu until the recording ends.
-func (p *pacing) run(fd, cpu int, interval time.Duration) {
+// pinPacer locks the calling goroutine to its thread and that thread to
+// cpu, real-time where gprof may (realtime). It reports false, the thread
+// unlocked, where cpu is not allowed (a cpuset): the ioctls of a pacer
+// elsewhere would need an interrupt to cpu, and its timer would not fire
+// after the event's, so the event keeps its fixed interval. The function
+// returned undoes the rest.
+func pinPacer(cpu int) (unpin func(), ok bool) {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set unix.CPUSet
+	var old, set unix.CPUSet
+	haveOld := unix.SchedGetaffinity(0, &old) == nil
 	set.Set(cpu)
 	if unix.SchedSetaffinity(0, &set) != nil {
-		// Not allowed on that CPU (a cpuset): its ioctls would need an
-		// interrupt there, and its timer would not fire after the
-		// event's. The event keeps its fixed interval.
+		runtime.UnlockOSThread()
+		return nil, false
+	}
+	restore := realtime()
+	return func() {
+		restore()
+		// The thread goes back to the runtime's pool: not pinned.
+		if haveOld {
+			unix.SchedSetaffinity(0, &old)
+		}
+		runtime.UnlockOSThread()
+	}, true
+}
+
+// run paces the event fd of cpu until the recording ends.
+func (p *pacing) run(fd, cpu int, interval time.Duration) {
+	unpin, ok := pinPacer(cpu)
+	if !ok {
 		return
 	}
-	defer realtime()()
+	defer unpin()
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	defer unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 
@@ -316,14 +336,11 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 // held up leaves the event firing at the last period set, which is still
 // a random one.
 func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if unix.SchedSetaffinity(0, &set) != nil {
-		return // see run
+	unpin, ok := pinPacer(cpu)
+	if !ok {
+		return
 	}
-	defer realtime()()
+	defer unpin()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
 	draw := func() int64 { return i/2 + rng.Int64N(i) }

@@ -1286,8 +1286,17 @@ func (s *perfSession) anyPidAlive() bool {
 	}
 	if s.cgroup != nil {
 		// No target filter follows the command's processes (the
-		// kernel keeps the events to the cgroup): the cgroup says.
-		return s.cgroup.populated()
+		// kernel keeps the events to the cgroup): the cgroup says, or
+		// where it cannot, the command itself.
+		if populated, ok := s.cgroup.populated(); ok {
+			return populated
+		}
+		for pid := range s.launched {
+			if !gone(pid) {
+				return true
+			}
+		}
+		return false
 	}
 	if f := s.dec.filter; f != nil && !f.all {
 		alive := false

@@ -88,6 +88,13 @@ func (d *decoder) decode(rec []byte, b *batch) {
 	case nil:
 		return
 	case *event.Sample:
+		if e.Pid < 0 {
+			// A task sampled after the kernel let go of its pid, in the
+			// last instants of its exit: a cgroup's per-CPU events
+			// sample it until it is switched out for good. Nobody's
+			// sample (perf shows it as pid -1).
+			return
+		}
 		if !d.pace.keep(e.CPU, e.Time, d.interval) {
 			return
 		}

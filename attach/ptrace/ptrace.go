@@ -511,6 +511,7 @@ func (s *ptSampler) stopWorkers() {
 		s.priority = w.priority
 	}
 	s.stats.ticks /= len(s.workers)
+	s.stats.catchUp /= len(s.workers)
 	for _, th := range s.threads {
 		th.closeFiles()
 	}
@@ -528,7 +529,7 @@ func (s *ptSampler) resultStats() map[string]string {
 		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
 		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
 		"ptrace_setup_ms": fmt.Sprintf("%.1f", float64(s.setup.Microseconds())/1000),
-		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d put off to leave the CPU to others half the time; %d sweeps of idle threads)", st.ticks, st.behind, st.dutyCapped, st.sweeps),
+		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d brought forward for a thread owed a sample, %d put off to leave the CPU to others half the time; %d sweeps of idle threads)", st.ticks, st.behind, st.catchUp, st.dutyCapped, st.sweeps),
 	}
 }
 

@@ -35,6 +35,9 @@ type ptStats struct {
 	// dutyCapped, ticks put off so that the stopper leaves its CPU to
 	// others at least half the time.
 	sweeps, dutyCapped int
+	// catchUp counts ticks brought forward for a thread still owed a
+	// sample after its last one.
+	catchUp int
 	// paused is the time from interrupt to detach, summed over stops:
 	// roughly how long the target's threads were kept from running.
 	paused, maxPause time.Duration
@@ -60,6 +63,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.unpinned += o.unpinned
 	s.sweeps += o.sweeps
 	s.dutyCapped += o.dutyCapped
+	s.catchUp += o.catchUp
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)
 	for i := range s.entries {

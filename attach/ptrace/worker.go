@@ -60,12 +60,15 @@ type worker struct {
 	cursor int    // where the next background look at cold threads starts
 	// coldCredit counts the cold threads due a look in turn.
 	coldCredit float64
-	woke       int64     // when the current tick began (event.Now)
-	wokeAt     time.Time // the same, for durations
-	regs       event.Regs
-	iov        []unix.RemoteIovec
-	buf        []byte
-	stats      ptStats
+	woke       int64 // when the current tick began (event.Now)
+	// owed says a thread sampled at this tick is still due another
+	// sample: the next tick comes sooner (see loop).
+	owed   bool
+	wokeAt time.Time // the same, for durations
+	regs   event.Regs
+	iov    []unix.RemoteIovec
+	buf    []byte
+	stats  ptStats
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
@@ -190,6 +193,18 @@ func (w *worker) loop() {
 			w.stats.behind++
 			next = now
 		}
+		if w.owed {
+			// A thread sampled at this tick is still owed one: ticks it
+			// missed (its stopper late for its CPU, the thread on its
+			// way to another CPU, a stop that showed no fair sample)
+			// are made up at twice the rate, at jittered ticks still,
+			// until its credit is paid. One sample per tick at the
+			// mean rate could never pay them back.
+			if soon := now.Add(jitter(interval) / 2); soon.Before(next) {
+				next = soon
+				w.stats.catchUp++
+			}
+		}
 		// A tick that took more than half an interval of CPU (a sweep
 		// of thousands of idle threads) is followed by as long a rest
 		// (dutyRest): a stopper, real-time as root, never keeps its
@@ -250,6 +265,7 @@ func (w *worker) tick(next time.Time) {
 	w.wokeAt = time.Now()
 	w.woke = event.Now()
 	w.stats.ticks++
+	w.owed = false
 	w.mine = w.inbox.take(w.mine)
 	w.due = w.due[:0]
 	kept := w.mine[:0]
@@ -643,6 +659,9 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		e.inKernel = atTick && (kentry == entrySyscall || kentry == entryException)
 		w.stats.entries[kentry]++
 		th.credit -= int64(w.s.interval)
+		if th.credit >= int64(w.s.interval)/2 {
+			w.owed = true
+		}
 	case switchOut:
 		// Asleep, it stops in its system call: that is the stack wanted.
 		// The stop costs it a little CPU time, which must not count as

@@ -215,6 +215,16 @@ func TestWineSuspendAttach(t *testing.T) {
 // notice, and the interval is in the profile's metadata
 // (suspend_interval).
 //
+// The interval is one for the whole recording, the CPU time its samples
+// stand for over what that time asked for at each tick's spacing; the
+// interval the pacer aims for follows the work of each tick, shorter
+// while the command starts (the main thread alone) than while its two
+// threads are busy. So the threads run for a second of CPU each, several
+// times their start: with a third of a second, the start's ticks pulled
+// the interval down to 53 ms in one CI run, where the threads' own
+// stretch was sampled at about twice that (2 and 3 samples where 7 were
+// expected).
+//
 // The bound: a busy thread is sampled at each tick of its life, and the
 // ticks come at jittered intervals (uniform over half to one and a half
 // intervals), so the count of N expected ones varies by sqrt(N/12), and
@@ -239,7 +249,7 @@ func TestWineSuspendRate(t *testing.T) {
 					defer loop.Process.Kill()
 				}
 				prof, sum := "rate-"+name+".json", "rate-"+name+"-summary.json"
-				r := runWine(t, "record", "--backend", "suspend", "-r", fmt.Sprint(hz), "-o", prof, "--json-output", sum, "--", "./split.exe", "2", "0.34")
+				r := runWine(t, "record", "--backend", "suspend", "-r", fmt.Sprint(hz), "-o", prof, "--json-output", sum, "--", "./split.exe", "2", "1")
 				if r.code != 0 {
 					t.Fatalf("record under Wine: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 				}
@@ -256,6 +266,11 @@ func TestWineSuspendRate(t *testing.T) {
 					t.Fatalf("split.exe's output: %q", r.stdout)
 				}
 				interval := wineAimedInterval(t, filepath.Join(dir, prof))
+				for k, v := range wineProfileExtra(t, filepath.Join(dir, prof)) {
+					if strings.HasPrefix(k, "suspend_") {
+						t.Logf("%s: %s", k, v)
+					}
+				}
 				asked := time.Second / time.Duration(hz)
 				margin(t, "interval aimed for (ms) / asked", interval.Seconds()*1e3, asked.Seconds()*1e3)
 				if interval < asked {
@@ -303,6 +318,22 @@ func TestWineSuspendRate(t *testing.T) {
 // from a profile's metadata (suspend_interval).
 func wineAimedInterval(t *testing.T, path string) time.Duration {
 	t.Helper()
+	extra := wineProfileExtra(t, path)
+	f := strings.Fields(extra["suspend_interval"])
+	if len(f) == 0 {
+		t.Fatalf("%s has no suspend_interval: %v", path, extra)
+	}
+	d, err := time.ParseDuration(f[0])
+	if err != nil {
+		t.Fatalf("suspend_interval %q: %v", f[0], err)
+	}
+	return d
+}
+
+// wineProfileExtra returns the gprof metadata of the Gecko profile at
+// path (the backend's figures: ticks, captures, interval).
+func wineProfileExtra(t *testing.T, path string) map[string]string {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -317,15 +348,7 @@ func wineAimedInterval(t *testing.T, path string) time.Duration {
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	f := strings.Fields(p.Meta.Gprof.Extra["suspend_interval"])
-	if len(f) == 0 {
-		t.Fatalf("%s has no suspend_interval: %v", path, p.Meta.Gprof.Extra)
-	}
-	d, err := time.ParseDuration(f[0])
-	if err != nil {
-		t.Fatalf("suspend_interval %q: %v", f[0], err)
-	}
-	return d
+	return p.Meta.Gprof.Extra
 }
 
 type wineThread struct {

@@ -755,3 +755,48 @@ func TestSuspendSamplerStartingThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspendSamplerLongIntervals: with ticks further apart than
+// suspendActiveFor (the pacer's interval under Wine on a busy machine:
+// 53 ms in one CI run, 26 to 80 ms with its jitter), a thread that runs
+// is sampled at every tick, and one that paused for a tick from the tick
+// after next: its CPU time, read apart from the others' once it looks
+// idle, must bring it back although it last moved more than
+// suspendActiveFor before.
+func TestSuspendSamplerLongIntervals(t *testing.T) {
+	for _, spacings := range [][]time.Duration{{20}, {60}, {200}, {40, 60}, {30, 70, 45, 75, 28, 65, 52, 80, 40, 60}} {
+		p := busyFakeWinProc(3)
+		var evs eventtest.Collector
+		clock := &fakeClock{ns: 1e9}
+		s := newSuspendSampler(p, 7, 4096, evs.Handle, clock.now)
+		s.tick(true, false)
+		paused := p.ths[101]
+		const ticks, from, pause = 60, 10, 20
+		var since int64
+		for i := range ticks {
+			d := spacings[i%len(spacings)] * time.Millisecond
+			p.run(d)
+			if i == pause {
+				paused.cpuNS -= int64(d) // asleep for this one
+				paused.rax--
+			}
+			if i == from {
+				since = clock.now() + int64(d)
+			}
+			if err := clock.tick(s, false, false, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := map[int]int{}
+		for _, sm := range evs.Samples {
+			if sm.Time >= since {
+				n[sm.Tid]++
+			}
+		}
+		for tid, want := range map[int]int{7: ticks - from, 101: ticks - from - 2, 102: ticks - from} {
+			if n[tid] < want {
+				t.Errorf("ticks %v ms apart: thread %d got %d samples in the last %d ticks, want %d at least", spacings, tid, n[tid], ticks-from, want)
+			}
+		}
+	}
+}

@@ -310,6 +310,13 @@ func (b *builder) exit(e *event.Exit) {
 		b.endProcess(pr, e.Time)
 		delete(b.procs, e.Pid)
 		b.dying[e.Pid] = pr
+		if b.py != nil {
+			// What the reader knew of the process (its interpreter,
+			// code objects, thread states) goes with it: the pid may be
+			// reused, and a build of a thousand processes would keep
+			// them all.
+			b.py.reader.Forget(e.Pid)
+		}
 	}
 }
 

@@ -487,6 +487,9 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 		if line := pc.notice(wine != "", costWhy(wine)); line != "" {
 			notice(line)
 		}
+		if line := failedNotice(failed, pc.threads, wine != ""); line != "" {
+			notice(line)
+		}
 	}()
 	lastSlow := event.Now()
 	deadline := event.Now() + int64(pc.next())

@@ -264,3 +264,25 @@ func (h *workHist) String() string {
 	us := func(q float64) int64 { return h.quantile(q).Microseconds() }
 	return fmt.Sprintf("p50<%d p90<%d p99<%d", us(0.5), us(0.9), us(0.99))
 }
+
+// failedNotice is the line that says how many captures failed (a thread
+// suspended whose registers could not be read, or one that could not be
+// suspended), or "" when few did: each such capture is a sample missing
+// where the thread ran, its CPU time left to its next sample.
+// suspendFailedShare of them is worth a notice.
+func failedNotice(failed, captured int, wine bool) string {
+	// captured counts the threads suspended, failed the captures that
+	// failed, most of them after the suspend.
+	tries := max(captured, failed)
+	if failed == 0 || float64(failed) < suspendFailedShare*float64(tries) {
+		return ""
+	}
+	why := "SuspendThread or GetThreadContext failed"
+	if wine {
+		why += " (under Wine a suspended thread hands wineserver its registers from a signal handler, which waits for a CPU)"
+	}
+	return fmt.Sprintf("the suspend backend could not read %d of the %d threads it suspended (%s); their CPU time went to their next samples", failed, tries, why)
+}
+
+// suspendFailedShare is the share of failed captures worth a notice.
+const suspendFailedShare = 0.05

@@ -236,3 +236,21 @@ func TestPacerNotice(t *testing.T) {
 		t.Errorf("costly ticks on time: notice %q says late", got)
 	}
 }
+
+// TestFailedNotice: failed captures are said once they are a noticeable
+// share of all, with why under Wine; a few are not.
+func TestFailedNotice(t *testing.T) {
+	if got := failedNotice(0, 1000, true); got != "" {
+		t.Errorf("none failed: %q", got)
+	}
+	if got := failedNotice(10, 990, true); got != "" {
+		t.Errorf("1%% failed: %q", got)
+	}
+	got := failedNotice(60, 200, true)
+	if !strings.Contains(got, "60 of the 200") || !strings.Contains(got, "wineserver") {
+		t.Errorf("30%% failed under Wine: %q", got)
+	}
+	if got := failedNotice(60, 200, false); strings.Contains(got, "Wine") || got == "" {
+		t.Errorf("30%% failed on Windows: %q", got)
+	}
+}

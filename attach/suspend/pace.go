@@ -279,7 +279,7 @@ func failedNotice(failed, captured int, wine bool) string {
 	}
 	why := "SuspendThread or GetThreadContext failed"
 	if wine {
-		why += " (under Wine a suspended thread hands wineserver its registers from a signal handler, which waits for a CPU)"
+		why += "; under Wine a suspended thread hands wineserver its registers from a signal handler, which waits for a CPU"
 	}
 	return fmt.Sprintf("the suspend backend could not read %d of the %d threads it suspended (%s); their CPU time went to their next samples", failed, tries, why)
 }

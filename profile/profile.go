@@ -27,6 +27,17 @@ const (
 // the kernel without its kernel stack.
 const KernelLabel = "[kernel]"
 
+// ExitLabel and ExecLabel stand for the user stack under a sample taken in
+// the kernel where the thread had none: in its exit, after its user memory
+// was released (the kernel gives no user registers then), or in an exec
+// that had replaced its address space, whose old user stack is not the new
+// program's. The kernel's frames (or KernelLabel) go on top of them, as on
+// top of a user stack.
+const (
+	ExitLabel = "[exit]"
+	ExecLabel = "[exec]"
+)
+
 // Categories of the off-CPU samples of a recording with off-CPU sampling
 // (OffCPUCategories): a thread blocked (waiting on I/O, a lock, a timer),
 // or preempted while still runnable. "Idle" with the colour "transparent"

@@ -355,7 +355,8 @@ func (b *builder) sample(s *event.Sample) {
 	} else {
 		addrs = append(addrs, s.Stack...)
 	}
-	if pr.staleExec(s, addrs) {
+	stale := pr.staleExec(s, addrs)
+	if stale {
 		addrs = addrs[:s.KernelFrames]
 	}
 	b.addrs = addrs
@@ -382,6 +383,17 @@ func (b *builder) sample(s *event.Sample) {
 			}
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
+	}
+	if s.InKernel && !s.Switch && !eventSample && len(addrs) == s.KernelFrames && s.Pid > 0 {
+		// In the kernel with no user stack below: in the thread's exit
+		// (a task whose user memory is gone has no user registers), or
+		// in an exec (above). A stand-in says which, where the user
+		// stack would be.
+		label := profile.ExitLabel
+		if stale {
+			label = profile.ExecLabel
+		}
+		frames = append(frames, profile.Frame{Label: label, Category: profile.CategoryOther})
 	}
 	if eventSample {
 		b.frames = frames

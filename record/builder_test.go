@@ -73,8 +73,10 @@ func TestBuilderLaunchExec(t *testing.T) {
 // A sample taken in the kernel during the exec, after the old address
 // space is gone but before the new program's registers are set, carries
 // the old program's user address: it counts as the kernel's time in the
-// exec, without that address. Once the thread is seen in the new image,
-// in-kernel samples keep their user stacks, mapped or not.
+// exec, without that address, on the [exec] stand-in. Once the thread is
+// seen in the new image, in-kernel samples keep their user stacks, mapped
+// or not. A sample in the kernel with no user stack at all (a thread in
+// its exit, after its user memory is gone) stands on [exit].
 func TestBuilderStaleExecSample(t *testing.T) {
 	b := newTestBuilder()
 	b.handle(mapEv(1001*ms, 10, 0x400000, 0x800000, "/usr/bin/gprof"))
@@ -87,6 +89,9 @@ func TestBuilderStaleExecSample(t *testing.T) {
 	later := sample(1004*ms, 10, 10, 0x9000) // JIT code, say
 	later.InKernel = true
 	b.handle(later)
+	exiting := sample(1005*ms, 10, 10)
+	exiting.InKernel = true
+	b.handle(exiting)
 	th := b.procs[10].p.Threads[0]
 	var got [][]string
 	for i := range th.Samples.Len() {
@@ -97,7 +102,8 @@ func TestBuilderStaleExecSample(t *testing.T) {
 		}
 		got = append(got, frames)
 	}
-	want := [][]string{{profile.KernelLabel + "0x0"}, {"0x5010"}, {profile.KernelLabel + "0x0", "0x9000"}}
+	want := [][]string{{profile.KernelLabel + "0x0", profile.ExecLabel + "0x0"}, {"0x5010"}, {profile.KernelLabel + "0x0", "0x9000"},
+		{profile.KernelLabel + "0x0", profile.ExitLabel + "0x0"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("samples %v, want %v", got, want)
 	}

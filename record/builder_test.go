@@ -92,6 +92,12 @@ func TestBuilderStaleExecSample(t *testing.T) {
 	exiting := sample(1005*ms, 10, 10)
 	exiting.InKernel = true
 	b.handle(exiting)
+	kworker := sample(1005*ms, 99, 99, 0xffffffff81000000)
+	kworker.InKernel, kworker.KernelFrames = true, 1
+	b.handle(kworker)
+	if th := b.procs[99].p.Threads[0]; th.Stacks.Prefix[th.Samples.Stack[0]] != profile.NoStack {
+		t.Errorf("a kernel thread's sample stands on %+v", th.Frames.Frames[th.Stacks.Frame[th.Stacks.Prefix[th.Samples.Stack[0]]]])
+	}
 	th := b.procs[10].p.Threads[0]
 	var got [][]string
 	for i := range th.Samples.Len() {

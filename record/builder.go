@@ -384,7 +384,7 @@ func (b *builder) sample(s *event.Sample) {
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}
-	if s.InKernel && !s.Switch && !eventSample && len(addrs) == s.KernelFrames && s.Pid > 0 && len(pr.mappings) > 0 {
+	if s.InKernel && !s.Switch && !eventSample && len(addrs) == s.KernelFrames && s.Pid > 0 && (stale || len(pr.mappings) > 0) {
 		// A user process's thread in the kernel with no user stack
 		// below: in its exit (a task whose user memory is gone has no
 		// user registers), or in an exec (above). A stand-in says

@@ -115,6 +115,11 @@ type Result struct {
 	// targets); Files is how many files that took.
 	Layout string
 	Files  int
+	// End is when sampling stopped (event time), before a launched
+	// command that outlived the recording was asked to end and waited
+	// for (up to seconds): the profile ends there, not with a stretch
+	// where the command ran unsampled. Zero: when Record returned.
+	End int64
 	// Stats are the backend's own figures on how sampling went (stop
 	// latencies, say), by name, for the profile's metadata: diagnostics,
 	// not an interface.

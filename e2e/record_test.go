@@ -502,6 +502,37 @@ func TestDurationStopsLaunchedCommand(t *testing.T) {
 	}
 }
 
+// TestProfileEndsWithSampling: a recording that ends before its launched
+// command (here at --duration) ends when sampling stopped, not after the
+// grace the command is given to end (it went on running, unsampled, for
+// 250 ms and more at the end of each profile: 1,273 ms for 1 s of
+// sampling), with each Linux backend.
+func TestProfileEndsWithSampling(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "d.json.gz")
+			mustRecord(t, "-q", "--backend", be, "-d", "1", "-o", out, "--", "sh", "-c", "while :; do :; done")
+			p, err := gecko.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last int64
+			for _, pr := range p.Processes {
+				for _, th := range pr.Threads {
+					if n := th.Samples.Len(); n > 0 {
+						last = max(last, th.Samples.Time[n-1])
+					}
+				}
+			}
+			gap := time.Duration(p.Meta.Duration - last)
+			margin(t, "ms from the last sample to the end", float64(gap.Milliseconds()), 100)
+			if last == 0 || gap > 100*time.Millisecond {
+				t.Errorf("the profile ends %v after its last sample (%v after its start)", gap, time.Duration(p.Meta.Duration))
+			}
+		})
+	}
+}
+
 // TestLaunchExecFails: a command that exists but cannot be run (a script
 // whose #! interpreter is missing, a text file with no #! line) is an
 // error, with each backend: exit 1, one line saying why, and no profile.

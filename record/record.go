@@ -218,6 +218,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.End > 0 && res.End < end {
+		// Sampling stopped before a launched command was asked to end
+		// and waited for: the profile ends with the sampling.
+		end = res.End
+	}
 
 	procs := b.finish(end)
 	prof.Meta.Duration = end - b.t0

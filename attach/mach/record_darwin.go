@@ -137,6 +137,7 @@ func recordMach(ctx context.Context, opts attach.Options, h event.Handler) (atta
 	for n := 1; len(targets) > 0; n++ {
 		select {
 		case <-ctx.Done():
+			res.End = event.Now()
 			for _, t := range targets {
 				if t.launched != nil {
 					res.ExitCode = t.launched.stop(notice)

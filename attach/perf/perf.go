@@ -1095,6 +1095,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		}
 	}()
 	reason := make(chan stopReason, 1)
+	var stopped int64 // when the events were disabled; read after reason
 	go func() {
 		defer close(batches)
 		// Its own OS thread, which may be made real-time (see below)
@@ -1246,6 +1247,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		for _, fd := range s.fds {
 			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 		}
+		stopped = event.Now()
 		cutoff = func() int64 { return math.MaxInt64 }
 		flush(getBatch())
 		reason <- why
@@ -1269,7 +1271,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 	if wake >= 0 {
 		unix.Close(wake)
 	}
-	return <-reason
+	why := <-reason
+	res.End = stopped
+	return why
 }
 
 // anyPidAlive reports whether an attached pid still runs. Children that

@@ -166,6 +166,7 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 	} else {
 		res.RateAdvice = "lower the rate (-r), or allow perf events (kernel.perf_event_paranoid) for the perf backend"
 	}
+	res.End = event.Now()
 	if s.launched != nil {
 		res.ExitCode = s.finishLaunched()
 	}

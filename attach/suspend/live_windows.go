@@ -495,6 +495,7 @@ func sampleSuspend(ctx context.Context, targets *[]*suspendTarget, interval time
 	deadline := event.Now() + int64(pc.next())
 	for len(*targets) > 0 {
 		if ctx.Err() != nil {
+			res.End = event.Now()
 			for _, t := range *targets {
 				if t.launched != nil {
 					res.ExitCode = t.launched.Stop(suspendStopGrace)

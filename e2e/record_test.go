@@ -529,6 +529,14 @@ func TestProfileEndsWithSampling(t *testing.T) {
 			if last == 0 || gap > 100*time.Millisecond {
 				t.Errorf("the profile ends %v after its last sample (%v after its start)", gap, time.Duration(p.Meta.Duration))
 			}
+			// Nor do the process counters go on past it.
+			for _, pr := range p.Processes {
+				for _, c := range pr.Counters {
+					if n := len(c.Time); n > 0 && c.Time[n-1] > p.Meta.Duration {
+						t.Errorf("counter %s has a reading %v after the profile's end", c.Name, time.Duration(c.Time[n-1]-p.Meta.Duration))
+					}
+				}
+			}
 		})
 	}
 }

@@ -261,6 +261,37 @@ func (c *counterSampler) attach(p *profile.Profile, t0 int64) {
 		}
 		p.Overhead = &o
 	}
+	trimCounters(p)
+}
+
+// trimCounters drops the counter and overhead readings taken after
+// sampling stopped: the counters run until the backend returns, which for
+// a command that outlived its recording is after its grace to end, and
+// the profile ends where sampling did.
+func trimCounters(p *profile.Profile) {
+	end := p.Meta.Duration
+	if end <= 0 {
+		return
+	}
+	// Readings are in time order: how many come at or before end.
+	upTo := func(ts []int64) int {
+		if i := slices.IndexFunc(ts, func(t int64) bool { return t > end }); i >= 0 {
+			return i
+		}
+		return len(ts)
+	}
+	for _, pr := range p.Processes {
+		for i := range pr.Counters {
+			c := &pr.Counters[i]
+			n := upTo(c.Time)
+			c.Time, c.Count = c.Time[:n], c.Count[:n]
+		}
+		pr.Counters = slices.DeleteFunc(pr.Counters, func(c profile.Counter) bool { return len(c.Time) == 0 })
+	}
+	if o := p.Overhead; o != nil {
+		n := upTo(o.Time)
+		o.Time, o.Counters, o.Threads = o.Time[:n], o.Counters[:n], o.Threads[:n]
+	}
 }
 
 // pWhPerJoule converts Joules to the picowatt-hours the front-end's power

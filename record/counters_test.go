@@ -1,6 +1,7 @@
 package record
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,25 @@ func TestCalibrateCPU(t *testing.T) {
 		if got := th.Samples.CPUDelta[i]; got != w {
 			t.Errorf("sample %d: CPU delta %d, want %d", i, got, w)
 		}
+	}
+}
+
+// TestTrimCounters: readings after the profile's end (the counters ran on
+// while a launched command had its grace to end) are dropped, with a
+// counter left without any; those up to the end stay.
+func TestTrimCounters(t *testing.T) {
+	p := &profile.Profile{Meta: profile.Meta{Duration: 100}}
+	p.Processes = []*profile.Process{{Counters: []profile.Counter{
+		{Name: "Memory", Time: []int64{10, 100, 150}, Count: []int64{1, 2, 3}},
+		{Name: "late", Time: []int64{120}, Count: []int64{1}},
+	}}}
+	p.Overhead = &profile.Overhead{Time: []int64{50, 110}, Counters: []int64{1, 2}, Threads: []int64{3, 4}}
+	trimCounters(p)
+	cs := p.Processes[0].Counters
+	if len(cs) != 1 || !slices.Equal(cs[0].Time, []int64{10, 100}) || !slices.Equal(cs[0].Count, []int64{1, 2}) {
+		t.Errorf("counters %+v", cs)
+	}
+	if o := p.Overhead; !slices.Equal(o.Time, []int64{50}) || len(o.Counters) != 1 || len(o.Threads) != 1 {
+		t.Errorf("overhead %+v", o)
 	}
 }

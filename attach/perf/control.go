@@ -100,20 +100,25 @@ func (s *perfSession) openSideband(tid int) error {
 }
 
 // applyControl turns the sampling events off or on as the Control asks, if
-// it asks anything. Samples taken before they were disabled are still in
-// the rings, dated before the change.
-func (s *perfSession) applyControl() {
+// it asks anything, and returns what tells the Control it is done (nil
+// when nothing was asked). Samples taken before they were disabled are
+// still in the rings, dated before the change: the caller drains them
+// before it says so, since their Python stacks are read as they are
+// drained, and a harness that waits for the acknowledgement goes on to
+// its next phase as soon as it has it (a sample of the measured phase
+// read after that showed the next phase's caller).
+func (s *perfSession) applyControl() (applied func()) {
 	c := s.opts.Control
 	if c == nil {
-		return
+		return nil
 	}
 	on, seq, ok := c.Pending()
 	if !ok {
-		return
+		return nil
 	}
 	if on == s.ctl.on {
-		c.Applied(on, event.Now(), seq)
-		return
+		t := event.Now()
+		return func() { c.Applied(on, t, seq) }
 	}
 	req := uintptr(unix.PERF_EVENT_IOC_DISABLE)
 	if on {
@@ -130,5 +135,5 @@ func (s *perfSession) applyControl() {
 		t = event.Now()
 	}
 	s.ctl.on = on
-	c.Applied(on, t, seq)
+	return func() { c.Applied(on, t, seq) }
 }

@@ -1203,8 +1203,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				}
 			}
 			pfds = live
-			s.applyControl()
+			applied := s.applyControl()
 			flush(getBatch())
+			if applied != nil {
+				applied()
+			}
 			if (s.dec.interpSeen || s.pace != nil) && !realtime {
 				// A Python stack is read when its sample is: on a busy
 				// machine this thread must not wait for a CPU behind

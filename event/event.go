@@ -42,6 +42,11 @@ type Sample struct {
 	// frames only if they were asked for and permitted; the user part is
 	// the user stack where the thread entered the kernel.
 	InKernel bool
+	// NoUserRegs says the backend asked for the thread's user registers
+	// and the kernel had none to give: a kernel thread, or a user task
+	// whose user memory is gone (in its exit). Stack then has no user
+	// part.
+	NoUserRegs bool
 	// Regs and StackCopy are set instead of (or in addition to) user frames
 	// in Stack when the backend leaves user-space unwinding to the caller.
 	Regs      *Regs

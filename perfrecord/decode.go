@@ -589,7 +589,9 @@ func (d *Decoder) sample(rec []byte, misc uint16, a *Arena) *event.Sample {
 		if !c.has(8) {
 			return s
 		}
-		if abi := c.u64(); abi != RegsABINone {
+		abi := c.u64()
+		s.NoUserRegs = abi == RegsABINone
+		if abi != RegsABINone {
 			l := &d.f.Regs
 			if !c.has(8 * l.N) {
 				return s

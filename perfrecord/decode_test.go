@@ -287,7 +287,7 @@ func TestDecodeRegsAndStack(t *testing.T) {
 			a := &Arena{Borrow: borrow}
 			s := d.Decode(rec, a).(*event.Sample)
 			if s.Regs == nil || *s.Regs != (event.Regs{IP: 0x401000, SP: 0x5f8, FP: 0xb9, BX: 0xb}) ||
-				fmt.Sprint(s.CalleeRegs) != "[12 13 14 15]" || !bytes.Equal(s.StackCopy, stack[:40]) {
+				fmt.Sprint(s.CalleeRegs) != "[12 13 14 15]" || !bytes.Equal(s.StackCopy, stack[:40]) || s.NoUserRegs {
 				t.Fatalf("borrow %v: decoded %+v, regs %+v", borrow, s, s.Regs)
 			}
 			inRec := &s.StackCopy[0] == &rec[len(rec)-8-64]
@@ -296,10 +296,11 @@ func TestDecodeRegsAndStack(t *testing.T) {
 			}
 		}
 
-		// A sample without user registers (a kernel thread's) has none.
+		// A sample without user registers (a kernel thread's, or a task's
+		// in its exit) has none, and says so.
 		rec = newRec(bo, RecordSample, MiscKernel).u64(0xffffffff81000000).task(2, 2).u64(1e9, 0, 1e6).
 			u64(0).u64(RegsABINone).u64(0).done()
-		if s := d.Decode(rec, &Arena{}).(*event.Sample); s.Regs != nil || s.StackCopy != nil {
+		if s := d.Decode(rec, &Arena{}).(*event.Sample); s.Regs != nil || s.StackCopy != nil || !s.NoUserRegs {
 			t.Errorf("decoded %+v", s)
 		}
 	})

@@ -384,17 +384,20 @@ func (b *builder) sample(s *event.Sample) {
 		}
 		frames = append(frames, profile.Frame{Address: a, Category: c})
 	}
-	if s.InKernel && !s.Switch && !eventSample && len(addrs) == s.KernelFrames && s.Pid > 0 && (stale || len(pr.mappings) > 0) {
+	if s.InKernel && !s.Switch && !eventSample && len(addrs) == s.KernelFrames {
 		// A user process's thread in the kernel with no user stack
-		// below: in its exit (a task whose user memory is gone has no
-		// user registers), or in an exec (above). A stand-in says
-		// which, where the user stack would be. (A kernel thread has no
-		// mappings, and no user stack to miss.)
-		label := profile.ExitLabel
-		if stale {
-			label = profile.ExecLabel
+		// below, for a reason known: in an exec (above), or in its exit
+		// (the kernel gave no user registers, and the process has
+		// mappings: a kernel thread has none, and no user stack to
+		// miss). A stand-in says which, where the user stack would be.
+		// (A backend whose user part just did not come, an ETW stack
+		// walk say, keeps the kernel's frames at the root.)
+		switch {
+		case stale:
+			frames = append(frames, profile.Frame{Label: profile.ExecLabel, Category: profile.CategoryOther})
+		case s.NoUserRegs && s.Pid > 0 && len(pr.mappings) > 0:
+			frames = append(frames, profile.Frame{Label: profile.ExitLabel, Category: profile.CategoryOther})
 		}
-		frames = append(frames, profile.Frame{Label: label, Category: profile.CategoryOther})
 	}
 	if eventSample {
 		b.frames = frames

@@ -90,10 +90,13 @@ func TestBuilderStaleExecSample(t *testing.T) {
 	later.InKernel = true
 	b.handle(later)
 	exiting := sample(1005*ms, 10, 10)
-	exiting.InKernel = true
+	exiting.InKernel, exiting.NoUserRegs = true, true
 	b.handle(exiting)
+	unwalked := sample(1006*ms, 10, 10) // no user part came (ETW), no reason known
+	unwalked.InKernel = true
+	b.handle(unwalked)
 	kworker := sample(1005*ms, 99, 99, 0xffffffff81000000)
-	kworker.InKernel, kworker.KernelFrames = true, 1
+	kworker.InKernel, kworker.KernelFrames, kworker.NoUserRegs = true, 1, true
 	b.handle(kworker)
 	if th := b.procs[99].p.Threads[0]; th.Stacks.Prefix[th.Samples.Stack[0]] != profile.NoStack {
 		t.Errorf("a kernel thread's sample stands on %+v", th.Frames.Frames[th.Stacks.Frame[th.Stacks.Prefix[th.Samples.Stack[0]]]])
@@ -109,7 +112,7 @@ func TestBuilderStaleExecSample(t *testing.T) {
 		got = append(got, frames)
 	}
 	want := [][]string{{profile.KernelLabel + "0x0", profile.ExecLabel + "0x0"}, {"0x5010"}, {profile.KernelLabel + "0x0", "0x9000"},
-		{profile.KernelLabel + "0x0", profile.ExitLabel + "0x0"}}
+		{profile.KernelLabel + "0x0", profile.ExitLabel + "0x0"}, {profile.KernelLabel + "0x0"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("samples %v, want %v", got, want)
 	}

@@ -60,15 +60,15 @@ type worker struct {
 	cursor int    // where the next background look at cold threads starts
 	// coldCredit counts the cold threads due a look in turn.
 	coldCredit float64
-	woke       int64 // when the current tick began (event.Now)
+	woke       int64     // when the current tick began (event.Now)
+	wokeAt     time.Time // the same, for durations
+	regs       event.Regs
+	iov        []unix.RemoteIovec
+	buf        []byte
+	stats      ptStats
 	// owed says a thread sampled at this tick is still due another
 	// sample: the next tick comes sooner (see loop).
-	owed   bool
-	wokeAt time.Time // the same, for durations
-	regs   event.Regs
-	iov    []unix.RemoteIovec
-	buf    []byte
-	stats  ptStats
+	owed bool
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero

@@ -3,6 +3,7 @@ module github.com/gprof-dev/gprof
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/go-delve/delve v1.27.2
 	github.com/goccy/go-json v0.12.0

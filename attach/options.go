@@ -76,6 +76,11 @@ type Options struct {
 	// backends call where waiting keeps no target from running (the
 	// ptrace backend's coordinator, never its stoppers; perf's reader).
 	InterpFind func(pid int, mem Memory)
+	// InterpWalk says, once Interp has read a thread's stack, where that
+	// thread's interpreter keeps its frames, so that a backend that
+	// reads stacks after their samples (perf) can have the kernel copy
+	// them at the sample instead; false where it cannot say.
+	InterpWalk func(pid, tid int) (InterpWalk, bool)
 	// Backend is the backend to use; Auto picks the best one available.
 	Backend Backend
 	// Control, when set, turns sampling off and on during the recording
@@ -140,3 +145,30 @@ var (
 	ErrPermission    = errors.New("permission denied")
 	ErrUnsupported   = errors.New("not supported on this platform")
 )
+
+// InterpWalk is how a thread's interpreter frames are reached from its
+// thread state, in the terms a copy made at the sample needs: the bytes a
+// stack walk reads of the thread state and of each frame, and the
+// pointers it follows.
+type InterpWalk struct {
+	TState     uint64 // where the thread state is
+	TStateSpan int    // bytes of it read
+	// FrameAt is where the thread state points at the innermost frame;
+	// where CFrameCurrent is not -1 it points at a structure (CPython
+	// 3.11 and 3.12's _PyCFrame) holding that pointer at CFrameCurrent.
+	FrameAt       int64
+	CFrameCurrent int64
+	FrameSpan     int   // bytes of a frame read
+	Back          int64 // where a frame points at the one that called it
+
+	// Threads, where not zero, is where the address of the process's
+	// first thread state is, so that a thread's can be found before
+	// anyone asked for it: each points at the next at Next and holds
+	// its thread's id (the kernel's) at ThreadID, or with IDIndirect a
+	// pointer to a structure holding it at IDOffset, as 32 bits.
+	Threads    uint64
+	Next       int64
+	ThreadID   int64
+	IDIndirect bool
+	IDOffset   int64
+}

@@ -18,6 +18,14 @@ type Memory interface {
 	ReadV(addrs []uint64, bufs [][]byte) int
 }
 
+// Copy is a Memory that holds a copy of a thread's state and frames made
+// at its sample (see attach.InterpWalk): it says where the thread state
+// it copied is.
+type Copy interface {
+	Memory
+	ThreadState() uint64
+}
+
 // Range is [Start, End) of a process's address space.
 type Range struct{ Start, End uint64 }
 
@@ -90,7 +98,10 @@ type process struct {
 	// tidOff is where glibc's struct pthread keeps the kernel's thread
 	// id, for versions whose thread state has only pthread_self (< 3.11).
 	tidOff int64
-	pid    int
+	// mainInterp is the first interpreter's state, as findThread last
+	// found it (for Walk).
+	mainInterp uint64
+	pid        int
 }
 
 // interpreter is a CPython found in a process's address space.
@@ -214,6 +225,17 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 	l := in.lay
 	tsb := make([]byte, l.tstateSpan())
 	ts, ok := p.tstates[tid]
+	if c, isCopy := mem.(Copy); isCopy {
+		// Where the thread's state is, as a copy made at the sample
+		// found it: no search, and no waiting out an earlier miss.
+		if at := c.ThreadState(); at != 0 && at != ts {
+			if mem.Read(at, tsb) == nil && p.isThread(l, tsb, tid, mem) {
+				ts, ok = at, true
+				p.tstates[tid] = at
+				delete(p.misses, tid)
+			}
+		}
+	}
 	// What the thread's previous walk read, read again in one system
 	// call with its state: a thread that runs the same functions (most
 	// samples of most programs) costs one. What differs is read anew.
@@ -466,6 +488,7 @@ func (p *process) findThread(tid int, mem Memory, tsb []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	p.mainInterp = interp
 	for ni := 0; interp != 0 && ni < 64; ni++ {
 		ts, err := p.ptr(mem, interp+uint64(l.threadsHead))
 		if err != nil {

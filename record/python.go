@@ -43,6 +43,12 @@ func (ps *pyStage) read(pid, tid int, mem attach.Memory) any {
 	return nil
 }
 
+// walk is attach.Options.InterpWalk.
+func (ps *pyStage) walk(pid, tid int) (attach.InterpWalk, bool) {
+	w, ok := ps.reader.Walk(pid, tid)
+	return attach.InterpWalk(w), ok
+}
+
 // inEval reports whether the frame at addr (a return address unless
 // leaf) is in the eval function.
 func inEval(eval []python.Range, addr uint64, leaf bool) bool {

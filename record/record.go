@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	b.unwindUser = u.unwind
 	if !opts.NoPython {
 		b.py = newPyStage()
-		opts.Attach.Interp, opts.Attach.InterpFind = b.py.read, b.py.find
+		opts.Attach.Interp, opts.Attach.InterpFind, opts.Attach.InterpWalk = b.py.read, b.py.find, b.py.walk
 	}
 	b.events = eventInfos(opts.Attach.Events)
 	opts.Attach.Sampling = func(evs []attach.EventSpec) { b.events = eventInfos(evs) }

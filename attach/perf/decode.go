@@ -58,6 +58,13 @@ type decoder struct {
 	interp     func(pid, tid int, mem attach.Memory) any
 	interpFind func(pid int, mem attach.Memory)
 	interpSeen bool
+	// walker, when set, has copied the frames of the threads it was told
+	// of at their samples; interpWalk says how to walk a thread's.
+	walker     *pyWalker
+	interpWalk func(pid, tid int) (attach.InterpWalk, bool)
+	// noWalker is said once, when an interpreter is first found and the
+	// walker could not be loaded.
+	noWalker string
 
 	// pace, when set, is told of every target sample, and may drop it
 	// (see pacing.keep); interval is the nominal one.
@@ -99,22 +106,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			return
 		}
 		if d.interp != nil && !e.Switch {
-			// The thread ran on since the sample: what it runs now
-			// may not be what it ran then (event.Sample.InterpLate),
-			// and the later, the likelier. Past maxInterpLate it is
-			// not read at all: which samples that drops depends on
-			// when gprof got a CPU, not on what the target ran.
-			e.InterpLate = true
-			if !d.interpSeen || event.Now()-e.Time <= maxInterpLate {
-				mem := attach.ProcessMemory(e.Pid)
-				if d.interpFind != nil {
-					// The target runs on meanwhile: nothing waits
-					// for gprof here.
-					d.interpFind(e.Pid, mem)
-				}
-				e.Interp = d.interp(e.Pid, e.Tid, mem)
-				d.interpSeen = d.interpSeen || e.Interp != nil
-			}
+			d.readInterp(e, b)
 		}
 	case *event.Map:
 		e.MapFile = proc.MapFilePath(e.Pid, e.Start, e.End)
@@ -122,15 +114,66 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			e.Dev, e.Inode = statMapping(e.MapFile, e.Path)
 		}
 	case *event.Comm:
+		if e.Exec {
+			d.walker.forgetProcess(e.Pid)
+		}
 		if e.Exec && d.readArgv {
 			e.Argv = proc.ReadCmdline(e.Pid)
 		}
 	case *event.Exit:
 		d.procExited = d.procExited || e.Pid == e.Tid
+		d.walker.forget(e.Tid)
+		if e.Pid == e.Tid {
+			d.walker.forgetProcess(e.Pid)
+		}
 	case *event.Lost:
 		b.lost += e.Count
 	}
 	b.events = append(b.events, e)
+}
+
+// readInterp reads the interpreter stack of sample e's thread: as the
+// frame walker copied it at the sample where it did, else as the thread
+// runs now.
+func (d *decoder) readInterp(e *event.Sample, b *batch) {
+	mem := attach.ProcessMemory(e.Pid)
+	var ip uint64
+	if e.Regs != nil {
+		ip = e.Regs.IP
+	}
+	if snap, wk := d.walker.take(e.Pid, e.Tid, e.Time, ip); snap != nil {
+		e.Interp = d.interp(e.Pid, e.Tid, snapMemory{snap: snap, walk: wk, live: mem})
+	} else {
+		// The thread ran on since the sample: what it runs now may not
+		// be what it ran then (event.Sample.InterpLate), and the later,
+		// the likelier. Past maxInterpLate it is not read at all: which
+		// samples that drops depends on when gprof got a CPU, not on
+		// what the target ran.
+		e.InterpLate = true
+		if d.interpSeen && event.Now()-e.Time > maxInterpLate {
+			return
+		}
+		if d.interpFind != nil {
+			// The target runs on meanwhile: nothing waits for gprof
+			// here.
+			d.interpFind(e.Pid, mem)
+		}
+		e.Interp = d.interp(e.Pid, e.Tid, mem)
+	}
+	if e.Interp == nil {
+		return
+	}
+	if !d.interpSeen {
+		d.interpSeen = true
+		if d.noWalker != "" {
+			b.notices = append(b.notices, d.noWalker)
+		}
+	}
+	if d.walker != nil && d.interpWalk != nil {
+		if wk, ok := d.interpWalk(e.Pid, e.Tid); ok {
+			d.walker.set(e.Pid, e.Tid, wk)
+		}
+	}
 }
 
 // statMapping finds the device and inode of a mapping whose MMAP2 record

@@ -146,6 +146,7 @@ func (s *perfSession) openCPUs() error {
 		if err := s.noteEvent(r.fd, 0); err != nil {
 			return err
 		}
+		s.walkFrames(r.fd)
 	}
 	if err := s.openExtras(-1); err != nil {
 		return err

@@ -86,7 +86,12 @@ type perfSession struct {
 	pages    int
 	fds      []int
 	opened   map[int]bool
-	notices  []string
+	// walker copies Python frames at each sample (pywalk.go); nil where
+	// it could not be loaded, walkerErr saying why.
+	walker      *pyWalker
+	walkerErr   error
+	walkerStats string // how it went, kept when it is closed
+	notices     []string
 	// threadMaps holds, for each process sampled by thread alone (-t),
 	// the mappings reported so far: the kernel reports a mapping only to
 	// the events of the thread that made it, so those its other threads
@@ -265,6 +270,14 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	}
 	if s.dec.Dropped > 0 {
 		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.Dropped)
+	}
+	if s.walker != nil && s.walker.written > 0 {
+		s.walkerStats = s.walker.stats()
+	}
+	if s.walkerStats != "" {
+		res.Stats["perf_python_snapshots"] = s.walkerStats
+	} else if s.walkerErr != nil && s.dec.interpSeen {
+		res.Stats["perf_python_snapshots"] = "none: " + s.walkerErr.Error()
 	}
 
 	if l != nil {
@@ -474,6 +487,7 @@ func (s *perfSession) probe() error {
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
 	s.dec.interp, s.dec.interpFind = s.opts.Interp, s.opts.InterpFind
+	s.startWalker()
 	s.dec.KeepData = perfrecord.MarkerFile
 	if s.opts.OffCPU {
 		s.dec.SwitchIDs = map[uint64]bool{}
@@ -645,6 +659,7 @@ func (s *perfSession) openTask(tid int) error {
 			if err := s.noteEvent(r.fd, 0); err != nil {
 				return err
 			}
+			s.walkFrames(r.fd)
 			continue
 		}
 		s.fds = append(s.fds, fd)
@@ -654,6 +669,7 @@ func (s *perfSession) openTask(tid int) error {
 		if err := s.noteEvent(fd, 0); err != nil {
 			return err
 		}
+		s.walkFrames(fd)
 	}
 	if err := s.openExtras(tid); err != nil {
 		return err
@@ -790,6 +806,9 @@ func (s *perfSession) attach(b *batch) error {
 		if !proc.ProcessExists(pid) {
 			return fmt.Errorf("pid %d: %w", pid, attach.ErrNoSuchProcess)
 		}
+	}
+	for _, pid := range s.opts.Pids {
+		s.walkProcess(pid)
 	}
 	threads := len(s.opts.Tids)
 	for _, pid := range s.opts.Pids {
@@ -1046,6 +1065,9 @@ func (s *perfSession) drainBefore(b *batch, cutoff int64) {
 			return ok && t > cutoff
 		}
 	}
+	// The frame walker's snapshots before the samples they go with
+	// (each is written as its sample is taken, just before it).
+	s.walker.drain()
 	for _, r := range s.ringList {
 		r.drain(func(rec []byte) { s.dec.decode(rec, b) }, stop)
 	}
@@ -1331,6 +1353,14 @@ func (s *perfSession) close() {
 		unix.Close(fd)
 	}
 	s.fds = nil
+	if s.walker != nil && s.walker.written > 0 {
+		s.walkerStats = s.walker.stats()
+	}
+	s.walker.close()
+	s.walker = nil
+	if s.dec != nil {
+		s.dec.walker = nil
+	}
 	s.cgroup.remove()
 	s.cgroup = nil
 	for _, r := range s.ringList {

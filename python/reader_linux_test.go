@@ -128,11 +128,82 @@ func TestReadLive(t *testing.T) {
 			}
 			ws := r.Read(pid, worker, memOf(pid))
 			if ws == nil || len(ws.Frames) == 0 || ws.Frames[0].Code.Name != "worker" || ws.Frames[0].Line != 5 {
-				t.Errorf("worker thread: %+v", ws)
+				t.Fatalf("worker thread: %+v", ws)
 			}
+			checkWalk(t, r, pid, worker, ws)
 		})
 	}
 	if ran == 0 {
 		t.Skip("no CPython")
 	}
 }
+
+// checkWalk follows Walk's description of thread tid by hand, as the
+// perf backend's BPF program does: from the thread list to the thread's
+// state by its id, and from there to its innermost frame, ws's first.
+// A copy of the memory that says where the thread state is gets the
+// stack even while a search for the thread is being waited out.
+func checkWalk(t *testing.T, r *Reader, pid, tid int, ws *Stack) {
+	t.Helper()
+	w, ok := r.Walk(pid, tid)
+	if !ok || w.TState == 0 || w.Threads == 0 {
+		t.Fatalf("Walk: %+v %v", w, ok)
+	}
+	mem := memOf(pid)
+	ptr := func(addr uint64) uint64 {
+		var b [8]byte
+		if err := mem.Read(addr, b[:]); err != nil {
+			t.Fatalf("read %#x: %v", addr, err)
+		}
+		return u64(b[:], 0)
+	}
+	found := uint64(0)
+	for ts, n := ptr(w.Threads), 0; ts != 0 && n < 64; ts, n = ptr(ts+uint64(w.Next)), n+1 {
+		id := ptr(ts + uint64(w.ThreadID))
+		if w.IDIndirect {
+			id = ptr(id+uint64(w.IDOffset)) & 0xffffffff
+		}
+		if int(id) == tid {
+			found = ts
+		}
+	}
+	if found != w.TState {
+		t.Errorf("thread list gives %#x for thread %d, Walk %#x", found, tid, w.TState)
+	}
+	frame := ptr(w.TState + uint64(w.FrameAt))
+	if w.CFrameCurrent >= 0 {
+		frame = ptr(frame + uint64(w.CFrameCurrent))
+	}
+	// 3.12+: the innermost frame may be a shim under the eval call's.
+	for n := 0; frame != 0 && frame != ws.Frames[0].Addr && n < 4; n++ {
+		frame = ptr(frame + uint64(w.Back))
+	}
+	if frame != ws.Frames[0].Addr {
+		t.Errorf("Walk leads to frame %#x, the stack's first is %#x", frame, ws.Frames[0].Addr)
+	}
+	if w.TStateSpan <= 0 || w.FrameSpan <= 0 || w.FrameAt+8 > int64(w.TStateSpan) || w.Back+8 > int64(w.FrameSpan) {
+		t.Errorf("spans: %+v", w)
+	}
+
+	r2 := NewReader()
+	if !r2.Find(pid, mem) {
+		t.Fatal("Find found no interpreter")
+	}
+	p := r2.process(pid)
+	p.misses[tid] = time.Now() // a search that found nothing lately
+	if st := r2.Read(pid, tid, mem); st != nil {
+		t.Fatalf("a thread missed lately was searched again: %+v", st)
+	}
+	st := r2.Read(pid, tid, copyOf{memOf(pid), w.TState})
+	if st == nil || len(st.Frames) != len(ws.Frames) || st.Frames[0].Code.Name != ws.Frames[0].Code.Name {
+		t.Errorf("read through a copy: %+v, want %+v", st, ws)
+	}
+}
+
+// copyOf is a Copy of pid's memory holding a thread state at ts.
+type copyOf struct {
+	memOf
+	ts uint64
+}
+
+func (c copyOf) ThreadState() uint64 { return c.ts }

@@ -20,22 +20,28 @@ import (
 // run's sampling error, as a perfect random sampler's would, and the runs
 // pooled within a point (or, where fewer samples came, within the pooled
 // sampling error). Two of the recordings must pass gprof diff with no
-// function beyond the noise.
+// function beyond the noise. (ptrace: see perRun.)
 func TestLockstep(t *testing.T) {
 	bin := buildC(t, "lockstep")
 	for _, backend := range []string{"perf", "ptrace"} {
 		t.Run(backend, func(t *testing.T) {
-			if backend == "ptrace" {
-				// Seen at load 20 on 2 CPUs: 10 runs pooled within 0.3
-				// points, but run 0 gave alpha 58.6% of 995 samples
-				// (50.2% by its CPU clock) and run 1 beta 23.9% (30.3%),
-				// beyond 4 sigma, and gprof diff flagged gamma_ between
-				// them. Not lockstep (ptrace's ticks are random): where
-				// a stop lands is biased, as with ptrace attached (issue
-				// 26, second item), which is still open.
-				t.Skip("ptrace: single runs beyond their sampling error under load (issue 26, open)")
-			}
 			const runs = 10
+			// How far a run may be off, in its own sampling errors. The
+			// ptrace backend's stops cost the thread some tens of µs of
+			// its own CPU time each, and lockstep answers them: it keeps
+			// its rounds on a grid of that time, so the rounds after a
+			// stop are shortened, where the next sample falls. Its
+			// shares then vary 1.4-1.8 times a perfect sampler's (rms
+			// over 10 runs; perf's: 0.94-1.0), against 0.82 on the same
+			// loop without the grid, and 3.6 with the ptrace backend's
+			// former ticks. So ptrace runs get 5.5 errors each, the rms
+			// of all the runs' errors must stay under 2, and gprof diff
+			// (a perfect sampler's noise) is only run.
+			perRun, rmsMax := 4.0, math.Inf(1)
+			if backend == "ptrace" {
+				perRun, rmsMax = 5.5, 2
+			}
+			var zz []float64
 			names := []string{"alpha", "beta", "gamma_"}
 			var pooledTruth, pooledGot [3]float64
 			var pooledN float64
@@ -63,16 +69,27 @@ func TestLockstep(t *testing.T) {
 				for i, name := range names {
 					p := truth[i] / 100
 					got := n[i] / total
-					bound := 4 * math.Sqrt(p*(1-p)/total)
+					se := math.Sqrt(p * (1 - p) / total)
+					bound := perRun * se
+					zz = append(zz, (got-p)/se)
 					margin(t, fmt.Sprintf("run %d %s share off its CPU clock's (%.2f%%, %.0f samples)", r, name, truth[i], total), math.Abs(got-p), bound)
 					if math.Abs(got-p) > bound {
-						t.Errorf("run %d: %s %.2f%% of %.0f samples, its CPU clock says %.2f%%: beyond 4 sigma (%.2f points)", r, name, 100*got, total, truth[i], 100*bound)
+						t.Errorf("run %d: %s %.2f%% of %.0f samples, its CPU clock says %.2f%%: beyond %.1f sigma (%.2f points)", r, name, 100*got, total, truth[i], perRun, 100*bound)
 					}
 					pooledTruth[i] += p * total
 					pooledGot[i] += n[i]
 				}
 				pooledN += total
 				outs = append(outs, rec.out)
+			}
+			var ss float64
+			for _, z := range zz {
+				ss += z * z
+			}
+			rms := math.Sqrt(ss / float64(len(zz)))
+			margin(t, "rms of the runs' errors, in sampling errors", rms, rmsMax)
+			if rms > rmsMax {
+				t.Errorf("the runs' shares vary by %.2f sampling errors (rms), want at most %.1f", rms, rmsMax)
 			}
 			for i, name := range names {
 				p := pooledTruth[i] / pooledN
@@ -84,6 +101,12 @@ func TestLockstep(t *testing.T) {
 				}
 			}
 			d := gprof(t, "diff", "--fail-if", "self:*>+0pp", outs[0], outs[1])
+			if backend == "ptrace" {
+				// gprof diff's noise is a perfect sampler's, which the
+				// ptrace backend's runs of lockstep exceed (perRun).
+				t.Logf("gprof diff of two of the recordings: exit %d\n%s", d.code, d.stdout)
+				return
+			}
 			if d.code != 0 {
 				t.Errorf("gprof diff of two identical recordings: exit %d, want 0 (no function beyond the noise):\n%s%s", d.code, d.stdout, d.stderr)
 			}

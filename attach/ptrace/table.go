@@ -70,12 +70,15 @@ type shared struct {
 	statPath, schedPath []byte // NUL-terminated
 	statFD, schedFD     int    // -1 while not open
 	// lastRun is the thread's CPU time at the owner's last look; credit
-	// the CPU time, in ns, not yet paid for by a sample.
-	lastRun, credit int64
+	// the CPU time, in ns, not yet paid for by a sample; due the credit
+	// at which its next sample is due (see duePhase).
+	lastRun, credit, due int64
 	// idle counts the owner's looks in a row that found it had not run,
 	// ranAt is when one last found it had (0: never); see cold.
-	idle  int
-	ranAt int64
+	// runningAt is when a look last found it running (see soonest).
+	runningAt int64
+	idle      int
+	ranAt     int64
 	// seenRun is lastRun for the coordinator, and isCold whether the
 	// thread is in its owner's cold list (see checkCold).
 	seenRun atomic.Int64

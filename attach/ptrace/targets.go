@@ -99,7 +99,7 @@ func (s *ptSampler) newThread(pr *ptProc, tid int) *ptThread {
 	// A thread's first sample is due after a random part of an interval of
 	// its CPU time, not a whole one, so that threads found together are
 	// not sampled in step.
-	th.sh.credit = rand.Int64N(int64(s.interval)) - int64(s.interval)/2
+	th.sh.due = rand.Int64N(int64(s.interval))
 	s.threads = append(s.threads, th.sh)
 	s.workers[len(s.threads)%len(s.workers)].inbox.push(th.sh)
 	return th

@@ -66,9 +66,11 @@ type worker struct {
 	iov        []unix.RemoteIovec
 	buf        []byte
 	stats      ptStats
-	// owed says a thread sampled at this tick is still due another
-	// sample: the next tick comes sooner (see loop).
-	owed bool
+	// soonest is how much more CPU time the first of the threads found
+	// running at this tick needs before its next sample falls due (not
+	// positive: one is owed a sample now), or -1 when none was running
+	// (see loop).
+	soonest time.Duration
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
@@ -193,17 +195,23 @@ func (w *worker) loop() {
 			w.stats.behind++
 			next = now
 		}
-		if w.owed {
-			// A thread sampled at this tick is still owed one: ticks it
-			// missed (its stopper late for its CPU, the thread on its
-			// way to another CPU, a stop that showed no fair sample)
-			// are made up at twice the rate, at jittered ticks still,
-			// until its credit is paid. One sample per tick at the
-			// mean rate could never pay them back.
-			if soon := now.Add(jitter(interval) / 2); soon.Before(next) {
-				next = soon
+		if w.soonest >= 0 {
+			// A thread runs here: the next tick comes when it falls due
+			// (its CPU time goes as the clock does while it has this
+			// CPU), so that its sample lands where its phase put it; a
+			// tick at some other moment would sample it at the first
+			// tick after, and which tick that is depends on where the
+			// thread was (see duePhase). A thread still owed a sample
+			// (its stopper late for its CPU, the thread on its way to
+			// another CPU, a stop that showed no fair sample) gets it
+			// an eighth of an interval on; one that shares the CPU
+			// with others falls due later than foreseen, and is looked
+			// at again then.
+			d := max(w.soonest, interval/8)
+			if w.soonest <= 0 {
 				w.stats.catchUp++
 			}
+			next = now.Add(min(d, 2*interval))
 		}
 		// A tick that took more than half an interval of CPU (a sweep
 		// of thousands of idle threads) is followed by as long a rest
@@ -265,7 +273,6 @@ func (w *worker) tick(next time.Time) {
 	w.wokeAt = time.Now()
 	w.woke = event.Now()
 	w.stats.ticks++
-	w.owed = false
 	w.mine = w.inbox.take(w.mine)
 	w.due = w.due[:0]
 	kept := w.mine[:0]
@@ -293,6 +300,15 @@ func (w *worker) tick(next time.Time) {
 	}
 	w.collect(next)
 	w.handOverMoved()
+	w.soonest = -1
+	for _, th := range w.mine {
+		if th.runningAt != w.woke || th.interrupted {
+			continue
+		}
+		if d := time.Duration(th.due - th.credit); w.soonest < 0 || d < w.soonest {
+			w.soonest = d
+		}
+	}
 }
 
 // Idle threads. A process may have thousands of threads that wait, and
@@ -452,11 +468,10 @@ func (w *worker) look(th *shared) (keep bool) {
 		return true
 	}
 	th.woke = false
-	// At most one sample comes per tick, and ticks are as long as an
-	// interval only on average, so a thread is due once it has half an
-	// interval to its credit, and may owe half an interval after its
-	// sample.
-	if th.credit < int64(w.s.interval)/2 {
+	th.runningAt = w.woke
+	// Due where its phase says (duePhase); it may still owe some after
+	// its sample, paid at the quicker ticks that follow (see loop).
+	if th.credit < th.due {
 		return true
 	}
 	if sched.switches == th.switches {
@@ -469,6 +484,24 @@ func (w *worker) look(th *shared) (keep bool) {
 	}
 	w.due = append(w.due, dueThread{th, sched, cpu})
 	return true
+}
+
+// duePhase returns where in the next interval of a thread's CPU time its
+// next sample is due, given where in this one the last was: a random half
+// to whole interval further on, around the interval.
+//
+// A sample stands for an interval of the thread's CPU time, so the
+// samples of a busy thread come one per interval of its CPU time, at the
+// first tick after each is due. Were they due at the same point of every
+// interval (half of it, once), the ticks' randomness would only blur a
+// fixed period: a program whose loop takes an interval of CPU time was
+// sampled near the same instants of each round, its functions off their
+// shares by 5 points in a run (10 at worst), a different way each run.
+// With the phase a random walk around the interval (what the perf
+// backend's pacer does with time slots), every instant of such a round is
+// as likely to be sampled, and the count still keeps to the CPU time.
+func duePhase(phase, interval int64) int64 {
+	return (phase + interval/2 + rand.Int64N(interval-interval/2)) % interval
 }
 
 // creditCap bounds the CPU time, in intervals, that a thread not caught
@@ -645,8 +678,12 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	case onCPU:
 		if !fair {
 			// Stopped where a system call or fault took it off a CPU; its
-			// CPU time waits for its next sample.
+			// CPU time waits for its next sample, due at a random point
+			// of the interval that follows: a sample due at once would
+			// land just after that system call, at the same point of a
+			// program's loop each time it makes one.
 			w.stats.offCPU++
+			th.due = th.credit + rand.Int64N(int64(w.s.interval))
 			return kept
 		}
 		if !atTick {
@@ -659,9 +696,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		e.inKernel = atTick && (kentry == entrySyscall || kentry == entryException)
 		w.stats.entries[kentry]++
 		th.credit -= int64(w.s.interval)
-		if th.credit >= int64(w.s.interval)/2 {
-			w.owed = true
-		}
+		th.due = duePhase(th.due, int64(w.s.interval))
 	case switchOut:
 		// Asleep, it stops in its system call: that is the stack wanted.
 		// The stop costs it a little CPU time, which must not count as

@@ -27,16 +27,15 @@ func TestLockstep(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			const runs = 10
 			// How far a run may be off, in its own sampling errors. The
-			// ptrace backend's stops cost the thread some tens of µs of
-			// its own CPU time each, and lockstep answers them: it keeps
-			// its rounds on a grid of that time, so the rounds after a
-			// stop are shortened, where the next sample falls. Its
-			// shares then vary 1.4-1.8 times a perfect sampler's (rms
-			// over 10 runs; perf's: 0.94-1.0), against 0.82 on the same
-			// loop without the grid, and 3.6 with the ptrace backend's
-			// former ticks. So ptrace runs get 5.5 errors each, the rms
-			// of all the runs' errors must stay under 2, and gprof diff
-			// (a perfect sampler's noise) is only run.
+			// ptrace backend's stops cost the thread tens of µs of its
+			// own CPU time each, and lockstep answers them (it keeps its
+			// rounds on a grid of that time, so the rounds after a stop
+			// are shortened); its shares vary 1.1-1.4 times a perfect
+			// sampler's here (rms over 10 runs; perf's backend: 0.9-1.1;
+			// ptrace's former due points: 3.6). So ptrace runs get 5.5
+			// errors each, the rms of all the runs' errors must stay
+			// under 2, and gprof diff (a perfect sampler's noise) is
+			// only run.
 			perRun, rmsMax := 4.0, math.Inf(1)
 			if backend == "ptrace" {
 				perRun, rmsMax = 5.5, 2

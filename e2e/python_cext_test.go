@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"debug/elf"
 	"fmt"
 	"math"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gprof-dev/gprof/objfile"
 	"github.com/gprof-dev/gprof/profile"
 )
 
@@ -271,8 +271,8 @@ type symbolCache struct {
 }
 
 type symFile struct {
-	loads []elf.ProgHeader
-	syms  []elf.Symbol
+	segs []objfile.Segment
+	syms []objfile.Symbol
 }
 
 func newSymbolCache() *symbolCache { return &symbolCache{files: map[string]*symFile{}} }
@@ -284,25 +284,19 @@ func (c *symbolCache) at(lib *profile.Lib, addr uint64) string {
 	sf, ok := c.files[lib.Path]
 	if !ok {
 		sf = &symFile{}
-		if f, err := elf.Open(lib.Path); err == nil {
-			for _, p := range f.Progs {
-				if p.Type == elf.PT_LOAD {
-					sf.loads = append(sf.loads, p.ProgHeader)
-				}
-			}
+		if f, err := objfile.Open(lib.Path); err == nil {
+			sf.segs = f.Segments()
 			sf.syms, _ = f.Symbols()
-			dyn, _ := f.DynamicSymbols()
-			sf.syms = append(sf.syms, dyn...)
 			f.Close()
 		}
 		c.files[lib.Path] = sf
 	}
 	off := addr - lib.Start + lib.Offset
-	for _, p := range sf.loads {
-		if off >= p.Off && off < p.Off+p.Filesz {
-			v := off - p.Off + p.Vaddr
+	for _, sg := range sf.segs {
+		if off >= sg.Offset && off < sg.Offset+sg.FileSize {
+			v := off - sg.Offset + sg.Addr
 			for _, s := range sf.syms {
-				if elf.ST_TYPE(s.Info) == elf.STT_FUNC && v >= s.Value && v < s.Value+s.Size {
+				if v >= s.Addr && v < s.Addr+s.Size {
 					return s.Name
 				}
 			}

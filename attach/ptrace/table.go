@@ -75,10 +75,8 @@ type shared struct {
 	lastRun, credit, due int64
 	// idle counts the owner's looks in a row that found it had not run,
 	// ranAt is when one last found it had (0: never); see cold.
-	// runningAt is when a look last found it running (see soonest).
-	runningAt int64
-	idle      int
-	ranAt     int64
+	idle  int
+	ranAt int64
 	// seenRun is lastRun for the coordinator, and isCold whether the
 	// thread is in its owner's cold list (see checkCold).
 	seenRun atomic.Int64

@@ -66,11 +66,9 @@ type worker struct {
 	iov        []unix.RemoteIovec
 	buf        []byte
 	stats      ptStats
-	// soonest is how much more CPU time the first of the threads found
-	// running at this tick needs before its next sample falls due (not
-	// positive: one is owed a sample now), or -1 when none was running
-	// (see loop).
-	soonest time.Duration
+	// owed says a thread sampled at this tick is still due another
+	// sample: the next tick comes sooner (see loop).
+	owed bool
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
@@ -195,23 +193,17 @@ func (w *worker) loop() {
 			w.stats.behind++
 			next = now
 		}
-		if w.soonest >= 0 {
-			// A thread runs here: the next tick comes when it falls due
-			// (its CPU time goes as the clock does while it has this
-			// CPU), so that its sample lands where its phase put it; a
-			// tick at some other moment would sample it at the first
-			// tick after, and which tick that is depends on where the
-			// thread was (see duePhase). A thread still owed a sample
-			// (its stopper late for its CPU, the thread on its way to
-			// another CPU, a stop that showed no fair sample) gets it
-			// an eighth of an interval on; one that shares the CPU
-			// with others falls due later than foreseen, and is looked
-			// at again then.
-			d := max(w.soonest, interval/8)
-			if w.soonest <= 0 {
+		if w.owed {
+			// A thread sampled at this tick is still owed one: ticks it
+			// missed (its stopper late for its CPU, the thread on its
+			// way to another CPU, a stop that showed no fair sample)
+			// are made up at twice the rate, at jittered ticks still,
+			// until its credit is paid. One sample per tick at the
+			// mean rate could never pay them back.
+			if soon := now.Add(jitter(interval) / 2); soon.Before(next) {
+				next = soon
 				w.stats.catchUp++
 			}
-			next = now.Add(min(d, 2*interval))
 		}
 		// A tick that took more than half an interval of CPU (a sweep
 		// of thousands of idle threads) is followed by as long a rest
@@ -273,6 +265,7 @@ func (w *worker) tick(next time.Time) {
 	w.wokeAt = time.Now()
 	w.woke = event.Now()
 	w.stats.ticks++
+	w.owed = false
 	w.mine = w.inbox.take(w.mine)
 	w.due = w.due[:0]
 	kept := w.mine[:0]
@@ -300,15 +293,6 @@ func (w *worker) tick(next time.Time) {
 	}
 	w.collect(next)
 	w.handOverMoved()
-	w.soonest = -1
-	for _, th := range w.mine {
-		if th.runningAt != w.woke || th.interrupted {
-			continue
-		}
-		if d := time.Duration(th.due - th.credit); w.soonest < 0 || d < w.soonest {
-			w.soonest = d
-		}
-	}
 }
 
 // Idle threads. A process may have thousands of threads that wait, and
@@ -468,7 +452,6 @@ func (w *worker) look(th *shared) (keep bool) {
 		return true
 	}
 	th.woke = false
-	th.runningAt = w.woke
 	// Due where its phase says (duePhase); it may still owe some after
 	// its sample, paid at the quicker ticks that follow (see loop).
 	if th.credit < th.due {
@@ -683,7 +666,6 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 			// land just after that system call, at the same point of a
 			// program's loop each time it makes one.
 			w.stats.offCPU++
-			th.due = th.credit + rand.Int64N(int64(w.s.interval))
 			return kept
 		}
 		if !atTick {
@@ -697,6 +679,9 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		w.stats.entries[kentry]++
 		th.credit -= int64(w.s.interval)
 		th.due = duePhase(th.due, int64(w.s.interval))
+		if th.credit >= th.due {
+			w.owed = true
+		}
 	case switchOut:
 		// Asleep, it stops in its system call: that is the stack wanted.
 		// The stop costs it a little CPU time, which must not count as

@@ -220,8 +220,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if res.End > 0 && res.End < end {
 		// Sampling stopped before a launched command was asked to end
-		// and waited for: the profile ends with the sampling.
-		end = res.End
+		// and waited for: the profile ends with the sampling, but not
+		// before it began (a window cut after the backend stopped, as
+		// a SIGTERM came: the last window is then empty, not one that
+		// ends before its start and is named before the one it follows).
+		end = max(res.End, b.t0)
 	}
 
 	procs := b.finish(end)

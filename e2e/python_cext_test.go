@@ -41,18 +41,7 @@ func TestPythonCallersInCExtensions(t *testing.T) {
 		for _, mode := range []string{"serial", "threads"} {
 			t.Run(minor+"/"+mode, func(t *testing.T) {
 				r := mustRecord(t, "--backend", "perf", "--", py, script, "0.6", mode)
-				ex := r.profile.Meta.Extra
-				t.Logf("%s; python_samples %s, python_unread %s, python_stale %s", ex["perf_python_snapshots"], ex["python_samples"], ex["python_unread"], ex["python_stale"])
-				if why, ok := strings.CutPrefix(ex["perf_python_snapshots"], "none: "); ok {
-					t.Skipf("the BPF frame walker could not be loaded here (%s): Python stacks are read after their samples", why)
-				}
-				merged, _ := strconv.Atoi(ex["python_samples"])
-				unread, _ := strconv.Atoi(ex["python_unread"])
-				share := float64(merged) / float64(max(1, merged+unread))
-				margin(t, "samples in CPython with Python frames", share, 0.95)
-				if share < 0.95 {
-					t.Errorf("%d of %d samples in CPython show Python frames, want 0.95 or more", merged, merged+unread)
-				}
+				checkPythonShare(t, r)
 				c := classifyCExt(t, r.profile)
 				t.Logf("%+v", c)
 				checkCExt(t, c, true)
@@ -77,18 +66,7 @@ func TestPythonCallersInCExtensions(t *testing.T) {
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			time.Sleep(300 * time.Millisecond) // its threads start
 			r := mustRecord(t, "--backend", "perf", "-d", "1.5", "-p", strconv.Itoa(cmd.Process.Pid))
-			ex := r.profile.Meta.Extra
-			t.Logf("%s; python_samples %s, python_unread %s, python_stale %s", ex["perf_python_snapshots"], ex["python_samples"], ex["python_unread"], ex["python_stale"])
-			if why, ok := strings.CutPrefix(ex["perf_python_snapshots"], "none: "); ok {
-				t.Skipf("the BPF frame walker could not be loaded here (%s): Python stacks are read after their samples", why)
-			}
-			merged, _ := strconv.Atoi(ex["python_samples"])
-			unread, _ := strconv.Atoi(ex["python_unread"])
-			share := float64(merged) / float64(max(1, merged+unread))
-			margin(t, "samples in CPython with Python frames", share, 0.95)
-			if share < 0.95 {
-				t.Errorf("%d of %d samples in CPython show Python frames, want 0.95 or more", merged, merged+unread)
-			}
+			checkPythonShare(t, r)
 			c := classifyCExt(t, r.profile)
 			t.Logf("%+v", c)
 			// Not the split: in a window of the run, the threads' shares
@@ -123,6 +101,25 @@ func TestPythonCallersInCExtensions(t *testing.T) {
 				t.Errorf("dumps has %.1f%% of json's samples with perf, %.1f%% with ptrace; want within %.1f points", 100*p1, 100*p2, 100*tol)
 			}
 		})
+	}
+}
+
+// checkPythonShare checks that 0.95 or more of a perf recording's samples
+// in CPython got Python frames; it skips the test where the BPF frame
+// walker could not be loaded (the recording says why).
+func checkPythonShare(t *testing.T, r recording) {
+	t.Helper()
+	ex := r.profile.Meta.Extra
+	t.Logf("%s; python_samples %s, python_unread %s, python_stale %s", ex["perf_python_snapshots"], ex["python_samples"], ex["python_unread"], ex["python_stale"])
+	if why, ok := strings.CutPrefix(ex["perf_python_snapshots"], "none: "); ok {
+		t.Skipf("the BPF frame walker could not be loaded here (%s): Python stacks are read after their samples", why)
+	}
+	merged, _ := strconv.Atoi(ex["python_samples"])
+	unread, _ := strconv.Atoi(ex["python_unread"])
+	share := float64(merged) / float64(max(1, merged+unread))
+	margin(t, "samples in CPython with Python frames", share, 0.95)
+	if share < 0.95 {
+		t.Errorf("%d of %d samples in CPython show Python frames, want 0.95 or more", merged, merged+unread)
 	}
 }
 

@@ -88,10 +88,9 @@ type perfSession struct {
 	opened   map[int]bool
 	// walker copies Python frames at each sample (pywalk.go); nil where
 	// it could not be loaded, walkerErr saying why.
-	walker      *pyWalker
-	walkerErr   error
-	walkerStats string // how it went, kept when it is closed
-	notices     []string
+	walker    *pyWalker
+	walkerErr error
+	notices   []string
 	// threadMaps holds, for each process sampled by thread alone (-t),
 	// the mappings reported so far: the kernel reports a mapping only to
 	// the events of the thread that made it, so those its other threads
@@ -272,10 +271,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		res.Stats["perf_other_samples"] = fmt.Sprint(s.dec.Dropped)
 	}
 	if s.walker != nil && s.walker.written > 0 {
-		s.walkerStats = s.walker.stats()
-	}
-	if s.walkerStats != "" {
-		res.Stats["perf_python_snapshots"] = s.walkerStats
+		res.Stats["perf_python_snapshots"] = s.walker.stats()
 	} else if s.walkerErr != nil && s.dec.interpSeen {
 		res.Stats["perf_python_snapshots"] = "none: " + s.walkerErr.Error()
 	}
@@ -1353,9 +1349,6 @@ func (s *perfSession) close() {
 		unix.Close(fd)
 	}
 	s.fds = nil
-	if s.walker != nil && s.walker.written > 0 {
-		s.walkerStats = s.walker.stats()
-	}
 	s.walker.close()
 	s.walker = nil
 	if s.dec != nil {

@@ -561,13 +561,19 @@ func (s *perfSession) startWalker() {
 	}
 	w, err := newPyWalker()
 	if err != nil {
-		s.walkerErr = err
-		s.dec.noWalker = "Python stacks are read a moment after their samples, not at them (" + walkerWhy(err) +
-			"): where the Python callers changed meanwhile a sample keeps its native frames only; --backend ptrace reads them at the sample"
+		s.noWalker(err)
 		return
 	}
 	s.walker = w
 	s.dec.walker, s.dec.interpWalk = w, s.opts.InterpWalk
+}
+
+// noWalker records why the frame walker is not there, for the decoder
+// to say once it finds an interpreter, and for the profile's metadata.
+func (s *perfSession) noWalker(err error) {
+	s.walkerErr = err
+	s.dec.noWalker = "Python stacks are read a moment after their samples, not at them (" + walkerWhy(err) +
+		"): where the Python callers changed meanwhile a sample keeps its native frames only; --backend ptrace reads them at the sample"
 }
 
 // walkerWhy says in a few words why the walker could not be loaded.
@@ -589,8 +595,7 @@ func (s *perfSession) walkFrames(fd int) {
 	if err := s.walker.attach(fd); err != nil {
 		s.walker.close()
 		s.walker, s.dec.walker = nil, nil
-		s.dec.noWalker = "Python stacks are read a moment after their samples, not at them (" + walkerWhy(err) +
-			"): where the Python callers changed meanwhile a sample keeps its native frames only; --backend ptrace reads them at the sample"
+		s.noWalker(err)
 	}
 }
 

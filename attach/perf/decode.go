@@ -115,10 +115,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		}
 	case *event.Comm:
 		if e.Exec {
-			// The new image's interpreter, if any, is found afresh; the
-			// main thread's state was the old one's.
 			d.walker.forgetProcess(e.Pid)
-			d.walker.forget(e.Pid)
 		}
 		if e.Exec && d.readArgv {
 			e.Argv = proc.ReadCmdline(e.Pid)

@@ -31,12 +31,12 @@ type recordSummaryJSON struct {
 }
 
 // recordWithSummary records args and returns the profile's path, the JSON
-// summary and stderr.
+// summary and stderr, with gprof's notices (no -q, which silences them).
 func recordWithSummary(t *testing.T, args ...string) (string, recordSummaryJSON, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out, sum := filepath.Join(dir, "p.json.gz"), filepath.Join(dir, "summary.json")
-	r := mustRecord(t, append([]string{"-q", "-o", out, "--json-output", sum}, args...)...)
+	r := mustRecord(t, append([]string{"-o", out, "--json-output", sum}, args...)...)
 	data, err := os.ReadFile(sum)
 	if err != nil {
 		t.Fatal(err)

@@ -27,10 +27,11 @@ import (
 
 // windowsSummary is what the tests read of record's summary in windows.
 type windowsSummaryJSON struct {
-	Output  string `json:"output"`
-	Samples int64  `json:"samples"`
-	Pushed  *bool  `json:"pushed"`
-	Windows []struct {
+	Output      string   `json:"output"`
+	Samples     int64    `json:"samples"`
+	Pushed      *bool    `json:"pushed"`
+	SampleRatio *float64 `json:"sample_ratio"`
+	Windows     []struct {
 		Output   string  `json:"output"`
 		Start    string  `json:"start"`
 		Duration float64 `json:"duration_s"`
@@ -136,26 +137,28 @@ func TestWindowsByTime(t *testing.T) {
 			if len(files) < 2 || len(files) != len(sum.Windows) {
 				t.Fatalf("%d window files, %d windows in the summary: %v", len(files), len(sum.Windows), files)
 			}
-			// A window lasts 1 s, or longer when writing the one
-			// before it took longer (a loaded machine): at most one
-			// waits to be written.
-			var lengths []float64
+			// A window lasts 1 s, or as long as writing the one before
+			// it took when that took longer: at most one waits to be
+			// written. Writing the first reads its names' files, from a
+			// cold disk on a fresh machine (0.4 s here after dropping
+			// the page cache; a CI run's second window lasted 1.26 s).
+			// A window's file was written when its mtime says.
 			for i, w := range sum.Windows {
 				if w.Output != files[i] || !w.Written {
 					t.Errorf("summary window %d: %+v, file %s", i, w, files[i])
 				}
-				if i < len(sum.Windows)-1 {
-					lengths = append(lengths, w.Duration)
-					if w.Duration < 0.99 || w.Duration > 5 {
-						t.Errorf("window %d lasted %.3f s, want 1 s, or a little more on a loaded machine", i, w.Duration)
-					}
+				if i == len(sum.Windows)-1 {
+					break
 				}
-			}
-			slices.Sort(lengths)
-			med := lengths[len(lengths)/2]
-			margin(t, "median window length (s)", med, 1.1)
-			if med > 1.1 {
-				t.Errorf("windows lasted %v s, want 1 s each but for a few", lengths)
+				allowed := 1.0
+				if i > 0 {
+					prev := sum.Windows[i-1]
+					allowed = max(allowed, writtenAfter(t, prev.Output, prev.Start, prev.Duration))
+				}
+				margin(t, fmt.Sprintf("window %d's length less what the one before allows (s)", i), w.Duration-allowed, 0.1)
+				if w.Duration < 0.99 || w.Duration > allowed+0.1 {
+					t.Errorf("window %d lasted %.3f s, want 1 s, or up to %.3f s (the one before it was written that long after its cut)", i, w.Duration, allowed)
+				}
 			}
 			checkWindows(t, files, sum)
 			// All of the worker's CPU time is in the windows, at 1 kHz.
@@ -174,13 +177,44 @@ func TestWindowsByTime(t *testing.T) {
 					}
 				}
 			}
+			// The windows hold the samples the backend took: their ratio
+			// to the worker's CPU is the summary's (the worker is the
+			// one busy thread), which is 0.9 or more, or gprof said it
+			// fell short (the ptrace backend got 0.667 once, in a CI
+			// VM not at hand: its figures are logged for the next one).
 			ratio := float64(worker) / (cpu * 1000)
 			margin(t, "worker samples over the windows / (CPU × rate)", ratio, 0.9)
-			if ratio < 0.9 || ratio > 1.1 {
+			if ratio > 1.1 {
 				t.Errorf("the windows hold %d samples of the worker for %.3f s of CPU at 1 kHz (ratio %.3f)", worker, cpu, ratio)
+			}
+			if ratio < 0.9 {
+				logBackendStats(t, files[len(files)-1], backend+"_")
+				if !strings.Contains(r.stderr, "of the samples") {
+					t.Errorf("the windows hold %d samples of the worker for %.3f s of CPU at 1 kHz (ratio %.3f), and gprof did not say it fell short: %s", worker, cpu, ratio, r.stderr)
+				}
+			}
+			if sum.SampleRatio == nil {
+				t.Errorf("the summary has no sample ratio")
+			} else if d := ratio - *sum.SampleRatio; d < -0.02 || d > 0.02 {
+				t.Errorf("the windows hold %.3f of the worker's samples, the summary says the backend took %.3f", ratio, *sum.SampleRatio)
 			}
 		})
 	}
+}
+
+// writtenAfter returns how long after its cut (start plus duration) a
+// window's file was written, by its mtime.
+func writtenAfter(t *testing.T, path, start string, duration float64) float64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0, err := time.Parse(time.RFC3339Nano, start)
+	if err != nil {
+		t.Fatalf("window start %q: %v", start, err)
+	}
+	return st.ModTime().Sub(t0).Seconds() - duration
 }
 
 // --switch-output alone: SIGUSR2 closes a window, as perf's.

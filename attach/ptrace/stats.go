@@ -38,6 +38,8 @@ type ptStats struct {
 	// catchUp counts ticks brought forward for a thread still owed a
 	// sample after its last one.
 	catchUp int
+	// capped is the CPU time threads ran past creditCap: owed no sample.
+	capped time.Duration
 	// paused is the time from interrupt to detach, summed over stops:
 	// roughly how long the target's threads were kept from running.
 	paused, maxPause time.Duration
@@ -64,6 +66,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.sweeps += o.sweeps
 	s.dutyCapped += o.dutyCapped
 	s.catchUp += o.catchUp
+	s.capped += o.capped
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)
 	for i := range s.entries {

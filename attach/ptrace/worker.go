@@ -422,7 +422,11 @@ func (w *worker) look(th *shared) (keep bool) {
 	// it asleep: a busy thread alone on a machine moves at almost every
 	// sample, and the time it ran before it moved is owed samples too
 	// (dropped, it cost such a thread 5-8% of its samples).
-	th.credit = min(th.credit+ran, creditCap*int64(w.s.interval))
+	th.credit += ran
+	if limit := creditCap * int64(w.s.interval); th.credit > limit {
+		w.stats.capped += time.Duration(th.credit - limit)
+		th.credit = limit
+	}
 	offCPU := w.s.opts.OffCPU
 	if ran == 0 && (!offCPU || th.off) {
 		// Not on a CPU since the last look (a thread running on another

@@ -27,11 +27,10 @@ import (
 
 // windowsSummary is what the tests read of record's summary in windows.
 type windowsSummaryJSON struct {
-	Output      string   `json:"output"`
-	Samples     int64    `json:"samples"`
-	Pushed      *bool    `json:"pushed"`
-	SampleRatio *float64 `json:"sample_ratio"`
-	Windows     []struct {
+	Output  string `json:"output"`
+	Samples int64  `json:"samples"`
+	Pushed  *bool  `json:"pushed"`
+	Windows []struct {
 		Output   string  `json:"output"`
 		Start    string  `json:"start"`
 		Duration float64 `json:"duration_s"`
@@ -177,11 +176,11 @@ func TestWindowsByTime(t *testing.T) {
 					}
 				}
 			}
-			// The windows hold the samples the backend took: their ratio
-			// to the worker's CPU is the summary's (the worker is the
-			// one busy thread), which is 0.9 or more, or gprof said it
-			// fell short (the ptrace backend got 0.667 once, in a CI
-			// VM not at hand: its figures are logged for the next one).
+			// The windows hold the worker's samples: 0.9 or more of
+			// what its CPU time asks for, or gprof said the backend fell
+			// short (the ptrace backend got 0.667 once, in a CI VM not at
+			// hand: its figures are logged for the next one). The rate
+			// itself is TestSamplersKeepUp's to judge.
 			ratio := float64(worker) / (cpu * 1000)
 			margin(t, "worker samples over the windows / (CPU × rate)", ratio, 0.9)
 			if ratio > 1.1 {
@@ -192,11 +191,6 @@ func TestWindowsByTime(t *testing.T) {
 				if !strings.Contains(r.stderr, "of the samples") {
 					t.Errorf("the windows hold %d samples of the worker for %.3f s of CPU at 1 kHz (ratio %.3f), and gprof did not say it fell short: %s", worker, cpu, ratio, r.stderr)
 				}
-			}
-			if sum.SampleRatio == nil {
-				t.Errorf("the summary has no sample ratio")
-			} else if d := ratio - *sum.SampleRatio; d < -0.02 || d > 0.02 {
-				t.Errorf("the windows hold %.3f of the worker's samples, the summary says the backend took %.3f", ratio, *sum.SampleRatio)
 			}
 		})
 	}

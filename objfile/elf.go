@@ -268,36 +268,27 @@ func elfTextHash(f *elf.File) (h [16]byte, ok bool) {
 // Assembly often leaves symbols untyped, so untyped symbols count when they
 // sit in an executable section.
 func (f *File) elfSymbols() []Symbol {
-	ef := f.elf
-	var dst []Symbol
-	add := func(syms []elf.Symbol) {
-		for _, s := range syms {
-			if s.Value == 0 || s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE {
-				continue
-			}
-			switch elf.ST_TYPE(s.Info) {
-			case elf.STT_FUNC, elf.STT_GNU_IFUNC:
-			case elf.STT_NOTYPE:
-				if int(s.Section) >= len(ef.Sections) || ef.Sections[s.Section].Flags&elf.SHF_EXECINSTR == 0 {
-					continue
-				}
-				// Local labels and ARM mapping symbols are not functions.
-				if s.Name[0] == '$' || strings.HasPrefix(s.Name, ".L") {
-					continue
-				}
-			default:
-				continue
-			}
-			dst = append(dst, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size})
+	funcs, _ := f.NamedSymbols(func([]byte) bool { return true })
+	return funcs
+}
+
+// isFuncSymbol says whether s names code: a function, or an untyped
+// symbol in an executable section that is no local label or ARM mapping
+// symbol.
+func isFuncSymbol(ef *elf.File, s elf.Symbol) bool {
+	if s.Value == 0 || s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE {
+		return false
+	}
+	switch elf.ST_TYPE(s.Info) {
+	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+		return true
+	case elf.STT_NOTYPE:
+		if int(s.Section) >= len(ef.Sections) || ef.Sections[s.Section].Flags&elf.SHF_EXECINSTR == 0 {
+			return false
 		}
+		return s.Name[0] != '$' && !strings.HasPrefix(s.Name, ".L")
 	}
-	if syms, err := ef.Symbols(); err == nil {
-		add(syms)
-	}
-	if syms, err := ef.DynamicSymbols(); err == nil {
-		add(syms)
-	}
-	return dst
+	return false
 }
 
 // Placement is what placing a mapping of a file in a process needs, kept

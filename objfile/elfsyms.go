@@ -133,23 +133,70 @@ func (f *File) PLTSymbols() []Symbol {
 // .dynsym and .symtab, as they are: for readers of a process's variables
 // (an interpreter's runtime state). Other formats have none here.
 func (f *File) DataSymbols() []Symbol {
+	_, data := f.NamedSymbols(func([]byte) bool { return true })
+	return data
+}
+
+// NamedSymbols returns the symbols of an ELF file's .symtab and .dynsym
+// whose names keep accepts, as functions (those SymbolTable counts) and
+// data (DataSymbols'), unsorted. It scans the raw tables and makes a
+// string of the names kept only: a reader that wants a few symbols of a
+// large file while samples wait (the Python reader on meeting libpython,
+// 16,700 symbols) takes a millisecond where debug/elf's Symbols, which
+// makes every name, took 13 to 28 (80 with the interpreter starting
+// beside it). Other formats have none here.
+func (f *File) NamedSymbols(keep func(name []byte) bool) (funcs, data []Symbol) {
 	ef := f.elf
 	if ef == nil {
-		return nil
+		return nil, nil
 	}
-	var out []Symbol
-	add := func(syms []elf.Symbol) {
-		for _, s := range syms {
+	size := 24
+	if ef.Class == elf.ELFCLASS32 {
+		size = 16
+	}
+	bo := ef.ByteOrder
+	for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+		sec := ef.SectionByType(typ)
+		if sec == nil || int(sec.Link) >= len(ef.Sections) {
+			continue
+		}
+		tab, err := sec.Data()
+		if err != nil {
+			continue
+		}
+		strs, err := ef.Sections[sec.Link].Data()
+		if err != nil {
+			continue
+		}
+		// Entry 0 is the undefined symbol.
+		for off := size; off+size <= len(tab); off += size {
+			e := tab[off : off+size]
+			var s elf.Symbol
+			nameOff := bo.Uint32(e)
+			if ef.Class == elf.ELFCLASS32 {
+				s.Value, s.Size = uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
+				s.Info, s.Section = e[12], elf.SectionIndex(bo.Uint16(e[14:]))
+			} else {
+				s.Info, s.Section = e[4], elf.SectionIndex(bo.Uint16(e[6:]))
+				s.Value, s.Size = bo.Uint64(e[8:]), bo.Uint64(e[16:])
+			}
+			if int(nameOff) >= len(strs) {
+				continue
+			}
+			name := strs[nameOff:]
+			if n := bytes.IndexByte(name, 0); n >= 0 {
+				name = name[:n]
+			}
+			if len(name) == 0 || !keep(name) {
+				continue
+			}
+			s.Name = string(name)
 			if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF && s.Value != 0 {
-				out = append(out, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size})
+				data = append(data, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size})
+			} else if isFuncSymbol(ef, s) {
+				funcs = append(funcs, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size})
 			}
 		}
 	}
-	if syms, err := ef.DynamicSymbols(); err == nil {
-		add(syms)
-	}
-	if syms, err := ef.Symbols(); err == nil {
-		add(syms)
-	}
-	return out
+	return funcs, data
 }

@@ -95,7 +95,16 @@ func (b *pyBinary) parse(f *objfile.File, path string) {
 		return
 	}
 	var rt, ct, ver uint64
-	for _, s := range f.DataSymbols() {
+	// Only the names wanted: this runs while the first samples of the
+	// process wait to be decoded.
+	funcs, data := f.NamedSymbols(func(name []byte) bool {
+		switch string(name) {
+		case "_PyRuntime", "PyCode_Type", "Py_Version":
+			return true
+		}
+		return bytes.HasPrefix(name, []byte("_PyEval_EvalFrameDefault"))
+	})
+	for _, s := range data {
 		switch s.Name {
 		case "_PyRuntime":
 			rt = s.Addr
@@ -108,10 +117,7 @@ func (b *pyBinary) parse(f *objfile.File, path string) {
 	if rt == 0 || ct == 0 {
 		return
 	}
-	// The table as it is: sorting it (Symbols) would double the time
-	// this takes, spent while the first samples wait.
-	syms, _ := f.SymbolTable()
-	for _, s := range syms {
+	for _, s := range funcs {
 		// _PyEval_EvalFrameDefault and the parts GCC splits off it
 		// (_PyEval_EvalFrameDefault.cold).
 		if s.Name == "_PyEval_EvalFrameDefault" || strings.HasPrefix(s.Name, "_PyEval_EvalFrameDefault.") {

@@ -257,7 +257,13 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 			return nil, err
 		}
 		if ts == 0 {
-			p.misses[tid] = now
+			if p.mainInterp != 0 {
+				p.misses[tid] = now
+			}
+			// With no interpreter yet (the runtime is starting) the
+			// search cost one read, and the first Python code runs any
+			// moment: a miss kept 100 ms then left a 3.11 start's first
+			// 140 ms of Python unread.
 			return nil, errNotPython
 		}
 		delete(p.misses, tid)

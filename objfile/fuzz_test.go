@@ -27,6 +27,8 @@ func FuzzNewFile(f *testing.F) {
 		}
 		file.Identity()
 		file.Symbols()
+		file.DataSymbols()
+		file.NamedSymbols(func(n []byte) bool { return len(n) > 3 })
 		file.Segments()
 		file.UnwindSections()
 		file.PDB()

@@ -492,11 +492,11 @@ func duePhase(phase, interval int64) int64 {
 }
 
 // creditCap bounds the CPU time, in intervals, that a thread not caught
-// running may bank: past it, its time is owed no more samples. A busy
-// thread banks some too while it moves between CPUs, and the loop pays
-// what it banked at twice the rate. At 4 intervals, beside a CPU-bound
-// loop, 4 runs of 8 lost 57-129 ms of their threads' 3 s of CPU past the
-// cap (ratios 0.914-0.962, ptrace_missed); at 16, 7 of 8 lost none.
+// running may bank: past it, its time is owed no more samples; what is
+// banked the loop pays at twice the rate. Busy threads beside a CPU-bound
+// loop bank more than 4 (where exactly is not pinned down): at 4, 4 runs
+// of 8 lost 57-129 ms of their threads' 3 s of CPU past the cap (ratios
+// 0.914-0.962, ptrace_missed); at 16, 7 of 8 lost none.
 const creditCap = 16
 
 // interrupt seizes th and asks it to stop; collect takes the stop.

@@ -58,18 +58,18 @@ func TestPtraceAttachedAgreesWithPerf(t *testing.T) {
 	time.Sleep(time.Second)
 	pid := fmt.Sprint(cmd.Process.Pid)
 	outs := map[string]string{}
-	var gs []*bgGprof
-	for _, backend := range []string{"perf", "ptrace"} {
+	gs := map[string]*bgGprof{}
+	for _, backend := range backends {
 		outs[backend] = filepath.Join(dir, backend+".json.gz")
-		gs = append(gs, startGprof(t, nil, "record", "-q", "--backend", backend, "--no-symbols", "-d", "3", "-p", pid, "-o", outs[backend]))
+		gs[backend] = startGprof(t, nil, "record", "-q", "--backend", backend, "--no-symbols", "-d", "3", "-p", pid, "-o", outs[backend])
 	}
-	for i, g := range gs {
+	for backend, g := range gs {
 		if !g.exited(60 * time.Second) {
 			t.Fatal("gprof did not end")
 		}
 		if code := g.cmd.ProcessState.ExitCode(); code != 0 {
 			skipIfNoBackend(t, g.stderr.String())
-			t.Fatalf("gprof (%s) exited %d: %s", []string{"perf", "ptrace"}[i], code, g.stderr.String())
+			t.Fatalf("gprof (%s) exited %d: %s", backend, code, g.stderr.String())
 		}
 	}
 	select {

@@ -262,8 +262,8 @@ func (p *process) read(tid int, mem Memory, now time.Time) (*Stack, error) {
 			}
 			// With no interpreter yet (the runtime is starting) the
 			// search cost one read, and the first Python code runs any
-			// moment: a miss kept 100 ms then left a 3.11 start's first
-			// 140 ms of Python unread.
+			// moment: look again at the next sample, not missAgain
+			// later.
 			return nil, errNotPython
 		}
 		delete(p.misses, tid)

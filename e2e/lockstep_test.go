@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,11 +22,15 @@ import (
 // run's sampling error, as a perfect random sampler's would, and the runs
 // pooled within a point (or, where fewer samples came, within the pooled
 // sampling error). Two of the recordings must pass gprof diff with no
-// function beyond the noise. (ptrace: see perRun.)
+// function beyond the noise. (ptrace: see perRun.) The perf backend is
+// also attached to the running program (-p), which it samples with paced
+// per-CPU events (attach/perf/filter.go); perf's per-thread events gave
+// beta 95% of the samples for its 30% there.
 func TestLockstep(t *testing.T) {
 	bin := buildC(t, "lockstep")
-	for _, backend := range []string{"perf", "ptrace"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, mode := range []string{"perf", "ptrace", "perf-attached"} {
+		backend, attached := strings.CutSuffix(mode, "-attached")
+		t.Run(mode, func(t *testing.T) {
 			const runs = 10
 			// How far a run may be off, in its own sampling errors. The
 			// ptrace backend's stops cost the thread tens of µs of its
@@ -46,7 +52,12 @@ func TestLockstep(t *testing.T) {
 			var pooledN float64
 			var outs []string
 			for r := range runs {
-				rec := mustRecord(t, "--backend", backend, "--", bin, "1", "1")
+				var rec recording
+				if attached {
+					rec = recordAttached(t, backend, bin, "1", "1")
+				} else {
+					rec = mustRecord(t, "--backend", backend, "--", bin, "1", "1")
+				}
 				if i := strings.Index(rec.stderr, "sampling at a fixed interval"); i >= 0 {
 					// No per-CPU events or no cgroup v2 to keep them to
 					// the command (not root, a read-only cgroupfs):
@@ -126,4 +137,28 @@ func lockstepTruth(t *testing.T, stdout string) [3]float64 {
 		v[i], _ = strconv.ParseFloat(m[i+1], 64)
 	}
 	return v
+}
+
+// recordAttached starts bin with args, attaches gprof record to it at
+// once with backend until it exits, and returns the recording with the
+// program's standard output in place of gprof's (the program's truth
+// covers its whole run; its shares do not change over it).
+func recordAttached(t *testing.T, backend, bin string, args ...string) recording {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	rec := mustRecord(t, "--backend", backend, "-p", strconv.Itoa(cmd.Process.Pid))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	rec.stdout = stdout.String()
+	return rec
 }

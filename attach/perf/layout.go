@@ -24,8 +24,11 @@ import (
 // way), at the cost of the kernel sampling the other processes on the
 // machine too, which gprof decodes only far enough to drop. The kernel
 // allows per-CPU events to root, CAP_PERFMON, or everyone at
-// kernel.perf_event_paranoid <= 0. A system-wide recording (-a) is perCPU
-// with no filter.
+// kernel.perf_event_paranoid <= 0. Where gprof may also load BPF
+// programs, attaching is always perCPU: the kernel then drops the other
+// processes' samples (filter.go), and per-CPU events can be paced
+// (pace.go), which per-thread ones cannot. A system-wide recording (-a) is
+// perCPU with no filter.
 type layout int
 
 const (
@@ -69,6 +72,11 @@ func fileBudget() (free, limit int) {
 func (s *perfSession) chooseLayout(threads int) (layout, error) {
 	if forceLayout != nil {
 		return *forceLayout, nil
+	}
+	if s.filter != nil {
+		// Per CPU, where the interval can vary, and the kernel keeps
+		// the targets' samples alone (filter.go).
+		return perCPU, nil
 	}
 	need := threads * len(s.cpus) * len(s.events)
 	if s.opts.OffCPU {
@@ -116,12 +124,21 @@ func (s *perfSession) cpuAttr() unix.PerfEventAttr {
 
 // openCPUs opens one event per CPU for every task, each with its ring
 // (and, with OffCPU, the switch-out event writing into it). The rings are
-// twice the size of per-thread ones: they take the samples of every
-// process that runs, which the reader drops, besides the targets'.
+// twice the size of per-thread ones: without the process filter they take
+// the samples of every process that runs, which the reader drops, besides
+// the targets'.
 func (s *perfSession) openCPUs() error {
 	s.attr = s.cpuAttr()
 	s.gate(&s.attr)
 	s.attr.Bits |= unix.PerfBitExcludeIdle // the idle task has nothing to show
+	// With the process filter, each event is enabled once the filter is
+	// on it (unless --control keeps it off): until then it would write
+	// every process's samples.
+	enable := s.filter != nil && s.attr.Bits&unix.PerfBitDisabled == 0
+	if enable {
+		s.attr.Bits |= unix.PerfBitDisabled
+		defer func() { s.attr.Bits &^= unix.PerfBitDisabled }()
+	}
 	if s.cgroup != nil {
 		// Every pacerEvery-th sample wakes its CPU's pacer (pace.go's
 		// runFiring); the reader does not wait on these rings (see run).
@@ -146,7 +163,14 @@ func (s *perfSession) openCPUs() error {
 		if err := s.noteEvent(r.fd, 0); err != nil {
 			return err
 		}
-		s.walkFrames(r.fd)
+		if err := s.walkFrames(r.fd); err != nil {
+			return err
+		}
+		if enable {
+			if err := unix.IoctlSetInt(r.fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+				return err
+			}
+		}
 	}
 	if err := s.openExtras(-1); err != nil {
 		return err
@@ -171,6 +195,11 @@ type targets struct {
 	kthread map[int]bool // system-wide without -k: dropped
 	kernel  bool         // system-wide with -k: keep kernel threads
 	self    int          // system-wide: gprof, never kept
+	// inKernel, when set, says whether the kernel's process filter
+	// (filter.go) follows pid: it learns of a child as the child is
+	// created, where FORK records may come after the child's first
+	// sample (that is in another CPU's ring, which may be read first).
+	inKernel func(pid int) bool
 }
 
 // targets is the decoder's filter.
@@ -207,8 +236,13 @@ func (t *targets) Keep(pid, tid int) bool {
 		return pid > 0 && pid != t.self && (t.kernel || !t.kthread[pid])
 	case t.pids[pid]:
 		return true
+	case t.tids[tid]:
+		return true
+	case t.inKernel != nil && t.inKernel(pid):
+		t.pids[pid] = true
+		return true
 	}
-	return t.tids[tid]
+	return false
 }
 
 // Fork notes a new task: a process started by a followed one is followed;

@@ -27,68 +27,40 @@ import (
 // default is a round 1 kHz, and a program paced by its own clock can match
 // any rate.
 //
-// So each CPU's event fires once in every interval-long slot of time (the
-// rate is exactly the one asked for, whatever the draws), at a phase within
-// the slot that moves on from the last one's by a random half to whole
-// interval: consecutive samples are half an interval to two apart, and the
-// phase, a random walk around the slot, is uniform and soon forgets where
-// it was, so that every instant of a program's round is as likely to be
-// sampled, whatever its period (TestScheduleNoLockstep). A pacer per CPU
-// (pinned there, as ptrace's stoppers are) sets the next instant right
-// after each one: PERF_EVENT_IOC_PERIOD restarts the timer from the moment
-// it is called, with the period given. The pacer's own timer fires just
-// after the event's, on the same CPU, so the two never race, and its ioctl
-// needs no interrupt to another CPU (on some VMs such an interrupt takes
-// milliseconds). A sample's period field keeps the event's nominal
-// interval, which is what a sample stands for on average.
+// So a pacer per CPU (pinned there, as ptrace's stoppers are) sets its
+// event's period (PERF_EVENT_IOC_PERIOD restarts the timer from the moment
+// it is called, with the period given) to a draw from half to one and a
+// half intervals (the mean is the interval asked for) for the next
+// pacerEvery firings, and wakes after the last of them to draw again. A
+// run of firings at one spacing starts at a random phase of a program's
+// round, and the spacing is not the round's, so that every instant of the
+// round is as likely to be sampled, whatever its period
+// (TestBlocksNoLockstep). The pacer's timer fires just after the event's,
+// on the same CPU, so the two never race, and its ioctl needs no interrupt
+// to another CPU (on some virtual machines such an interrupt takes
+// milliseconds). Waking at every firing instead cost a program attached
+// to 9% of its wall time here (a wake-up preempts it, about 85 µs on this
+// VM); at every fourth, 3%. A sample's period field keeps the event's
+// nominal interval, which is what a sample stands for on average.
 //
 // Only per-CPU events can be paced: a per-thread event that a thread
 // inherits (every thread a launched command starts) has no file
 // descriptor, and the kernel passes a period change on to no inherited
-// event. Two kinds are: per-CPU events of every task (system-wide, or the
-// at-scale layout of an attached process), whose clock runs whenever the
-// CPU does, paced by run on the schedule above; and per-CPU events kept
-// to a launched command's own cgroup (cgroup.go), whose clock runs only
-// while the command does, so that no firing can be foreseen: runFiring
-// waits for each. Per-thread recordings sample at the fixed interval, as
-// perf does, and say so (fixedIntervalNotice).
+// event. Two kinds are: per-CPU events of every task (system-wide, or
+// attached processes: layout.go, filter.go), whose clock runs whenever the
+// CPU does, paced by run; and per-CPU events kept to a launched command's
+// own cgroup (cgroup.go), whose clock runs only while the command does, so
+// that no firing can be foreseen: runFiring waits for each pacerEvery-th.
+// Per-thread recordings sample at the fixed interval, as perf does, and
+// say so (fixedIntervalNotice).
 
-// schedule draws the instants at which one CPU's event fires: one in each
-// interval-long slot, at a phase that moves on from the last one's by a
-// random half to whole interval.
-type schedule struct {
-	start, interval int64 // slot k is [start+k*interval, start+(k+1)*interval)
-	slot, phase     int64 // of the last instant
-	rng             *rand.Rand
+// blockPeriod draws the spacing of a pacer's next pacerEvery firings:
+// half to one and a half intervals, uniform.
+func blockPeriod(rng *rand.Rand, interval int64) int64 {
+	return interval/2 + rng.Int64N(interval)
 }
 
-func newSchedule(start int64, interval time.Duration, rng *rand.Rand) *schedule {
-	i := int64(interval)
-	return &schedule{start: start, interval: i, slot: -1, phase: rng.Int64N(i), rng: rng}
-}
-
-// next returns the instant after the last one, or, for a pacer that woke
-// too late for it (less than a quarter interval before it), the first one
-// after that: the period it sets is never less than a quarter interval.
-func (sc *schedule) next(now int64) int64 {
-	i := sc.interval
-	for {
-		sc.slot++
-		sc.phase = (sc.phase + i/2 + sc.rng.Int64N(i-i/2)) % i
-		if at := sc.start + sc.slot*i + sc.phase; at >= now+i/4 {
-			return at
-		}
-	}
-}
-
-// fired makes the last instant t: the event fired then, at the period set
-// before, while the pacer was late.
-func (sc *schedule) fired(t int64) {
-	sc.slot = (t - sc.start) / sc.interval
-	sc.phase = t - sc.start - sc.slot*sc.interval
-}
-
-// Pacers wake this long after the instant they set, and go dormant on a
+// Pacers wake this long after the last firing of the period they set, and go dormant on a
 // CPU where no target ran for pacerIdle: the event then fires at the
 // nominal interval, which costs no wake-ups, until a target runs there
 // again (the reader notes it as it decodes the sample; the pacer looks
@@ -133,7 +105,7 @@ type paced struct {
 	kept int64
 }
 
-// pacerHistory settings a CPU (a quarter second at 1 kHz): the reader
+// pacerHistory settings a CPU (a second at 1 kHz): the reader
 // drains the rings much more often. Where it falls further behind, it
 // keeps every sample.
 const pacerHistory = 256
@@ -162,7 +134,9 @@ func (c *paced) keep(t, interval int64) bool {
 	if c.r < 0 {
 		return true
 	}
-	first := c.set[c.r%pacerHistory].Load() + c.period[c.r%pacerHistory].Load()
+	// The last firing the setting was for: the ones after it are
+	// repeats, while the pacer was held up.
+	first := c.set[c.r%pacerHistory].Load() + pacerEvery*c.period[c.r%pacerHistory].Load()
 	if t < first+interval/4 || c.kept == 0 {
 		c.kept = t
 		return true
@@ -277,11 +251,10 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 	defer unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 
 	c := &p.cpus[cpu]
-	seed := uint64(time.Now().UnixNano())
-	sc := newSchedule(event.Now(), interval, rand.New(rand.NewPCG(seed, uint64(cpu))))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
 	dormant := true
-	var at, period int64
+	var last, period int64 // the last firing the period set was for
 	for !p.stop.Load() {
 		now := event.Now()
 		if now-c.seen.Load() > int64(pacerIdle) {
@@ -295,28 +268,22 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 		}
 		if dormant {
 			dormant = false
-			sc = newSchedule(now, interval, sc.rng)
 		} else {
-			for now < at+int64(pacerMargin) && !p.stop.Load() {
-				sleepUntil(at + int64(pacerMargin))
+			for now < last+int64(pacerMargin) && !p.stop.Load() {
+				sleepUntil(last + int64(pacerMargin))
 				now = event.Now()
 			}
 			p.wakes.Add(1)
-			if last := at + (now-at)/period*period; last > at {
-				// The event fired again since, at the period set: go on
-				// from its last firing.
+			if now-last >= period {
+				// Held up (the runtime may preempt the pacer, and on a
+				// busy machine resume it much later): the event fired
+				// again since, at the period set.
 				p.late.Add(1)
-				sc.fired(last)
 			}
 		}
-		at = sc.next(now)
-		if d := at - event.Now(); d < i/4 {
-			// Held up since next (the runtime may preempt the pacer, and
-			// on a busy machine resume it much later): a later one.
-			at = sc.next(event.Now())
-		}
+		period = blockPeriod(rng, i)
 		set := event.Now()
-		period = at - set
+		last = set + pacerEvery*period
 		c.publish(set, period)
 		setPeriod(fd, period)
 	}
@@ -343,7 +310,7 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
 	defer unpin()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
-	draw := func() int64 { return i/2 + rng.Int64N(i) }
+	draw := func() int64 { return blockPeriod(rng, i) }
 	setPeriod(fd, draw())
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for !p.stop.Load() {
@@ -464,8 +431,10 @@ func (s *perfSession) launchCgroup(pid int) bool {
 // fixedIntervalNotice says why a recording samples at a fixed interval.
 func (s *perfSession) fixedIntervalNotice() string {
 	why := "per-CPU events, whose interval gprof varies, need root, CAP_PERFMON or kernel.perf_event_paranoid<=0, no --off-cpu, and a command launched in a cgroup of its own"
-	if len(s.opts.Command) == 0 {
-		why = "attached to running processes, gprof does not move them to a cgroup of their own, where their per-CPU events' interval could vary"
+	if len(s.opts.Command) == 0 && s.filterErr != nil {
+		why = "attached to running processes, gprof samples them per CPU, where it varies the interval, only with a BPF program keeping their samples alone, which could not be loaded (" + walkerWhy(s.filterErr) + ")"
+	} else if len(s.opts.Command) == 0 {
+		why = "per-CPU events, whose interval gprof varies, need root, CAP_PERFMON or kernel.perf_event_paranoid<=0, and no --off-cpu"
 	} else if s.cgroupErr != nil {
 		why = "gprof could not give the command a cgroup of its own (" + s.cgroupErr.Error() + ")"
 	}

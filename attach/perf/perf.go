@@ -90,6 +90,11 @@ type perfSession struct {
 	// it could not be loaded, walkerErr saying why.
 	walker    *pyWalker
 	walkerErr error
+	// filter keeps attached processes' samples alone in the kernel
+	// (filter.go); nil where they are sampled per thread, filterErr
+	// saying why where a filter was tried.
+	filter    *pidFilter
+	filterErr error
 	notices   []string
 	// threadMaps holds, for each process sampled by thread alone (-t),
 	// the mappings reported so far: the kernel reports a mapping only to
@@ -483,6 +488,7 @@ func (s *perfSession) probe() error {
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
 	s.dec.interp, s.dec.interpFind = s.opts.Interp, s.opts.InterpFind
+	s.startFilter()
 	s.startWalker()
 	s.dec.KeepData = perfrecord.MarkerFile
 	if s.opts.OffCPU {
@@ -819,7 +825,11 @@ func (s *perfSession) attach(b *batch) error {
 		if err := s.openCPUs(); err != nil {
 			return s.openError(err, 0, "every task")
 		}
-		s.dec.setFilter(newTargets(s.opts.Pids, s.opts.Tids))
+		t := newTargets(s.opts.Pids, s.opts.Tids)
+		if s.filter != nil {
+			t.inKernel = s.filter.follows
+		}
+		s.dec.setFilter(t)
 		s.sampling = event.Now()
 		var err error
 		s.whileDraining(b, func() { err = s.synthesize(b, t0) })
@@ -1328,6 +1338,7 @@ func (s *perfSession) anyPidAlive() bool {
 		for _, pid := range f.followed() {
 			if gone(pid) {
 				f.forget(pid)
+				s.filter.forget(pid)
 			} else {
 				alive = true
 			}
@@ -1351,6 +1362,8 @@ func (s *perfSession) close() {
 	s.fds = nil
 	s.walker.close()
 	s.walker = nil
+	s.filter.close()
+	s.filter = nil
 	if s.dec != nil {
 		s.dec.walker = nil
 	}

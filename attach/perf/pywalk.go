@@ -115,9 +115,10 @@ type pyWalker struct {
 	written, matched, missed, lost uint64
 }
 
-// newPyWalker loads the program; an error says why it cannot be (no BPF
-// in this kernel, not permitted, an architecture the program is not for).
-func newPyWalker() (*pyWalker, error) {
+// newPyWalker loads the program, gated by the map of followed processes
+// gate where it is not 0; an error says why it cannot be (no BPF in this
+// kernel, not permitted, an architecture the program is not for).
+func newPyWalker(gate int) (*pyWalker, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, errors.New("the frame walker is for x86-64")
 	}
@@ -142,7 +143,7 @@ func newPyWalker() (*pyWalker, error) {
 		return nil, err
 	}
 	if w.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
-		Type: ebpf.PerfEvent, License: "Dual MIT/GPL", Instructions: walkProgram(w.procs.FD(), w.threads.FD(), w.scratch.FD(), w.events.FD()),
+		Type: ebpf.PerfEvent, License: "Dual MIT/GPL", Instructions: walkProgram(w.procs.FD(), w.threads.FD(), w.scratch.FD(), w.events.FD(), gate),
 	}, ebpf.ProgramOptions{}); err != nil {
 		return nil, err
 	}
@@ -161,8 +162,9 @@ func newPyWalker() (*pyWalker, error) {
 // its thread state in the interpreter's list and add it), copy its thread
 // state, follow it to the innermost frame, copy up to snapDepth frames
 // along their back links, and write the snapshot out. It always keeps the
-// sample (returns 1).
-func walkProgram(procs, threads, scratch, events int) asm.Instructions {
+// sample (returns 1), but for a process the map gate does not hold, where
+// gate is not 0 (see filter.go): that sample it drops.
+func walkProgram(procs, threads, scratch, events, gate int) asm.Instructions {
 	const (
 		ctx, frame, info, buf = asm.R6, asm.R7, asm.R8, asm.R9
 		keyTid                = -4  // u32 map key
@@ -175,14 +177,19 @@ func walkProgram(procs, threads, scratch, events int) asm.Instructions {
 		scanned               = -56 // u64 loop counter
 		found                 = -56 - thrSize
 	)
-	return asm.Instructions{
+	head := asm.Instructions{
 		asm.Mov.Reg(ctx, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(frame, asm.R0), // kept in frame until stored
 		asm.StoreMem(asm.R10, keyTid, asm.R0, asm.Word),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.R10, keyPid, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, threads),
+	}
+	if gate != 0 {
+		head = append(head, gateInstructions(gate, keyPid)...)
+	}
+	return append(head, asm.Instructions{
+		asm.LoadMapPtr(asm.R1, threads).WithSymbol("followed"),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, keyTid),
 		asm.FnMapLookupElem.Call(),
@@ -359,7 +366,7 @@ func walkProgram(procs, threads, scratch, events int) asm.Instructions {
 		asm.FnPerfEventOutput.Call(),
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
 		asm.Return(),
-	}
+	}...)
 }
 
 // attach runs the program on each sample of the event fd (and of the
@@ -559,7 +566,11 @@ func (s *perfSession) startWalker() {
 	if s.opts.Interp == nil || s.opts.InterpWalk == nil {
 		return
 	}
-	w, err := newPyWalker()
+	gate := 0
+	if s.filter != nil {
+		gate = s.filter.pids.FD()
+	}
+	w, err := newPyWalker(gate)
 	if err != nil {
 		s.noWalker(err)
 		return
@@ -587,16 +598,22 @@ func walkerWhy(err error) string {
 	return "the BPF frame walker: " + err.Error()
 }
 
-// walkFrames runs the frame walker on the samples of event fd.
-func (s *perfSession) walkFrames(fd int) {
-	if s.walker == nil {
-		return
-	}
-	if err := s.walker.attach(fd); err != nil {
+// walkFrames runs the frame walker on the samples of event fd, or where
+// there is none, the process filter (filter.go) where there is one.
+func (s *perfSession) walkFrames(fd int) error {
+	if s.walker != nil {
+		err := s.walker.attach(fd)
+		if err == nil {
+			return nil
+		}
 		s.walker.close()
 		s.walker, s.dec.walker = nil, nil
 		s.noWalker(err)
 	}
+	if s.filter != nil {
+		return s.filter.attach(fd)
+	}
+	return nil
 }
 
 // stats describes how the walker went, for the profile's metadata.

@@ -14,7 +14,7 @@ import (
 
 // TestPyWalkerLoads: the kernel's verifier accepts the frame walker.
 func TestPyWalkerLoads(t *testing.T) {
-	w, err := newPyWalker()
+	w, err := newPyWalker(0)
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 		t.Skipf("loading BPF programs is not permitted here: %v", err)
 	}

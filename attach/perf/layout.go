@@ -172,6 +172,10 @@ func (s *perfSession) openCPUs() error {
 			}
 		}
 	}
+	if enable {
+		// The other events (openExtras) have no filter to wait for.
+		s.attr.Bits &^= unix.PerfBitDisabled
+	}
 	if err := s.openExtras(-1); err != nil {
 		return err
 	}

@@ -822,6 +822,13 @@ func (s *perfSession) attach(b *batch) error {
 		return err
 	}
 	if s.layout == perCPU {
+		for _, pid := range s.opts.Pids {
+			// A zombie has no user space left to sample (the per-thread
+			// layout finds it when its events cannot be opened).
+			if tids, _ := proc.ListTasks(pid); len(tids) == 0 || len(tids) == 1 && proc.ProcessState(pid) == 'Z' {
+				return fmt.Errorf("pid %d has exited: %w", pid, attach.ErrNoSuchProcess)
+			}
+		}
 		if err := s.openCPUs(); err != nil {
 			return s.openError(err, 0, "every task")
 		}

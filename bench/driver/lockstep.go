@@ -3,12 +3,16 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ---- 13: a program in step with the sampling interval ----
@@ -18,7 +22,8 @@ import (
 // default interval), and measures the three functions' CPU time with its
 // own clock around every call: the truth. Each recorder samples it at
 // 1 kHz, the runs interleaved; the shares of its samples are set against
-// the truth run by run and pooled.
+// the truth run by run and pooled. gprof's perf backend and perf also
+// attach (-p) to a lockstep started just before.
 
 var lockstepTruthLine = regexp.MustCompile(`truth alpha ([0-9.]+) beta ([0-9.]+) gamma_ ([0-9.]+)`)
 
@@ -48,12 +53,76 @@ func (e *env) lockstepSuite() (string, error) {
 			return p, self, err
 		}
 	}
+	// attached runs lockstep and attaches record (its words before the
+	// pid) to it until it exits; the proc returned holds lockstep's
+	// output and wall time (what the recorder cost it).
+	attached := func(record ...string) func(string) (proc, error) {
+		return func(out string) (proc, error) {
+			cmd := exec.Command(bin, "1", "1")
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				return proc{}, err
+			}
+			// lockstep's own end, not the recorder's (which writes its
+			// profile after).
+			var werr error
+			ended := make(chan time.Time, 1)
+			go func() {
+				werr = cmd.Wait()
+				ended <- time.Now()
+			}()
+			args := append(slices.Clone(record[1:]), strconv.Itoa(cmd.Process.Pid))
+			_, err := execute("", record[0], args...)
+			end := <-ended
+			p := proc{wall: end.Sub(start).Seconds(), out: stdout.Bytes()}
+			if err == nil {
+				err = werr
+			}
+			return p, err
+		}
+	}
+	gprofAttached := func(out string) (proc, map[string]int64, error) {
+		p, err := attached(e.gprof, "record", "-q", "--backend", "perf", "-r", "1000", "-o", out, "-p")(out)
+		if err != nil {
+			return p, nil, err
+		}
+		m, err := gprofReport(e.gprof, out)
+		self := map[string]int64{}
+		for _, t := range m {
+			for k, v := range t.self {
+				self[k] += v
+			}
+		}
+		return p, self, err
+	}
 	recorders := []recorder{
 		{"gprof, perf backend", gprofRun("perf")},
+		{"gprof, perf backend, attached (-p)", gprofAttached},
 		{"gprof, ptrace backend", gprofRun("ptrace")},
 		{"perf record -c 1000000 (cpu-clock, 1 kHz)", func(out string) (proc, map[string]int64, error) {
 			data := out + ".data"
 			p, err := execute("", "perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000", "-g", "-o", data, "--", bin, "1", "1")
+			if err != nil {
+				return p, nil, err
+			}
+			script := out + ".txt"
+			if _, err := execute(script, "perf", "script", "--show-lost-events", "-i", data); err != nil {
+				return p, nil, err
+			}
+			m, _, err := perfScript(script)
+			self := map[string]int64{}
+			for _, t := range m {
+				for k, v := range t.self {
+					self[k] += v
+				}
+			}
+			return p, self, err
+		}},
+		{"perf record -F 1000 -p (attached)", func(out string) (proc, map[string]int64, error) {
+			data := out + ".data"
+			p, err := attached("perf", "record", "-q", "-F", "1000", "-g", "-o", data, "-p")(out)
 			if err != nil {
 				return p, nil, err
 			}
@@ -81,10 +150,17 @@ func (e *env) lockstepSuite() (string, error) {
 		got, all [3]float64 // pooled samples in each function, and in the three
 		truthSum [3]float64 // truth shares summed over runs, weighted by samples
 		n        float64
+		wall     []float64 // attached: lockstep's wall time, s
 	}
 	res := make([]result, len(recorders))
+	var alone []float64 // lockstep's wall time with no recorder
 	for r := 0; r < runs; r++ {
-		for _, i := range rotate([]int{0, 1, 2}, r) {
+		p, err := execute("", bin, "1", "1")
+		if err != nil {
+			return "", err
+		}
+		alone = append(alone, p.wall)
+		for _, i := range rotate([]int{0, 1, 2, 3, 4}, r) {
 			rec := recorders[i]
 			out := filepath.Join(e.tmp, fmt.Sprintf("lockstep-%d-%d.json", i, r))
 			p, self, err := rec.run(out)
@@ -111,6 +187,7 @@ func (e *env) lockstepSuite() (string, error) {
 				res[i].truthSum[k] += truth[k] * n
 			}
 			res[i].n += n
+			res[i].wall = append(res[i].wall, p.wall)
 			res[i].dev = append(res[i].dev, dev)
 			res[i].share = append(res[i].share, share)
 			e.logf("lockstep: %s run %d: %.1f/%.1f/%.1f against %.1f/%.1f/%.1f, %.0f samples", rec.name, r, share[0], share[1], share[2], truth[0], truth[1], truth[2], n)
@@ -118,8 +195,8 @@ func (e *env) lockstepSuite() (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## 13. A program in step with the interval\n\n")
-	fmt.Fprintf(&b, "`testdata/lockstep.c` with one thread: alpha, beta and gamma_ take 5:3:2 of each round, a round takes 1 ms of the thread's CPU time (the default interval), and the thread measures each function's CPU time with its own clock around every call (the truth: 50/30/20 within a few hundredths). 1 s of its CPU a run, %d interleaved runs per recorder at 1 kHz. gprof's perf backend varies its interval (a launched command in a cgroup of its own, per-CPU events whose period a pacer redraws every fourth sample); Linux perf and a per-thread event fire at a fixed period. *Pooled*: each function's share of all the runs' samples against the truth, points, with 4 standard errors of a perfect random sampler beside it; *per run*: |share − truth| of alpha, points, and the spread of alpha's share across runs.\n\n", runs)
-	fmt.Fprintf(&b, "| recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | alpha per run: median (max) | alpha spread across runs |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "`testdata/lockstep.c` with one thread: alpha, beta and gamma_ take 5:3:2 of each round, a round takes 1 ms of the thread's CPU time (the default interval), and the thread measures each function's CPU time with its own clock around every call (the truth: 50/30/20 within a few hundredths). 1 s of its CPU a run, %d interleaved runs per recorder at 1 kHz. gprof's perf backend varies its interval (a launched command in a cgroup of its own, per-CPU events whose period a pacer redraws every fourth sample; attached, per-CPU events of every task whose period a pacer redraws every fourth firing, a BPF program keeping the target's samples alone); Linux perf and a per-thread event fire at a fixed period. Attached runs start lockstep and attach at once, until it exits; *lockstep's wall* is its median wall time then (1 s of its CPU plus what the recorder took from it, from its start, which the recorder attaches to a few ms to a few tens of ms later; alone, median %.3f s). *Pooled*: each function's share of all the runs' samples against the truth, points, with 4 standard errors of a perfect random sampler beside it; *per run*: |share − truth| of alpha, points, and the spread of alpha's share across runs.\n\n", runs, median(alone))
+	fmt.Fprintf(&b, "| recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | alpha per run: median (max) | alpha spread across runs | lockstep's wall (attached) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, rec := range recorders {
 		r := res[i]
 		var pooled [3]float64
@@ -134,7 +211,11 @@ func (e *env) lockstepSuite() (string, error) {
 		lo, hi := minMax(shareA)
 		_, maxA := minMax(absA)
 		se := 4 * 100 * math.Sqrt(0.5*0.5/r.n)
-		fmt.Fprintf(&b, "| %s | %+.2f | %+.2f | %+.2f | %.2f | %.2f (%.2f) | %.1f–%.1f |\n", rec.name, pooled[0], pooled[1], pooled[2], se, median(absA), maxA, lo, hi)
+		wall := "—"
+		if strings.Contains(rec.name, "attached") {
+			wall = fmt.Sprintf("%.3f s", median(r.wall))
+		}
+		fmt.Fprintf(&b, "| %s | %+.2f | %+.2f | %+.2f | %.2f | %.2f (%.2f) | %.1f–%.1f | %s |\n", rec.name, pooled[0], pooled[1], pooled[2], se, median(absA), maxA, lo, hi, wall)
 	}
 	b.WriteString("\n")
 	return b.String(), nil

@@ -9,10 +9,11 @@ import (
 )
 
 // TestDuePhase: where a thread's samples fall due in each interval of its
-// CPU time moves on by half to a whole interval each time, and over many
-// samples it covers the interval evenly, as a random walk around it does
-// (so a loop that takes an interval of CPU time is sampled at every point
-// of its round alike, not near one: see duePhase).
+// CPU time moves by half an interval at most each time (so that due points
+// are half an interval to one and a half apart), and over many samples it
+// covers the interval evenly, as a reflected random walk does (so a loop
+// that takes an interval of CPU time is sampled at every point of its
+// round alike, not near one: see duePhase).
 func TestDuePhase(t *testing.T) {
 	const interval = int64(time.Millisecond)
 	const bins, n = 20, 200000
@@ -23,8 +24,8 @@ func TestDuePhase(t *testing.T) {
 		if next < 0 || next >= interval {
 			t.Fatalf("phase %d outside the interval", next)
 		}
-		if step := (next - phase + interval) % interval; step < interval/2 && step != 0 {
-			t.Fatalf("phase moved by %d, want half an interval or more", step)
+		if step := next - phase; step > interval/2 || step < -interval/2 {
+			t.Fatalf("phase moved by %d, want half an interval at most", step)
 		}
 		phase = next
 		count[phase*bins/interval]++

@@ -36,8 +36,9 @@ type ptStats struct {
 	// others at least half the time.
 	sweeps, dutyCapped int
 	// catchUp counts ticks brought forward for a thread still owed a
-	// sample after its last one.
-	catchUp int
+	// sample after its last one; predicted, to a running thread's due
+	// point.
+	catchUp, predicted int
 	// capped is the CPU time threads ran past creditCap: owed no sample.
 	capped time.Duration
 	// paused is the time from interrupt to detach, summed over stops:
@@ -66,6 +67,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.sweeps += o.sweeps
 	s.dutyCapped += o.dutyCapped
 	s.catchUp += o.catchUp
+	s.predicted += o.predicted
 	s.capped += o.capped
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)

@@ -77,6 +77,9 @@ type shared struct {
 	// ranAt is when one last found it had (0: never); see cold.
 	idle  int
 	ranAt int64
+	// lookedAt is when its owner last looked (event.Now; 0: never): the
+	// CPU time it ran since, over the wall time, is its share of its CPU.
+	lookedAt int64
 	// seenRun is lastRun for the coordinator, and isCold whether the
 	// thread is in its owner's cold list (see checkCold).
 	seenRun atomic.Int64

@@ -67,8 +67,11 @@ type worker struct {
 	buf        []byte
 	stats      ptStats
 	// owed says a thread sampled at this tick is still due another
-	// sample: the next tick comes sooner (see loop).
-	owed bool
+	// sample: the next tick comes sooner (see loop). soonest is when the
+	// first thread found running here falls due if it goes on running as
+	// it did (zero: none), for the next tick to come then (see predict).
+	owed    bool
+	soonest time.Time
 	// priority says how the worker got ahead of its targets (prioritize).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
@@ -193,6 +196,19 @@ func (w *worker) loop() {
 			w.stats.behind++
 			next = now
 		}
+		if !w.soonest.IsZero() {
+			// A thread running here falls due before the next tick:
+			// tick a little after that (a random quarter interval at
+			// most), no sooner than a quarter interval from now.
+			at := w.soonest.Add(rand.N(interval / 4))
+			if floor := now.Add(interval / 4); at.Before(floor) {
+				at = floor
+			}
+			if at.Before(next) {
+				next = at
+				w.stats.predicted++
+			}
+		}
 		if w.owed {
 			// A thread sampled at this tick is still owed one: ticks it
 			// missed (its stopper late for its CPU, the thread on its
@@ -266,6 +282,7 @@ func (w *worker) tick(next time.Time) {
 	w.woke = event.Now()
 	w.stats.ticks++
 	w.owed = false
+	w.soonest = time.Time{}
 	w.mine = w.inbox.take(w.mine)
 	w.due = w.due[:0]
 	kept := w.mine[:0]
@@ -404,6 +421,11 @@ func (w *worker) look(th *shared) (keep bool) {
 	w.rebase(th, sched)
 	ran := sched.run - th.lastRun
 	th.lastRun = sched.run
+	share := 0.0
+	if th.lookedAt > 0 && w.woke > th.lookedAt {
+		share = float64(ran) / float64(w.woke-th.lookedAt)
+	}
+	th.lookedAt = w.woke
 	th.seenRun.Store(sched.run)
 	if ran == 0 {
 		th.idle++
@@ -459,6 +481,7 @@ func (w *worker) look(th *shared) (keep bool) {
 	// Due where its phase says (duePhase); it may still owe some after
 	// its sample, paid at the quicker ticks that follow (see loop).
 	if th.credit < th.due {
+		w.predict(th.due-th.credit, share, w.wokeAt)
 		return true
 	}
 	if sched.switches == th.switches {
@@ -473,9 +496,29 @@ func (w *worker) look(th *shared) (keep bool) {
 	return true
 }
 
+// predict notes that a thread found running here falls due after cpu ns
+// more of its CPU time, which it has been getting at share of the wall
+// time since from: the next tick comes then, so that a busy thread is
+// sampled within a quarter interval of its due point rather than up to a
+// tick's 1.5 intervals after it (a 64 ms program's samples were up to 4.1
+// intervals of its CPU time apart). Counting the thread's share matters:
+// beside a CPU-bound loop a thread that got half its CPU would otherwise
+// be predicted due too early again and again (an earlier try ticked at up
+// to 8 kHz that way), and loop never ticks sooner than a quarter
+// interval.
+func (w *worker) predict(cpu int64, share float64, from time.Time) {
+	if share < 0.05 {
+		return
+	}
+	at := from.Add(time.Duration(float64(cpu) / min(share, 1)))
+	if w.soonest.IsZero() || at.Before(w.soonest) {
+		w.soonest = at
+	}
+}
+
 // duePhase returns where in the next interval of a thread's CPU time its
-// next sample is due, given where in this one the last was: a random half
-// to whole interval further on, around the interval.
+// next sample is due, given where in this one the last was: a random walk
+// of up to half an interval either way, reflected at the interval's ends.
 //
 // A sample stands for an interval of the thread's CPU time, so the
 // samples of a busy thread come one per interval of its CPU time, at the
@@ -484,11 +527,23 @@ func (w *worker) look(th *shared) (keep bool) {
 // fixed period: a program whose loop takes an interval of CPU time was
 // sampled near the same instants of each round, its functions off their
 // shares by 5 points in a run (10 at worst), a different way each run.
-// With the phase a random walk around the interval (what the perf
-// backend's pacer does with time slots), every instant of such a round is
-// as likely to be sampled, and the count still keeps to the CPU time.
+// With the phase a random walk over the interval, every instant of such a
+// round is as likely to be sampled (a symmetric walk reflected at both
+// ends spends as long everywhere), and the count still keeps to the CPU
+// time. Reflected, not wrapped around: due points are then half an
+// interval to one and a half apart (wrapped steps of half to a whole
+// interval put them up to two apart), so that, sampled near its due points
+// (predict), a busy thread has no more than about 1.75 intervals of CPU
+// time between samples.
 func duePhase(phase, interval int64) int64 {
-	return (phase + interval/2 + rand.Int64N(interval-interval/2)) % interval
+	x := phase + rand.Int64N(interval+1) - interval/2
+	if x < 0 {
+		x = -x
+	}
+	if x >= interval {
+		x = 2*interval - 1 - x
+	}
+	return x
 }
 
 // creditCap bounds the CPU time, in intervals, that a thread not caught
@@ -689,6 +744,9 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		th.due = duePhase(th.due, int64(w.s.interval))
 		if th.credit >= th.due {
 			w.owed = true
+		} else {
+			// Let go now, on its CPU.
+			w.predict(th.due-th.credit, 1, time.Now())
 		}
 	case switchOut:
 		// Asleep, it stops in its system call: that is the stack wanted.

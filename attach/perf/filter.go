@@ -39,10 +39,10 @@ import (
 // filter would keep them, but their samples are not written).
 const maxFollowed = 1 << 16
 
-// pidFilter owns the map of followed processes and the fork program; the
+// pidFilter owns the map of followed processes and the fork program. The
 // program on the sampling events is made with the map's descriptor
-// (gatedWalk, or gateProgram where no frame walker runs), as an event
-// takes one program only.
+// (walkProgram with its gate, or gateProgram where no frame walker runs):
+// an event takes one program only.
 type pidFilter struct {
 	pids   *ebpf.Map
 	fork   *ebpf.Program
@@ -137,7 +137,7 @@ func forkProgram(pids int, pidOff, flagsOff int16) asm.Instructions {
 		ctx      = asm.R6
 		keyPid   = -4
 		keyChild = -8
-		one      = -9
+		value    = -9
 	)
 	return asm.Instructions{
 		asm.Mov.Reg(ctx, asm.R1),
@@ -156,12 +156,12 @@ func forkProgram(pids int, pidOff, flagsOff int16) asm.Instructions {
 		asm.JNE.Imm(asm.R1, followWhole, "out"),
 		asm.LoadMem(asm.R1, ctx, pidOff, asm.Word),
 		asm.StoreMem(asm.R10, keyChild, asm.R1, asm.Word),
-		asm.StoreImm(asm.R10, one, followWhole, asm.Byte),
+		asm.StoreImm(asm.R10, value, followWhole, asm.Byte),
 		asm.LoadMapPtr(asm.R1, pids),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, keyChild),
 		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, one),
+		asm.Add.Imm(asm.R3, value),
 		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
 		asm.FnMapUpdateElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -236,4 +237,21 @@ func tracerPid(pid int) int {
 	line, _, _ := strings.Cut(rest, "\n")
 	n, _ := strconv.Atoi(strings.TrimSpace(line))
 	return n
+}
+
+// waitUntraced waits, up to ptReleaseWait, until gprof traces none of
+// tids: threads interrupted while they waited for a CPU, still not
+// stopped when their stopper ended (ptDrainLimit). The kernel detaches
+// them as the stopper's thread exits, which the Go runtime does a moment
+// after its goroutine returns; a recording must not return with a target
+// still traced (a test that looked at once found one, on a thread that
+// ran at nice 19 beside a busy process).
+func waitUntraced(tids []int) {
+	self := os.Getpid()
+	deadline := time.Now().Add(ptReleaseWait)
+	for _, tid := range tids {
+		for tracerPid(tid) == self && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
 }

@@ -37,6 +37,7 @@ const (
 	ptStopLimit   = 20 * time.Millisecond  // a stop slower than this is late
 	ptAbandon     = 2 * time.Second        // wait for a stuck stopper
 	ptDrainLimit  = 200 * time.Millisecond // wait for late stops at the end
+	ptReleaseWait = time.Second            // and then for the kernel to let go of those still pending
 	ptExecLimit   = 5 * time.Second        // launched helper's exec
 	// ptWakeSlack is how long a stopper may take, from its timer to its
 	// first look at the clock, for a thread it preempted to count as
@@ -508,6 +509,7 @@ func (s *ptSampler) stopWorkers() {
 	}
 	s.deliver()
 	for _, w := range s.workers {
+		waitUntraced(w.leftTraced)
 		s.stats.add(&w.stats)
 		s.priority = w.priority
 	}

@@ -37,27 +37,30 @@ func (e *env) lockstepSuite() (string, error) {
 		name string
 		run  func(out string) (proc, map[string]int64, error)
 	}
-	gprofRun := func(backend string) func(string) (proc, map[string]int64, error) {
-		return func(out string) (proc, map[string]int64, error) {
-			p, err := execute("", e.gprof, "record", "-q", "--backend", backend, "-r", "1000", "-o", out, "--", bin, "1", "1")
-			if err != nil {
-				return p, nil, err
-			}
-			m, err := gprofReport(e.gprof, out)
-			self := map[string]int64{}
-			for _, t := range m {
-				for k, v := range t.self {
-					self[k] += v
-				}
-			}
-			return p, self, err
+	// gprofSelf and perfSelf read a recording's self samples by function,
+	// all threads together.
+	gprofSelf := func(out string) (map[string]int64, error) {
+		m, err := gprofReport(e.gprof, out)
+		return selfTotals(m), err
+	}
+	perfSelf := func(out, data string) (map[string]int64, error) {
+		script := out + ".txt"
+		if _, err := execute(script, "perf", "script", "--show-lost-events", "-i", data); err != nil {
+			return nil, err
+		}
+		m, _, err := perfScript(script)
+		return selfTotals(m), err
+	}
+	launched := func(record ...string) func(string) (proc, error) {
+		return func(string) (proc, error) {
+			return execute("", record[0], append(slices.Clone(record[1:]), "--", bin, "1", "1")...)
 		}
 	}
 	// attached runs lockstep and attaches record (its words before the
 	// pid) to it until it exits; the proc returned holds lockstep's
 	// output and wall time (what the recorder cost it).
 	attached := func(record ...string) func(string) (proc, error) {
-		return func(out string) (proc, error) {
+		return func(string) (proc, error) {
 			cmd := exec.Command(bin, "1", "1")
 			var stdout bytes.Buffer
 			cmd.Stdout = &stdout
@@ -83,62 +86,33 @@ func (e *env) lockstepSuite() (string, error) {
 			return p, err
 		}
 	}
-	gprofAttached := func(out string) (proc, map[string]int64, error) {
-		p, err := attached(e.gprof, "record", "-q", "--backend", "perf", "-r", "1000", "-o", out, "-p")(out)
-		if err != nil {
-			return p, nil, err
-		}
-		m, err := gprofReport(e.gprof, out)
-		self := map[string]int64{}
-		for _, t := range m {
-			for k, v := range t.self {
-				self[k] += v
+	gprof := func(start func(...string) func(string) (proc, error), args ...string) func(string) (proc, map[string]int64, error) {
+		return func(out string) (proc, map[string]int64, error) {
+			p, err := start(append([]string{e.gprof, "record", "-q", "-r", "1000", "-o", out}, args...)...)(out)
+			if err != nil {
+				return p, nil, err
 			}
+			self, err := gprofSelf(out)
+			return p, self, err
 		}
-		return p, self, err
+	}
+	perf := func(start func(...string) func(string) (proc, error), args ...string) func(string) (proc, map[string]int64, error) {
+		return func(out string) (proc, map[string]int64, error) {
+			data := out + ".data"
+			p, err := start(append([]string{"perf", "record", "-q", "-g", "-o", data}, args...)...)(out)
+			if err != nil {
+				return p, nil, err
+			}
+			self, err := perfSelf(out, data)
+			return p, self, err
+		}
 	}
 	recorders := []recorder{
-		{"gprof, perf backend", gprofRun("perf")},
-		{"gprof, perf backend, attached (-p)", gprofAttached},
-		{"gprof, ptrace backend", gprofRun("ptrace")},
-		{"perf record -c 1000000 (cpu-clock, 1 kHz)", func(out string) (proc, map[string]int64, error) {
-			data := out + ".data"
-			p, err := execute("", "perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000", "-g", "-o", data, "--", bin, "1", "1")
-			if err != nil {
-				return p, nil, err
-			}
-			script := out + ".txt"
-			if _, err := execute(script, "perf", "script", "--show-lost-events", "-i", data); err != nil {
-				return p, nil, err
-			}
-			m, _, err := perfScript(script)
-			self := map[string]int64{}
-			for _, t := range m {
-				for k, v := range t.self {
-					self[k] += v
-				}
-			}
-			return p, self, err
-		}},
-		{"perf record -F 1000 -p (attached)", func(out string) (proc, map[string]int64, error) {
-			data := out + ".data"
-			p, err := attached("perf", "record", "-q", "-F", "1000", "-g", "-o", data, "-p")(out)
-			if err != nil {
-				return p, nil, err
-			}
-			script := out + ".txt"
-			if _, err := execute(script, "perf", "script", "--show-lost-events", "-i", data); err != nil {
-				return p, nil, err
-			}
-			m, _, err := perfScript(script)
-			self := map[string]int64{}
-			for _, t := range m {
-				for k, v := range t.self {
-					self[k] += v
-				}
-			}
-			return p, self, err
-		}},
+		{"gprof, perf backend", gprof(launched, "--backend", "perf")},
+		{"gprof, perf backend, attached (-p)", gprof(attached, "--backend", "perf", "-p")},
+		{"gprof, ptrace backend", gprof(launched, "--backend", "ptrace")},
+		{"perf record -c 1000000 (cpu-clock, 1 kHz)", perf(launched, "-e", "cpu-clock", "-c", "1000000")},
+		{"perf record -F 1000 -p (attached)", perf(attached, "-F", "1000", "-p")},
 	}
 	runs := 10
 	if e.quick {
@@ -219,4 +193,15 @@ func (e *env) lockstepSuite() (string, error) {
 	}
 	b.WriteString("\n")
 	return b.String(), nil
+}
+
+// selfTotals adds up the threads' self samples by function.
+func selfTotals(m map[int]*threadProfile) map[string]int64 {
+	self := map[string]int64{}
+	for _, t := range m {
+		for k, v := range t.self {
+			self[k] += v
+		}
+	}
+	return self
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,4 +93,68 @@ func TestAttachFilteredPerCPU(t *testing.T) {
 			t.Log(margin)
 		}
 	}
+}
+
+// TestAttachThreadFilteredPerCPU attaches to one thread (-t) of a process
+// that starts another busy thread meanwhile: its process passes the
+// kernel's filter, but only the thread attached may be in the recording,
+// not the thread it starts (as with perf record -t).
+func TestAttachThreadFilteredPerCPU(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	cmd := exec.Command(busy, "--forever")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	time.Sleep(100 * time.Millisecond) // let it map its libraries
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGUSR1) // a thread that burns 300 ms
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+	}()
+	before := threadRunNs(t, pid)
+	rec, res := record1(t, ctx, attach.Options{Tids: []int{pid}, Interval: time.Millisecond})
+	ran := float64(threadRunNs(t, pid)-before) / 1e6 // ms of its CPU, about the recording's
+	for _, n := range rec.notices {
+		if strings.Contains(n, "fixed interval") {
+			t.Skipf("attached threads are sampled per thread here: %s", n)
+		}
+	}
+	if res.Layout != "per-cpu" {
+		t.Fatalf("layout %s: want per-cpu", res.Layout)
+	}
+	got := map[int]int{}
+	for _, s := range rec.Samples {
+		got[s.Tid]++
+	}
+	t.Logf("samples by thread: %v for %.0f ms of the attached one's CPU; the decoder dropped %q", got, ran, res.Stats["perf_other_samples"])
+	// Per-CPU sampling beside another busy thread: up to four times a
+	// Poisson count's variance (see TestAttachFilteredPerCPU).
+	if bound := 0.9*ran - 3*math.Sqrt(4*ran) - 5; float64(got[pid]) < bound {
+		t.Errorf("%d samples of the thread attached for %.0f ms of its CPU, want at least %.0f", got[pid], ran, bound)
+	}
+	for tid, n := range got {
+		if tid != pid {
+			t.Errorf("%d samples of thread %d, which was not attached", n, tid)
+		}
+	}
+}
+
+// threadRunNs is thread tid's CPU time (schedstat), in ns.
+func threadRunNs(t *testing.T, tid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns int64
+	fmt.Sscan(string(data), &ns)
+	return ns
 }

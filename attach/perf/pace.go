@@ -40,7 +40,8 @@ import (
 // to another CPU (on some virtual machines such an interrupt takes
 // milliseconds). Waking at every firing instead cost a program attached
 // to 9% of its wall time here (a wake-up preempts it, about 85 µs on this
-// VM); at every fourth, 3%. A sample's period field keeps the event's
+// VM); at every fourth, 4-6%, about what perf record -g -p costs it
+// (perf's per-thread events at a fixed period: 1.5%). A sample's period field keeps the event's
 // nominal interval, which is what a sample stands for on average.
 //
 // Only per-CPU events can be paced: a per-thread event that a thread
@@ -60,11 +61,11 @@ func blockPeriod(rng *rand.Rand, interval int64) int64 {
 	return interval/2 + rng.Int64N(interval)
 }
 
-// Pacers wake this long after the last firing of the period they set, and go dormant on a
-// CPU where no target ran for pacerIdle: the event then fires at the
-// nominal interval, which costs no wake-ups, until a target runs there
-// again (the reader notes it as it decodes the sample; the pacer looks
-// every pacerIdle/8).
+// Pacers wake this long after the last firing of the period they set,
+// and go dormant on a CPU where no target ran for pacerIdle: the event
+// then fires at the nominal interval, which costs no wake-ups, until a
+// target runs there again (the reader notes it as it decodes the sample;
+// the pacer looks every pacerIdle/8).
 const (
 	pacerMargin = 5 * time.Microsecond
 	pacerIdle   = 100 * time.Millisecond

@@ -792,7 +792,14 @@ func (s *perfSession) mapRing(fd, tid, cpu int) (*ring, error) {
 		}
 		s.pages /= 2
 		shrunk = true
-		s.attr.Wakeup = uint32(s.pages * os.Getpagesize() / 4)
+		if s.attr.Bits&unix.PerfBitWatermark != 0 {
+			// A watermark in bytes, a quarter of the ring. Without the
+			// bit, Wakeup counts samples: a paced event's wakes its
+			// pacer every pacerEvery of them (openCPUs), which must
+			// stay so (a quarter ring's worth of bytes as a count
+			// never woke it, and the event kept its first period).
+			s.attr.Wakeup = uint32(s.pages * os.Getpagesize() / 4)
+		}
 		unix.Close(fd)
 		if fd, err = s.eventOpen(&s.attr, tid, cpu); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gprof-dev/gprof/attach/internal/phasewalk"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -29,8 +30,8 @@ import (
 //
 // So a pacer per CPU (pinned there, as ptrace's stoppers are) sets its
 // event's period (PERF_EVENT_IOC_PERIOD restarts the timer from the moment
-// it is called, with the period given) to a draw from half to one and a
-// half intervals (the mean is the interval asked for) for the next
+// it is called, with the period given) to a spacing of 0.4 to 1.6
+// intervals (blockWalk; the mean is the interval asked for) for the next
 // pacerEvery firings, and wakes after the last of them to draw again. A
 // run of firings at one spacing starts at a random phase of a program's
 // round, and the spacing is not the round's, so that every instant of the
@@ -55,10 +56,23 @@ import (
 // Per-thread recordings sample at the fixed interval, as perf does, and
 // say so (fixedIntervalNotice).
 
-// blockPeriod draws the spacing of a pacer's next pacerEvery firings:
-// half to one and a half intervals, uniform.
-func blockPeriod(rng *rand.Rand, interval int64) int64 {
-	return interval/2 + rng.Int64N(interval)
+// blockWalk spaces a pacer's firings: the start of each run of
+// pacerEvery firings sits at a phase that walks over a span of pacerEvery
+// intervals (phasewalk), and a run's spacing takes it from its start to
+// the next one's. A run's spacing is then 0.4 to 1.6 intervals, its start
+// lands anywhere in a program's round, and the firings stay within a span
+// of where a fixed interval would put them, so that a count keeps to the
+// time it covers (spacings drawn on their own, half to one and a half
+// intervals, gave a 64 ms program 55 to 70 samples).
+type blockWalk struct{ phase int64 }
+
+// period returns the spacing of the next pacerEvery firings.
+func (w *blockWalk) period(rng *rand.Rand, interval int64) int64 {
+	span := pacerEvery * interval
+	next := phasewalk.Next(rng, w.phase, span)
+	p := (span + next - w.phase) / pacerEvery
+	w.phase = next
+	return p
 }
 
 // Pacers wake this long after the last firing of the period they set,
@@ -255,6 +269,7 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
 	dormant := true
+	var walk blockWalk
 	var last, period int64 // the last firing the period set was for
 	for !p.stop.Load() {
 		now := event.Now()
@@ -282,7 +297,7 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 				p.late.Add(1)
 			}
 		}
-		period = blockPeriod(rng, i)
+		period = walk.period(rng, i)
 		set := event.Now()
 		last = set + pacerEvery*period
 		c.publish(set, period)
@@ -297,8 +312,8 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 // only while the command runs on cpu, so its firings cannot be foreseen in
 // wall time as run foresees an all-task event's: the pacer waits for each
 // (its ring wakes pollers at every sample, on this CPU) and then sets the
-// next period, uniform over half to one and a half intervals (the mean is
-// the interval asked for). Its wake-up preempts the command on cpu, whose
+// next period from its walk (blockWalk; the mean is the interval asked
+// for). Its wake-up preempts the command on cpu, whose
 // event is then scheduled out: the ioctl needs no interrupt to another
 // CPU, and the new period starts when the command runs again. A pacer
 // held up leaves the event firing at the last period set, which is still
@@ -311,7 +326,8 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
 	defer unpin()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
-	draw := func() int64 { return blockPeriod(rng, i) }
+	var walk blockWalk
+	draw := func() int64 { return walk.period(rng, i) }
 	setPeriod(fd, draw())
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for !p.stop.Load() {

@@ -5,13 +5,14 @@ package perf
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
 
 // TestBlocksNoLockstep samples a program whose loop of three functions
 // (5:3:2) has a period near the interval, in 400 runs of 1500 samples, as
-// a pacer does (runs of pacerEvery firings at a spacing from blockPeriod,
+// a pacer does (runs of pacerEvery firings at a spacing from blockWalk,
 // the next run drawn a few µs after the last firing): the shares come out
 // as a perfect random sampler's would (a share p of N samples varies by
 // sqrt(p(1-p)/N)), whatever the period; a fixed interval does not.
@@ -36,10 +37,11 @@ func TestBlocksNoLockstep(t *testing.T) {
 			const n = 1500
 			at := rng.Int64N(int64(interval))
 			d := int64(interval)
+			var w blockWalk
 			for i := 0; i < n; i++ {
 				if !fixed && i%pacerEvery == 0 {
 					at += int64(pacerMargin) + rng.Int64N(20000)
-					d = blockPeriod(rng, int64(interval))
+					d = w.period(rng, int64(interval))
 				}
 				at += d
 				cnt[phaseOf(math.Mod(float64(at)/period, 1))]++
@@ -52,7 +54,7 @@ func TestBlocksNoLockstep(t *testing.T) {
 		}
 		return math.Sqrt(sum / float64(k))
 	}
-	for _, ratio := range []float64{1, 0.5, 2, 0.73, 1.5, 1.0005, 3} {
+	for _, ratio := range []float64{1, 0.5, 2, 0.73, 1.5, 1.0005, 3, pacerEvery} {
 		period := ratio * float64(interval)
 		z := rmsZ(period, false)
 		margin(t, "rms z of the shares, loop of "+time.Duration(period).String(), z, 1.25)
@@ -62,6 +64,42 @@ func TestBlocksNoLockstep(t *testing.T) {
 	}
 	if z := rmsZ(float64(interval), true); z < 3 {
 		t.Errorf("a fixed interval on a loop of the same period: rms z %.2f, want the lockstep this test is about (> 3)", z)
+	}
+}
+
+// TestBlocksKeepCount: a pacer's firings keep to the time they cover. In
+// any 64 intervals (a 64 ms program at 1 kHz) it fires 64 times give or
+// take the span of its walk (pacerEvery) and the window's two ends,
+// whereas spacings drawn on their own drift: the count of a window then
+// varies like a random walk's (by 4.6 firings here), and a 64 ms program
+// got 55 samples in one run of ten.
+func TestBlocksKeepCount(t *testing.T) {
+	const interval = int64(time.Millisecond)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var w blockWalk
+	var fires []int64
+	at := int64(0)
+	for len(fires) < 200000 {
+		d := w.period(rng, interval)
+		if d < interval*2/5 || d > interval*8/5 {
+			t.Fatalf("spacing %d, want 0.4 to 1.6 intervals", d)
+		}
+		for range pacerEvery {
+			at += d
+			fires = append(fires, at)
+		}
+	}
+	const window = 64 * interval
+	worst := int64(0)
+	for k := 0; k < 5000; k++ {
+		from := rng.Int64N(at - window)
+		lo, _ := slices.BinarySearch(fires, from)
+		hi, _ := slices.BinarySearch(fires, from+window)
+		worst = max(worst, abs(int64(hi-lo-64)))
+	}
+	margin(t, "firings off 64 in a window of 64 intervals (worst)", float64(worst), pacerEvery+2)
+	if worst > pacerEvery+2 {
+		t.Errorf("a window of 64 intervals got 64±%d firings, want within %d", worst, pacerEvery+2)
 	}
 }
 

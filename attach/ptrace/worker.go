@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach"
+	"github.com/gprof-dev/gprof/attach/internal/phasewalk"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -523,8 +524,7 @@ func (w *worker) predict(cpu int64, share float64, from time.Time) {
 }
 
 // duePhase returns where in the next interval of a thread's CPU time its
-// next sample is due, given where in this one the last was: a random walk
-// of up to 0.6 interval either way, reflected at the interval's ends.
+// next sample is due, given where in this one the last was (phasewalk).
 //
 // A sample stands for an interval of the thread's CPU time, so the
 // samples of a busy thread come one per interval of its CPU time, at the
@@ -534,26 +534,14 @@ func (w *worker) predict(cpu int64, share float64, from time.Time) {
 // sampled near the same instants of each round, its functions off their
 // shares by 5 points in a run (10 at worst), a different way each run.
 // With the phase a random walk over the interval, every instant of such a
-// round is as likely to be sampled (a symmetric walk reflected at both
-// ends spends as long everywhere), and the count still keeps to the CPU
+// round is as likely to be sampled, and the count still keeps to the CPU
 // time. Reflected, not wrapped around (steps of a random half to whole
 // interval, mod the interval, put due points up to two intervals apart):
 // due points are 0.4 to 1.6 intervals apart, and a busy thread sampled
 // near its due points (predict) has at most about 1.85 intervals of CPU
-// time between samples. Steps of up to half an interval would keep them
-// closer, but the walk would then forget where it was too slowly: in a
-// model of a 5:3:2 loop of one interval, a run's shares varied 1.34 times
-// a perfect sampler's, against 1.05 with 0.6.
+// time between samples.
 func duePhase(phase, interval int64) int64 {
-	step := interval * 3 / 5
-	x := phase + rand.Int64N(2*step+1) - step
-	if x < 0 {
-		x = -x
-	}
-	if x >= interval {
-		x = 2*interval - 1 - x
-	}
-	return x
+	return phasewalk.Next(nil, phase, interval)
 }
 
 // creditCap bounds the CPU time, in intervals, that a thread not caught

@@ -228,9 +228,11 @@ type ptSampler struct {
 	noChildFiles bool
 
 	// pending holds the tids the coordinator seized (to probe) that did
-	// not stop in time; seized is the one it is probing now.
+	// not stop in time; seized is the one it is probing now, or the
+	// launched command it holds at its exec (heldTid, see startLaunched).
 	pending map[int]bool
 	seized  int
+	heldTid int
 
 	// sample is handed to the handler for every sample, which must not
 	// keep it (see Handler).
@@ -362,11 +364,14 @@ func (s *ptSampler) run() (err error) {
 			return err
 		}
 		s.startWorkers()
-		pid, err := s.startLaunched()
+		pid, held, err := s.startLaunched()
 		if err != nil || s.launchGone {
 			return err
 		}
 		s.addProcess(pid, 0, true)
+		if held {
+			s.letGo(pid)
+		}
 	} else {
 		for _, pid := range s.opts.Pids {
 			if err := s.probe(pid); err != nil {
@@ -589,36 +594,106 @@ func (s *ptSampler) finished() bool {
 	return len(s.procs) == 0
 }
 
-// startLaunched lets the launch helper exec the command and waits until
-// it has, so that gprof's own helper code is never sampled.
-func (s *ptSampler) startLaunched() (int, error) {
+// startLaunched lets the launch helper exec the command and returns the
+// command's pid once it has, so that gprof's own helper code is never
+// sampled. The helper is seized first, with PTRACE_O_TRACEEXEC: it then
+// stops where its exec ends, before the command's first instruction, and
+// is held there (held true, s.heldTid) until the caller has handed it to
+// the stoppers and lets it go (letGo). Its CPU time counts from that
+// instant, as perf's enable_on_exec counts it; found by watching
+// /proc after the exec instead, the command ran its first 1 to 5 ms (its
+// dynamic loader, and main's start) unsampled, and a 64 ms program got
+// its first sample up to 6 ms into its CPU time.
+func (s *ptSampler) startLaunched() (pid int, held bool, err error) {
 	l := s.launched
 	helper, _ := exeID(l.Pid)
+	seized := ptrace(unix.PTRACE_SEIZE, l.Pid, 0, unix.PTRACE_O_TRACEEXEC) == nil
+	if seized {
+		s.seized = l.Pid
+	}
 	if err := l.Release(); err != nil {
-		return 0, err
+		if seized {
+			// Still blocked on its gate: stop it to let it go.
+			s.release(l.Pid, ptInterrupt(l.Pid))
+		}
+		return 0, false, err
+	}
+	// Wait for the exec before Started, which waits for it too: the
+	// helper, a Go program, gets signals from its own runtime (SIGURG),
+	// and a traced thread stops at each until passed on.
+	held = seized && s.waitExec(l.Pid)
+	if seized && !held {
+		s.seized = 0 // gone: its exit was ours to collect
 	}
 	if err := l.Started(); err != nil {
+		// The helper has exited, reaped.
 		s.launchGone, s.aborted = true, true
-		return 0, err
+		return 0, false, err
+	}
+	if held {
+		s.heldTid = l.Pid
+		return l.Pid, true, nil
+	}
+	if seized {
+		s.launchGone = true
+		return l.Pid, false, nil
 	}
 	deadline := time.Now().Add(ptExecLimit)
 	for {
 		// The kernel switches the executable before it lays out the new
 		// command line, so exec is over once both have changed.
 		if id, ok := exeID(l.Pid); ok && id != helper && len(proc.ReadCmdline(l.Pid)) > 0 {
-			return l.Pid, nil
+			return l.Pid, false, nil
 		}
 		if processExited(l.Pid) {
 			// The exec failed (the helper said why on stderr) or the
 			// command was over before it could be seen.
 			s.launchGone = true
-			return l.Pid, nil
+			return l.Pid, false, nil
 		}
 		if time.Now().After(deadline) {
 			// Perhaps the command is gprof itself; sample it anyway.
-			return l.Pid, nil
+			return l.Pid, false, nil
 		}
 		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// waitExec waits for the seized command to stop at the end of its exec
+// (PTRACE_EVENT_EXEC), passing on the signals that arrive first. It
+// reports false if the command ended instead (its exit is then noted).
+func (s *ptSampler) waitExec(pid int) bool {
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return false
+		case ws.Exited() || ws.Signaled():
+			s.reapedThread(pid, ws)
+			return false
+		case !ws.Stopped():
+			continue
+		case int(ws)>>16 == unix.PTRACE_EVENT_EXEC:
+			return true
+		}
+		var sig unix.Signal
+		if int(ws)>>16 == 0 {
+			sig = ws.StopSignal() // a signal-delivery-stop: deliver it
+		}
+		if ptrace(unix.PTRACE_CONT, pid, 0, uintptr(sig)) != nil {
+			return false
+		}
+	}
+}
+
+// letGo lets the launched command, held at the end of its exec, run.
+func (s *ptSampler) letGo(pid int) {
+	s.heldTid, s.seized = 0, 0
+	if ptDetach(pid, 0) != nil {
+		s.pending[pid] = true
 	}
 }
 

@@ -101,7 +101,17 @@ func (s *ptSampler) newThread(pr *ptProc, tid int) *ptThread {
 	// not sampled in step.
 	th.sh.due = rand.Int64N(int64(s.interval))
 	s.threads = append(s.threads, th.sh)
-	s.workers[len(s.threads)%len(s.workers)].inbox.push(th.sh)
+	owner := len(s.threads) % len(s.workers)
+	if tid == s.heldTid {
+		// The launched command, held at its exec: to the stopper of the
+		// CPU it will run on first (where it stopped), which takes it at
+		// its next tick; a thread given to another is handed on only
+		// once seen to have run elsewhere.
+		if _, _, cpu, ok := s.readStat(pr.pid, tid); ok {
+			owner = s.workerFor(cpu)
+		}
+	}
+	s.workers[owner].inbox.push(th.sh)
 	return th
 }
 

@@ -220,8 +220,10 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 		defer c.Ended()
 	}
 	// gprof's own work (decoding, unwinding, the Go runtime's) waits for
-	// a CPU rather than preempt a target on its own.
+	// a CPU rather than preempt a target on its own, and collects its
+	// garbage rarely.
 	yieldToTargets()
+	defer holdGCAway()()
 	for i, d := range tries {
 		res, err := start(ctx, d, opts, h)
 		var ue *unavailableError

@@ -101,6 +101,31 @@ func TestBlocksKeepCount(t *testing.T) {
 	if worst > pacerEvery+2 {
 		t.Errorf("a window of 64 intervals got 64±%d firings, want within %d", worst, pacerEvery+2)
 	}
+
+	// From its start, too: a walk started at the span's edge fires less
+	// than its time asks for until it reaches the middle (61.5 for 64, on
+	// average; from a random phase 63.5, the window's end taking half a
+	// firing).
+	var sum float64
+	const starts = 4000
+	for range starts {
+		w := newBlockWalk(rng, interval)
+		n, at := 0, int64(0)
+		for at < window {
+			d := w.period(rng, interval)
+			for range pacerEvery {
+				if at += d; at <= window {
+					n++
+				}
+			}
+		}
+		sum += float64(n)
+	}
+	mean := sum / starts
+	margin(t, "mean firings in the first 64 intervals, off 63.5", math.Abs(mean-63.5), 0.5)
+	if math.Abs(mean-63.5) > 0.5 {
+		t.Errorf("fresh walks fired %.2f times on average in their first 64 intervals, want 63.5 (64, less half a firing at the end)", mean)
+	}
 }
 
 func margin(t *testing.T, what string, got, bound float64) {

@@ -132,19 +132,32 @@ func (s *ptSampler) readStat(pid, tid int) (state byte, ppid, cpu int, ok bool) 
 	return parseStat(data)
 }
 
-// parseStat picks fields out of a stat line. The command name in
-// parentheses may hold spaces and parentheses, so fields are counted from
-// the last ')'. The state is field 3, the parent pid 4, the CPU 39.
+// parseStat picks fields out of a stat line (see parseStatLine).
 func parseStat(data []byte) (state byte, ppid, cpu int, ok bool) {
+	l, ok := parseStatLine(data)
+	return l.state, l.ppid, l.cpu, ok
+}
+
+// statLine is what the sampler reads in a stat line: the state (field
+// 3), the parent pid (4), the process's thread count (20) and the CPU the
+// thread last ran on (39, -1 if missing).
+type statLine struct {
+	state              byte
+	ppid, threads, cpu int
+}
+
+// parseStatLine parses a stat line. The command name in parentheses may
+// hold spaces and parentheses, so fields are counted from the last ')'.
+func parseStatLine(data []byte) (l statLine, ok bool) {
 	i := len(data) - 1
 	for ; i >= 0 && data[i] != ')'; i-- {
 	}
 	if i < 0 || i+2 >= len(data) {
-		return 0, 0, 0, false
+		return statLine{}, false
 	}
-	state = data[i+2]
+	l.state = data[i+2]
 	field := 3
-	cpu = -1
+	l.cpu = -1
 	for p := i + 3; p < len(data) && field < 39; {
 		for p < len(data) && data[p] == ' ' {
 			p++
@@ -156,13 +169,15 @@ func parseStat(data []byte) (state byte, ppid, cpu int, ok bool) {
 		}
 		switch field {
 		case 4:
-			ppid, _ = strconv.Atoi(string(data[p:q]))
+			l.ppid, _ = strconv.Atoi(string(data[p:q]))
+		case 20:
+			l.threads, _ = strconv.Atoi(string(data[p:q]))
 		case 39:
-			cpu, _ = strconv.Atoi(string(data[p:q]))
+			l.cpu, _ = strconv.Atoi(string(data[p:q]))
 		}
 		p = q
 	}
-	return state, ppid, cpu, true
+	return l, true
 }
 
 // ptSched is a thread's /proc/PID/task/TID/schedstat: its CPU time, the

@@ -56,6 +56,10 @@ type sharedProc struct {
 	// sweep (its field alone).
 	seen   atomic.Int64
 	unseen int64
+	// threads is how many threads the coordinator last found it has (0:
+	// not counted, threads sampled alone); a stopper that reads another
+	// count in a thread's stat asks it to look again (ptSampler.nudge).
+	threads atomic.Int32
 }
 
 // shared is one target thread. Only its owner touches the fields below
@@ -152,12 +156,17 @@ func (th *shared) readSchedstat(buf []byte) (ptSched, bool) {
 
 // readStat reads the thread's state letter and CPU from its stat.
 func (th *shared) readStat(buf []byte) (state byte, cpu int, ok bool) {
+	l, ok := th.readStatLine(buf)
+	return l.state, l.cpu, ok
+}
+
+// readStatLine reads the thread's stat.
+func (th *shared) readStatLine(buf []byte) (statLine, bool) {
 	data, ok := readProc(th.statPath, &th.statFD, buf)
 	if !ok {
-		return 0, 0, false
+		return statLine{}, false
 	}
-	state, _, cpu, ok = parseStat(data)
-	return state, cpu, ok
+	return parseStatLine(data)
 }
 
 // closeFiles closes the thread's files (its owner, once it is gone).

@@ -473,9 +473,15 @@ func (w *worker) look(th *shared) (keep bool) {
 		// soon enough).
 		return true
 	}
-	state, cpu, ok := th.readStat(w.buf)
+	l, ok := th.readStatLine(w.buf)
+	state, cpu := l.state, l.cpu
 	if !ok || state == 'Z' || state == 'X' {
 		return true
+	}
+	if n := th.proc.threads.Load(); n > 0 && int(n) != l.threads {
+		// Its process started or ended a thread since the coordinator
+		// last looked: a new one is to be sampled from its start.
+		w.s.nudge()
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
 		// On another CPU now: its worker takes it from its next tick.

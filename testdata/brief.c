@@ -5,11 +5,16 @@
  *
  * THREADS threads (default 1: the main thread alone) each burn MS ms of
  * their own CPU time in burn(), reading their CPU clock between bursts of
- * about 20 µs, and print "thread TID cpu_ns N", N being the CPU time
- * (CLOCK_THREAD_CPUTIME_ID) it used from the start of run() (the clock
- * itself counts a main thread's time before its exec). Then the thread
- * ends at once (the main thread by returning from main), so that a
- * recording's last sample shows how much of its last stretch it missed.
+ * about 20 µs, and print
+ *
+ *   thread TID cpu_ns N clock START END wall_ns W
+ *
+ * N being the CPU time (CLOCK_THREAD_CPUTIME_ID) the thread used from the
+ * start of run(), START and END that clock's readings (it counts a main
+ * thread's time before its exec too), W the wall time run() took. Then
+ * the thread ends at once (the main thread by returning from main), so
+ * that a recording's last sample shows how much of its last stretch it
+ * missed.
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,0 +1,191 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gprof-dev/gprof/format/gecko"
+)
+
+// ---- 14: a short program ----
+//
+// testdata/brief.c burns 64 ms of one thread's CPU time and prints that
+// thread's id, its CPU time from the start of its work, and the wall time
+// that took. Each recorder launches it at 1 kHz, the runs interleaved: how
+// many samples the thread got, how far apart they came in its CPU time
+// (where the recorder says: gprof's ptrace backend reads the thread's
+// clock at each sample, perf's frequency mode counts it in each sample's
+// period) and in wall time, and how long the program took.
+
+var briefLine = regexp.MustCompile(`thread (\d+) cpu_ns (\d+) clock \d+ \d+ wall_ns (\d+)`)
+
+func (e *env) shortSuite() (string, error) {
+	bin := filepath.Join(e.tmp, "brief")
+	if _, err := execute("", "gcc", "-O2", "-g", "-pthread", "-o", bin, filepath.Join(e.root, "testdata", "brief.c")); err != nil {
+		return "", err
+	}
+	const ms = 64
+	// A run's figures for the busy thread.
+	type run struct {
+		samples         int
+		cpu, wall       float64 // ms: the thread's CPU time, the program's wall time
+		cpuGap, wallGap float64 // ms, the longest; cpuGap < 0 where not known
+	}
+	type recorder struct {
+		name string
+		run  func(out string) (run, error)
+	}
+	parse := func(p proc) (tid int, r run, err error) {
+		m := briefLine.FindSubmatch(p.out)
+		if m == nil {
+			return 0, r, fmt.Errorf("brief printed no thread line: %q", p.out)
+		}
+		tid, _ = strconv.Atoi(string(m[1]))
+		cpu, _ := strconv.ParseFloat(string(m[2]), 64)
+		wall, _ := strconv.ParseFloat(string(m[3]), 64)
+		return tid, run{cpu: cpu / 1e6, wall: wall / 1e6}, nil
+	}
+	gprof := func(backend string) func(string) (run, error) {
+		return func(out string) (run, error) {
+			p, err := execute("", e.gprof, "record", "-q", "-r", "1000", "--backend", backend, "-o", out, "--", bin, strconv.Itoa(ms))
+			if err != nil {
+				return run{}, err
+			}
+			tid, r, err := parse(p)
+			if err != nil {
+				return r, err
+			}
+			prof, err := gecko.ReadFile(out)
+			if err != nil {
+				return r, err
+			}
+			r.cpuGap = -1
+			for _, pr := range prof.Processes {
+				for _, th := range pr.Threads {
+					if th.Tid != tid {
+						continue
+					}
+					s := th.Samples
+					r.samples = s.Len()
+					for i := 1; i < s.Len(); i++ {
+						r.wallGap = max(r.wallGap, float64(s.Time[i]-s.Time[i-1])/1e6)
+						if backend == "ptrace" {
+							// Its samples carry the thread's own clock.
+							r.cpuGap = max(r.cpuGap, float64(s.CPUDelta[i])/1e6)
+						}
+					}
+				}
+			}
+			return r, nil
+		}
+	}
+	perf := func(out string) (run, error) {
+		data := out + ".data"
+		p, err := execute("", "perf", "record", "-q", "-F", "1000", "-g", "-o", data, "--", bin, strconv.Itoa(ms))
+		if err != nil {
+			return run{}, err
+		}
+		tid, r, err := parse(p)
+		if err != nil {
+			return r, err
+		}
+		script := out + ".txt"
+		if _, err := execute(script, "perf", "script", "-F", "tid,time,period", "-i", data); err != nil {
+			return r, err
+		}
+		f, err := os.Open(script)
+		if err != nil {
+			return r, err
+		}
+		defer f.Close()
+		// "TID TIME: PERIOD": in frequency mode a cpu-clock sample's
+		// period is the thread's CPU time since its last one.
+		last := -1.0
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) != 3 {
+				continue
+			}
+			if t, _ := strconv.Atoi(fs[0]); t != tid {
+				continue
+			}
+			at, _ := strconv.ParseFloat(strings.TrimSuffix(fs[1], ":"), 64)
+			period, _ := strconv.ParseFloat(fs[2], 64)
+			if last >= 0 {
+				r.wallGap = max(r.wallGap, (at-last)*1e3)
+				r.cpuGap = max(r.cpuGap, period/1e6)
+			}
+			last = at
+			r.samples++
+		}
+		return r, sc.Err()
+	}
+	recorders := []recorder{
+		{"gprof, perf backend", gprof("perf")},
+		{"gprof, ptrace backend", gprof("ptrace")},
+		{"perf record -F 1000 -g", perf},
+	}
+	runs := 10
+	if e.quick {
+		runs = 4
+	}
+	res := make([][]run, len(recorders))
+	var alone []float64 // the program's wall time with no recorder, ms
+	for r := 0; r < runs; r++ {
+		p, err := execute("", bin, strconv.Itoa(ms))
+		if err != nil {
+			return "", err
+		}
+		_, a, err := parse(p)
+		if err != nil {
+			return "", err
+		}
+		alone = append(alone, a.wall)
+		for _, i := range rotate([]int{0, 1, 2}, r) {
+			rec := recorders[i]
+			got, err := rec.run(filepath.Join(e.tmp, fmt.Sprintf("brief-%d-%d.json", i, r)))
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", rec.name, err)
+			}
+			res[i] = append(res[i], got)
+			e.logf("short: %s run %d: %d samples for %.1f ms, longest gap %.2f ms of CPU, %.2f ms of wall; %.1f ms wall", rec.name, r, got.samples, got.cpu, got.cpuGap, got.wallGap, got.wall)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## 14. A short program\n\n")
+	fmt.Fprintf(&b, "`testdata/brief.c`: one thread burns %d ms of its CPU time (reading its clock every 20 µs or so) and exits at once; alone it takes %.1f ms of wall time (median). Each recorder launches it at 1 kHz, %d interleaved runs each. *Samples*: the busy thread's, median (min–max); a perfect sampler would take one per ms of its CPU time, %d, and perf's count also covers the dynamic loader's 2 ms or so before it. *Longest gap*: per run, between two of the thread's samples, median (max) over the runs, in its own CPU time where the recorder records it (gprof's ptrace backend reads the thread's clock at each sample; perf's frequency mode counts it in each sample's period; gprof's perf backend records the period set, not the time elapsed) and in wall time. *Wall*: the program's, median, what the recorder cost it.\n\n", ms, median(alone), runs, ms)
+	fmt.Fprintf(&b, "| recorder | samples | runs with ≥ 0.95 of %d | longest gap, CPU time (ms) | longest gap, wall time (ms) | the program's wall (ms) |\n|---|---:|---:|---:|---:|---:|\n", ms)
+	for i, rec := range recorders {
+		var n, cpuGap, wallGap, wall []float64
+		ok := 0
+		for _, r := range res[i] {
+			n = append(n, float64(r.samples))
+			if float64(r.samples) >= 0.95*r.cpu {
+				ok++
+			}
+			if r.cpuGap >= 0 {
+				cpuGap = append(cpuGap, r.cpuGap)
+			}
+			wallGap = append(wallGap, r.wallGap)
+			wall = append(wall, r.wall)
+		}
+		lo, hi := minMax(n)
+		gap := "—"
+		if len(cpuGap) > 0 {
+			_, worst := minMax(cpuGap)
+			gap = fmt.Sprintf("%.2f (%.2f)", median(cpuGap), worst)
+		}
+		_, worstWall := minMax(wallGap)
+		fmt.Fprintf(&b, "| %s | %.0f (%.0f–%.0f) | %d of %d | %s | %.2f (%.2f) | %.1f |\n", rec.name, median(n), lo, hi, ok, len(res[i]), gap, median(wallGap), worstWall, median(wall))
+	}
+	b.WriteString("\n")
+	return b.String(), nil
+}

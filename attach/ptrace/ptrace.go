@@ -281,6 +281,9 @@ type ptProc struct {
 	// them takes milliseconds, so a process is listed at most every
 	// scanCostFactor times what its last listing cost.
 	nextScan time.Time
+	// scanCost is what listing its threads took last (the coordinator's
+	// CPU time): only a process cheap to list is listed at a nudge.
+	scanCost time.Duration
 	// nextCold is when its CPU clock is next read (checkCold), coldAt
 	// when it was last; slowAt when its names and mappings were last
 	// reread.
@@ -444,7 +447,7 @@ func (s *ptSampler) run() (err error) {
 		}
 		for i := 0; i < len(s.order); i++ {
 			pr := s.procs[s.order[i]]
-			if pr == nil || now.Before(pr.nextScan) && !urgent {
+			if pr == nil || now.Before(pr.nextScan) && !(urgent && pr.scanCost < nudgeScanMax) {
 				continue
 			}
 			t0, c0 := time.Now(), threadCPU()
@@ -453,7 +456,8 @@ func (s *ptSampler) run() (err error) {
 				pr.slowAt = t0
 			}
 			if s.scanThreads(pr, prSlow) {
-				pr.nextScan = t0.Add(paced(threadCPU() - c0))
+				pr.scanCost = threadCPU() - c0
+				pr.nextScan = t0.Add(paced(pr.scanCost))
 			}
 		}
 		urgent = false
@@ -475,6 +479,11 @@ func (s *ptSampler) run() (err error) {
 	}
 	return nil
 }
+
+// nudgeScanMax: only processes whose listing took less are listed at a
+// nudge (a few threads: tens of µs); one of thousands of threads, which
+// may start and end some all the time, keeps to its paced scans.
+const nudgeScanMax = 500 * time.Microsecond
 
 // nudge asks the coordinator to list the targets' threads now: a
 // stopper found a process with more (or fewer) threads than it knows.

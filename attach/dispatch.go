@@ -219,11 +219,6 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 		h = controlled(c, h)
 		defer c.Ended()
 	}
-	// gprof's own work (decoding, unwinding, the Go runtime's) waits for
-	// a CPU rather than preempt a target on its own, and collects its
-	// garbage rarely.
-	yieldToTargets()
-	defer holdGCAway()()
 	for i, d := range tries {
 		res, err := start(ctx, d, opts, h)
 		var ue *unavailableError

@@ -9,7 +9,3 @@ import "github.com/gprof-dev/gprof/attach/internal/proc"
 // (When gprof launches a command, it re-executes itself as that helper:
 // see package attach/internal/proc.)
 func ExecHelperMain() { proc.ExecHelperMain() }
-
-// yieldToTargets makes gprof's threads yield their CPU to its targets'
-// (proc.YieldToTargets).
-func yieldToTargets() { proc.YieldToTargets() }

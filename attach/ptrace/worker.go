@@ -176,16 +176,6 @@ func prioritize() (restore func(), got string) {
 			return func() { unix.SchedSetAttr(0, old, 0) }, t.name
 		}
 	}
-	// At least no batch thread (attach's yieldToTargets): one that wakes
-	// must preempt its target.
-	if old.Policy == unix.SCHED_BATCH {
-		normal := *old
-		normal.Size = unix.SizeofSchedAttr
-		normal.Policy = unix.SCHED_NORMAL
-		if unix.SchedSetAttr(0, &normal, 0) == nil {
-			return func() { unix.SchedSetAttr(0, old, 0) }, "none"
-		}
-	}
 	return func() {}, "none"
 }
 

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -175,12 +174,10 @@ func Launch(argv, env []string, dir string) (*Launched, error) {
 	return &Launched{Pid: cmd.Process.Pid, cmd: cmd, gate: w, execErr: er, done: make(chan struct{})}, nil
 }
 
-// forks receives the commands to start on the kept thread; keptTid is
-// that thread's id, 0 until it exists.
+// forks receives the commands to start on the kept thread.
 var (
 	forkOnce sync.Once
 	forks    chan forkRequest
-	keptTid  atomic.Int64
 )
 
 type forkRequest struct {
@@ -197,11 +194,7 @@ func startOnKeptThread(cmd *exec.Cmd) error {
 			// Never unlocked, and the goroutine never returns: the thread
 			// stays, doing nothing else, until the process ends.
 			runtime.LockOSThread()
-			keptTid.Store(int64(unix.Gettid()))
 			for req := range forks {
-				// The command takes this thread's scheduling policy:
-				// the one it would have without gprof.
-				normalThread()
 				req.done <- req.cmd.Start()
 			}
 		}()

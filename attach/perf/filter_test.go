@@ -27,14 +27,7 @@ import (
 func TestAttachFilteredPerCPU(t *testing.T) {
 	skipIfNoPerf(t)
 	busy := testProgram(t, "busy")
-	by := exec.Command(busy, "--forever")
-	if err := by.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		by.Process.Kill()
-		by.Wait()
-	}()
+	by := startForever(t, busy)
 	out := filepath.Join(t.TempDir(), "cpu")
 	sh := exec.Command("/bin/sh", "-c", fmt.Sprintf("sleep 0.3; %s %s 200; :", busy, out))
 	if err := sh.Start(); err != nil {
@@ -102,14 +95,7 @@ func TestAttachFilteredPerCPU(t *testing.T) {
 func TestAttachThreadFilteredPerCPU(t *testing.T) {
 	skipIfNoPerf(t)
 	busy := testProgram(t, "busy")
-	cmd := exec.Command(busy, "--forever")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	cmd := startForever(t, busy)
 	pid := cmd.Process.Pid
 	time.Sleep(100 * time.Millisecond) // let it map its libraries
 	ctx, cancel := context.WithCancel(context.Background())

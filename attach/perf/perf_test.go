@@ -430,17 +430,26 @@ func forEachLayout(t *testing.T, test func(t *testing.T)) {
 
 func TestAttach(t *testing.T) { forEachLayout(t, testAttach) }
 
-func testAttach(t *testing.T) {
-	skipIfNoPerf(t)
-	busy := testProgram(t, "busy")
+// startForever starts busy --forever (main burns CPU until killed, each
+// SIGUSR1 starts a thread that burns 300 ms) and kills it when the test
+// ends.
+func startForever(t *testing.T, busy string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(busy, "--forever")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-	}()
+	})
+	return cmd
+}
+
+func testAttach(t *testing.T) {
+	skipIfNoPerf(t)
+	busy := testProgram(t, "busy")
+	cmd := startForever(t, busy)
 	pid := cmd.Process.Pid
 	time.Sleep(100 * time.Millisecond) // let it map its libraries
 	ctx, cancel := context.WithCancel(context.Background())

@@ -642,7 +642,10 @@ func (s *ptSampler) finished() bool {
 func (s *ptSampler) startLaunched() (pid int, held bool, err error) {
 	l := s.launched
 	helper, _ := exeID(l.Pid)
-	seized := ptrace(unix.PTRACE_SEIZE, l.Pid, 0, unix.PTRACE_O_TRACEEXEC) == nil
+	// A set-user-ID program (or one with file capabilities) exec'd by a
+	// traced thread runs without its privileges: that one is not held,
+	// and is found through /proc as before.
+	seized := !l.GainsPrivileges() && ptrace(unix.PTRACE_SEIZE, l.Pid, 0, unix.PTRACE_O_TRACEEXEC) == nil
 	if seized {
 		s.seized = l.Pid
 	}

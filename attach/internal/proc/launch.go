@@ -204,6 +204,23 @@ func startOnKeptThread(cmd *exec.Cmd) error {
 	return <-req.done
 }
 
+// GainsPrivileges reports whether the command's executable is set-user-ID
+// or set-group-ID, or carries file capabilities: run by a traced thread,
+// the kernel would exec it without them (so gprof's ptrace backend must
+// not hold it at its exec).
+func (l *Launched) GainsPrivileges() bool {
+	path := l.cmd.Args[1]
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return false
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return true
+	}
+	n, err := unix.Getxattr(path, "security.capability", nil)
+	return err == nil && n > 0
+}
+
 // Signal sends sig to the command (or its helper), without waiting.
 func (l *Launched) Signal(sig os.Signal) error { return l.cmd.Process.Signal(sig) }
 

@@ -4,6 +4,8 @@ package proc
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
@@ -67,4 +69,34 @@ func TestLaunchOutlivesForkingThread(t *testing.T) {
 	}
 	syscall.Kill(l.Pid, syscall.SIGKILL)
 	l.Wait()
+}
+
+// TestGainsPrivileges: a set-user-ID copy of true gains privileges at its
+// exec, true itself does not.
+func TestGainsPrivileges(t *testing.T) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true")
+	}
+	suid := filepath.Join(t.TempDir(), "true-suid")
+	data, err := os.ReadFile(truePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(suid, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(suid, 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{truePath: false, suid: true} {
+		l, err := Launch([]string{path}, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.GainsPrivileges(); got != want {
+			t.Errorf("%s: GainsPrivileges %v, want %v", path, got, want)
+		}
+		l.Abort()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gprof-dev/gprof/attach/internal/gcfloor"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -219,6 +220,9 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 		h = controlled(c, h)
 		defer c.Ended()
 	}
+	// gprof's collections would take every CPU at once beside the
+	// targets, and hold its samplers up (package gcfloor).
+	defer gcfloor.Hold()()
 	for i, d := range tries {
 		res, err := start(ctx, d, opts, h)
 		var ue *unavailableError

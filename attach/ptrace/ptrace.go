@@ -110,7 +110,6 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 	// or wait for one to be handed over from another CPU.
 	defer quietStops()()
 	defer raiseProcs(len(proc.OnlineCPUs()))()
-	defer holdGCAway()()
 
 	// The coordinator's own ptrace requests (the probe) must come from the
 	// thread that seized, so it runs locked to its thread; if a probed

@@ -207,3 +207,35 @@ type copyOf struct {
 }
 
 func (c copyOf) ThreadState() uint64 { return c.ts }
+
+// Find reads a process's /proc/PID/exe (to notice an exec) at most every
+// exeEvery: it is called at every sample of a process that runs no
+// interpreter.
+func TestFindReadsExeSeldom(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	r := NewReader()
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	read := func() time.Time { return r.process(pid).exeRead }
+	for _, step := range []struct {
+		after time.Duration
+		read  bool
+	}{{0, true}, {time.Millisecond, false}, {exeEvery - time.Millisecond, true}, {exeEvery / 2, false}} {
+		now = now.Add(step.after)
+		before := read()
+		if r.Find(pid, memOf(pid)) {
+			t.Fatal("found an interpreter in sleep")
+		}
+		if got := read() != before; got != step.read {
+			t.Errorf("%v on: read /proc/PID/exe %v, want %v", step.after, got, step.read)
+		}
+	}
+}

@@ -64,7 +64,7 @@ type Server struct {
 	gzipped bool
 	syms    *profile.SymbolTable
 	libs    map[profile.LibKey][]profile.Lib
-	roles   map[profile.LibKey]*roles
+	roles   map[profile.LibKey]roles
 	// funcFiles is profile.SymbolTable.FuncFiles of each lib of syms, so
 	// that the front-end, which makes one function per name and file,
 	// makes one per function.

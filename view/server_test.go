@@ -319,6 +319,13 @@ func TestFromBinary(t *testing.T) {
 			fn = s
 		}
 	}
+	// The function laid out next.
+	var next objfile.Symbol
+	for _, s := range syms {
+		if s.Addr > fn.Addr && (next.Addr == 0 || s.Addr < next.Addr) {
+			next = s
+		}
+	}
 	b.Close()
 	if fn.Addr == 0 {
 		t.Fatal("no symbol for main.work")
@@ -350,6 +357,8 @@ func TestFromBinary(t *testing.T) {
 	if resp.Results[1].Stacks[0][0].Function != "" || resp.Results[1].FoundModules[key.DebugName+"/FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF0"] {
 		t.Errorf("another build of the same name was used: %s", w.Body)
 	}
+
+	checkTrapFrame(t, exe, key, next.Addr-base, next.Name)
 
 	w = do(t, s, "POST", "/"+testToken+"/asm/v1", mustJSON(map[string]any{
 		"debugName": key.DebugName, "debugId": key.BreakpadID, "startAddress": hex(rel), "size": hex(fn.Size), "continueUntilFunctionEnd": false}), nil)
@@ -455,5 +464,40 @@ func TestKernelFromKallsyms(t *testing.T) {
 		if c.running == bid && (st[0].FunctionOffset != "0x10" || st[1].Function != "ext4_read [ext4]") {
 			t.Errorf("kernel frames: %+v", st)
 		}
+	}
+}
+
+// checkTrapFrame: a user frame under a kernel frame is the instruction
+// where the thread trapped (a page fault, a system call), which gprof
+// report names at its own address. The front-end asks about it one byte
+// lower, as about a return address; at end, the first byte of function
+// name (laid out after main.work), that byte is main.work's, and the
+// server must answer for end itself, as report does.
+func checkTrapFrame(t *testing.T, exe string, key profile.LibKey, end uint64, name string) {
+	t.Helper()
+	const start = 0x100000
+	th := &profile.Thread{Tid: 1, Main: true}
+	user := th.Frames.Intern(profile.Frame{Address: start + end, Category: profile.CategoryUser})
+	kern := th.Frames.Intern(profile.Frame{Address: 0xffffffff81000000, Category: profile.CategoryKernel})
+	th.Samples.Add(th.Stacks.Intern(th.Stacks.Intern(-1, user), kern), 0, -1)
+	p := &profile.Profile{Processes: []*profile.Process{{Pid: 1, Threads: []*profile.Thread{th}, Libs: []profile.Lib{{
+		Start: start, End: start + end + 0x1000, Name: key.DebugName, Path: exe, DebugName: key.DebugName, BreakpadID: key.BreakpadID,
+	}}}}}
+	s, err := New(Config{Profile: p, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := mustJSON(map[string]any{"jobs": []any{
+		map[string]any{"memoryMap": [][2]string{{key.DebugName, key.BreakpadID}}, "stacks": [][][2]uint64{{{0, end - 1}}}},
+	}})
+	w := do(t, s, "POST", "/"+testToken+"/symbolicate/v5", req, nil)
+	var resp struct{ Results []v5Result }
+	json.Unmarshal(w.Body.Bytes(), &resp)
+	if len(resp.Results) != 1 || len(resp.Results[0].Stacks) != 1 {
+		t.Fatalf("response %s", w.Body)
+	}
+	if f := resp.Results[0].Stacks[0][0]; f.Function != name {
+		t.Errorf("the frame where the thread trapped, at %s's first byte, named %q (the front-end's nudge taken as a return address's)", name, f.Function)
 	}
 }

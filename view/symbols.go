@@ -41,7 +41,24 @@ func (s *Server) lookup(k profile.LibKey, addr uint64) (frames []profile.SymbolF
 	if b.b == nil {
 		return nil, known
 	}
+	if s.trapAt(k, addr+1) {
+		addr++
+	}
 	return b.b.Lookup(addr), true
+}
+
+// trapAt reports whether the front-end's question about addr-1 of lib k
+// is about the frame at addr where a thread trapped into the kernel (a
+// user frame under a kernel frame): the front-end nudges every frame
+// but a stack's leaf one byte lower, as it would a return address, but
+// such a frame is the instruction that faulted or made the system call,
+// which symbolizers look up as it is (symbolize.Profile, gprof report):
+// at a function's last byte or just past it, the nudge names the other
+// function. Not when addr-1 is itself a sampled instruction or addr a
+// return address too.
+func (s *Server) trapAt(k profile.LibKey, addr uint64) bool {
+	r := s.roles[k]
+	return r[addr] == roleTrap && !r.is(addr-1, roleLeaf)
 }
 
 // oneFilePerFunc returns frames with each function's file the one it is
@@ -107,45 +124,60 @@ func (s *Server) kernelLookup(k profile.LibKey, addr uint64) []profile.SymbolFra
 	return []profile.SymbolFrame{{Function: name, FuncAddr: sym.Addr - base, FuncSize: sym.Size}}
 }
 
-// roles are the lib-relative addresses of one library's frames in the
-// profile: sampled instructions (leaves) and return addresses (callers).
-type roles struct {
-	leaf, caller map[uint64]bool
-}
+// roles are what the lib-relative addresses of one library's frames are
+// in the profile: sampled instructions (leaves), return addresses
+// (callers), and the user frames directly under a kernel frame, where a
+// thread trapped (traps). An address may be more than one.
+type roles map[uint64]uint8
 
-func frameRoles(p *profile.Profile) map[profile.LibKey]*roles {
-	out := map[profile.LibKey]*roles{}
+const (
+	roleLeaf = 1 << iota
+	roleCaller
+	roleTrap
+)
+
+// is reports whether addr has role role.
+func (r roles) is(addr uint64, role uint8) bool { return r[addr]&role != 0 }
+
+func frameRoles(p *profile.Profile) map[profile.LibKey]roles {
+	out := map[profile.LibKey]roles{}
 	for _, proc := range p.Processes {
 		for _, th := range proc.Threads {
-			mark := func(fi int32, caller bool) {
-				if fi < 0 || int(fi) >= len(th.Frames.Frames) {
+			frames := th.Frames.Frames
+			mark := func(fi int32, role uint8) {
+				if fi < 0 || int(fi) >= len(frames) {
 					return
 				}
-				f := th.Frames.Frames[fi]
+				f := frames[fi]
 				l := profile.FindLib(proc.Libs, f.Address)
 				if f.Label != "" || l == nil {
 					return
 				}
 				r := out[l.Key()]
 				if r == nil {
-					r = &roles{leaf: map[uint64]bool{}, caller: map[uint64]bool{}}
+					r = roles{}
 					out[l.Key()] = r
 				}
-				if caller {
-					r.caller[l.Rel(f.Address)] = true
-				} else {
-					r.leaf[l.Rel(f.Address)] = true
-				}
+				r[l.Rel(f.Address)] |= role
 			}
 			st := &th.Stacks
 			for _, sk := range th.Samples.Stack {
 				if sk >= 0 && int(sk) < len(st.Frame) {
-					mark(st.Frame[sk], false)
+					mark(st.Frame[sk], roleLeaf)
 				}
 			}
-			for _, pre := range st.Prefix {
-				if pre >= 0 && int(pre) < len(st.Frame) {
-					mark(st.Frame[pre], true)
+			for sk, pre := range st.Prefix {
+				if pre < 0 || int(pre) >= len(st.Frame) {
+					continue
+				}
+				// As symbolize.Profile decides: the user frame under a
+				// kernel frame is where the thread trapped.
+				fi, pf := st.Frame[sk], st.Frame[pre]
+				if int(fi) < len(frames) && int(pf) < len(frames) &&
+					frames[fi].Category == profile.CategoryKernel && frames[pf].Category != profile.CategoryKernel {
+					mark(pf, roleTrap)
+				} else {
+					mark(pf, roleCaller)
 				}
 			}
 		}
@@ -157,7 +189,7 @@ func frameRoles(p *profile.Profile) map[profile.LibKey]*roles {
 // does, "LIB+0xOFFSET", at the frame's own address: for a caller the
 // return address, which the front-end asked about one byte lower.
 func (s *Server) fallbackName(k profile.LibKey, addr uint64) string {
-	if r := s.roles[k]; r != nil && !r.leaf[addr] && r.caller[addr+1] {
+	if r := s.roles[k]; !r.is(addr, roleLeaf) && r.is(addr+1, roleCaller|roleTrap) {
 		addr++
 	}
 	return s.libs[k][0].Name + "+" + hex(addr)

@@ -82,13 +82,19 @@ func TestProfilerOverheadMatchesOwnCPU(t *testing.T) {
 	st := po["statistics"].(map[string]any)
 	n := st["samplingCount"].(float64)
 	total := time.Duration(st["meanOverhead"].(float64) * n * 1e3)
-	margin(t, "overhead / own CPU (±0.2)", float64(total)/float64(own), 1)
 	if n < 100 {
 		t.Errorf("only %.0f sampling loops in 3 s", n)
 	}
-	// gprof's CPU before its first loop and after its last (start-up,
-	// writing the profile) is not in any loop: allow 20%.
-	if math.Abs(float64(total-own)) > 0.2*float64(own) {
+	// gprof's CPU before its first loop and after its last is in no loop:
+	// its start-up (the runtime, opening the events, loading their BPF
+	// programs, mapping the reader's first batches) and writing the
+	// profile, 40-55 ms here, quiet or beside two CPU-bound loops, whatever
+	// the loops took (215-340 ms). So the loops may fall short of it by
+	// that and a tenth, and exceed it by a tenth (the two clocks differ).
+	const outside = 75 * time.Millisecond
+	short := own - total
+	margin(t, "CPU outside the loops, ms (bound: a tenth of gprof's + 75)", float64(short)/1e6, float64(own/10+outside)/1e6)
+	if short > own/10+outside || -short > own/10 {
 		t.Errorf("profilerOverhead: %.0f loops, mean %.1f µs, %v in all; gprof used %v of CPU", n, st["meanOverhead"], total, own)
 	}
 	t.Logf("profilerOverhead: %.0f loops, mean %.1f µs, %v in all; gprof used %v of CPU", n, st["meanOverhead"], total, own)

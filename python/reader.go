@@ -128,7 +128,7 @@ const (
 // exeEvery is how often Find reads a process's /proc/PID/exe at most, to
 // notice an exec. The perf backend calls Find at every sample of a process
 // that runs no known interpreter, and the read took 15 µs on average
-// (up to 130) while the process ran: a 64 ms C program's samples cost
+// (up to 290) while the process ran: a 64 ms C program's samples cost
 // gprof 1-1.6 ms of CPU that way, on the program's CPU as often as not. A
 // freshly exec'd interpreter runs no Python code for longer than this.
 const exeEvery = 5 * time.Millisecond

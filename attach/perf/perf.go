@@ -1183,6 +1183,12 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		// and ends with it.
 		runtime.LockOSThread()
 		realtime := false
+		var restoreProcs func()
+		defer func() {
+			if restoreProcs != nil {
+				restoreProcs()
+			}
+		}()
 		first.notices = append(s.notices, first.notices...)
 		s.notices = nil
 		send := func(b *batch) {
@@ -1267,7 +1273,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				timeout = 2
 			}
 			var err error
-			if s.pace != nil {
+			if s.pace != nil || realtime {
 				err = rawPoll(all, timeout)
 			} else {
 				_, err = unix.Poll(all, timeout)
@@ -1297,9 +1303,18 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				// process's samples, which the reader must drop before
 				// the rings overflow. Real-time where gprof may (as
 				// ptrace's stoppers); it wakes every millisecond, or at
-				// each poll, briefly.
+				// each poll, briefly. A real-time thread's poll must be
+				// raw (rawPoll; see ptrace's sys.go for what Go's
+				// monitor thread does to a real-time thread back from a
+				// system call), and then keeps its P while it waits:
+				// one more for the rest of gprof.
 				realtime = true
 				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+				if s.pace == nil {
+					old := runtime.GOMAXPROCS(0)
+					runtime.GOMAXPROCS(old + 1)
+					restoreProcs = func() { runtime.GOMAXPROCS(old) }
+				}
 			}
 			if ctx.Err() != nil {
 				break

@@ -3,6 +3,8 @@
 package ptrace
 
 import (
+	"unsafe"
+
 	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +18,7 @@ import (
 // leaves them equal).
 func ptGetRegs(tid int, r *event.Regs) (entry kernelEntry, err error) {
 	var pr unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
+	if err := ptrace(unix.PTRACE_GETREGS, tid, 0, uintptr(unsafe.Pointer(&pr))); err != nil {
 		return entryUnknown, err
 	}
 	*r = event.Regs{IP: pr.Rip, SP: pr.Rsp, FP: pr.Rbp, BX: pr.Rbx}

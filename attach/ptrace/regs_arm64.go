@@ -3,6 +3,8 @@
 package ptrace
 
 import (
+	"unsafe"
+
 	"github.com/gprof-dev/gprof/event"
 	"golang.org/x/sys/unix"
 )
@@ -12,9 +14,14 @@ import (
 // register set, and interrupts and faults look alike).
 func ptGetRegs(tid int, r *event.Regs) (entry kernelEntry, err error) {
 	var pr unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
+	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&pr))}
+	iov.SetLen(int(unsafe.Sizeof(pr)))
+	if err := ptrace(unix.PTRACE_GETREGSET, tid, ntPRStatus, uintptr(unsafe.Pointer(&iov))); err != nil {
 		return entryUnknown, err
 	}
 	*r = event.Regs{IP: pr.Pc, SP: pr.Sp, FP: pr.Regs[29], LR: pr.Regs[30]}
 	return entryUnknown, nil
 }
+
+// ntPRStatus is NT_PRSTATUS, the general registers' set.
+const ntPRStatus = 1

@@ -12,6 +12,24 @@ import (
 // Thin wrappers over the ptrace requests the sampler uses. Every one of
 // them, and every wait4 on a tracee, must run on the OS thread that seized
 // the tracee; the sampler guarantees that by locking its goroutine.
+//
+// The stoppers' system calls are raw (no entersyscall: the goroutine
+// keeps its P and stays running as far as Go's scheduler knows), their
+// sleeps included. Since Go 1.26 the runtime's monitor thread (sysmon)
+// takes the scan bit of every goroutine it finds in a system call, at
+// each of its rounds, to see whether to take its P; a stopper whose timer
+// fired while sysmon held its bit, on the stopper's CPU, preempted sysmon
+// (a stopper is real-time) and then spun in exitsyscall waiting for the
+// bit: sched_yield from a real-time thread never lets sysmon run there, so
+// the CPU stayed the stopper's until the kernel moved sysmon elsewhere,
+// 30 to 430 ms later, and the threads it sampled went unsampled (two busy
+// threads on two CPUs: a gap of 30 ms or more in about one run in ten).
+// And since a stopper's P looked like one held in a long system call,
+// sysmon took it at every round and, having found work, polled every 20
+// µs: a wake-up every 120 µs on each target's CPU, 7% of it. A raw
+// sleep is seen as running Go code instead: sysmon asks it to yield once
+// per 10 ms (a signal ends the sleep early; the loops sleep again), and
+// polls slowly.
 
 // ptSeize starts tracing tid without stopping it. No options: the sampler
 // never wants to hear about clone, exec or exit, and must never kill the
@@ -32,7 +50,7 @@ func ptDetach(tid int, sig unix.Signal) error {
 
 func ptrace(req, tid int, addr, data uintptr) error {
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+		_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
 		if e == unix.EINTR {
 			continue
 		}
@@ -82,7 +100,7 @@ func ptWaitStop(tid int) stopResult {
 func ptWait(tid, flags int) stopResult {
 	var ws unix.WaitStatus
 	for {
-		pid, err := unix.Wait4(tid, &ws, unix.WALL|flags, nil)
+		pid, err := wait4(tid, &ws, unix.WALL|flags)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -113,6 +131,20 @@ func ptWait(tid, flags int) stopResult {
 			return stopResult{kind: stopNone}
 		}
 	}
+}
+
+// wait4 is unix.Wait4, raw where it does not block (WNOHANG).
+func wait4(tid int, ws *unix.WaitStatus, flags int) (int, error) {
+	if flags&unix.WNOHANG == 0 {
+		return unix.Wait4(tid, ws, flags, nil)
+	}
+	var status int32
+	r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&status)), uintptr(flags), 0, 0, 0)
+	*ws = unix.WaitStatus(status)
+	if e != 0 {
+		return int(r), e
+	}
+	return int(r), nil
 }
 
 // processExited reports whether pid, a child of gprof, has exited and
@@ -171,10 +203,12 @@ func readStack(pid int, sp, end uint64, buf []byte, iov []unix.RemoteIovec) ([]b
 		iov = append(iov, unix.RemoteIovec{Base: uintptr(a), Len: int(next - a)})
 		a = next
 	}
-	local := []unix.Iovec{{Base: &buf[0]}}
-	local[0].SetLen(int(n))
-	got, err := unix.ProcessVMReadv(pid, local, iov, 0)
-	if err != nil || got < 0 {
+	local := unix.Iovec{Base: &buf[0]}
+	local.SetLen(int(n))
+	got, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid), uintptr(unsafe.Pointer(&local)), 1,
+		uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)), 0)
+	runtime.KeepAlive(buf)
+	if e != 0 || int(got) < 0 {
 		return buf[:0], iov
 	}
 	return buf[:got], iov

@@ -197,20 +197,29 @@ func readProc(path []byte, fd *int, buf []byte) ([]byte, bool) {
 			return nil, false
 		}
 		if openFiles.Load() >= maxOpenFiles {
-			n, err := unix.Read(f, buf)
+			n, err := pread(f, buf)
 			unix.Close(f)
 			return buf[:max(n, 0)], err == nil && n > 0
 		}
 		openFiles.Add(1)
 		*fd = f
 	}
-	n, err := unix.Pread(*fd, buf, 0)
+	n, err := pread(*fd, buf)
 	return buf[:max(n, 0)], err == nil && n > 0
+}
+
+// pread reads from offset 0, raw (see sys.go).
+func pread(fd int, buf []byte) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
 
 // openRaw opens a NUL-terminated path read-only without allocating.
 func openRaw(path []byte) (int, error) {
-	fd, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+	fd, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
 		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
 	if e != 0 {
 		return -1, e

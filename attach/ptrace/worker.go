@@ -30,6 +30,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -269,9 +270,11 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
+// sleep sleeps for d at most, raw (see sys.go): the runtime's request to
+// yield, a signal, may end it early.
 func sleep(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
-	unix.Nanosleep(&ts, nil)
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // jitter returns a tick length drawn uniformly from 0.5 to 1.5 times d. A

@@ -165,6 +165,10 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 	res.Stats = s.resultStats()
 	if s.priority != "fifo" && s.priority != "" {
 		res.RateAdvice = "gprof's samplers could not run ahead of the targets (no CAP_SYS_NICE): run it as root, or raise its RLIMIT_RTPRIO; or lower the rate (-r)"
+		if os.Geteuid() == 0 {
+			// Root without the capability: a container's default.
+			res.RateAdvice = "gprof's samplers could not run ahead of the targets (root, but without CAP_SYS_NICE, as in a container): grant it (docker run --cap-add SYS_NICE), or lower the rate (-r)"
+		}
 	} else {
 		res.RateAdvice = "lower the rate (-r), or allow perf events (kernel.perf_event_paranoid) for the perf backend"
 	}

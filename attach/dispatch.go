@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gprof-dev/gprof/attach/internal/gcfloor"
+	"github.com/gprof-dev/gprof/attach/internal/yield"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -223,6 +224,8 @@ func record(ctx context.Context, opts Options, h event.Handler) (Result, error) 
 	// gprof's collections would take every CPU at once beside the
 	// targets, and hold its samplers up (package gcfloor).
 	defer gcfloor.Hold()()
+	// gprof's threads must not preempt the targets (package yield).
+	defer yield.Batch()()
 	for i, d := range tries {
 		res, err := start(ctx, d, opts, h)
 		var ue *unavailableError

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/attach/internal/phasewalk"
+	"github.com/gprof-dev/gprof/attach/internal/yield"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -394,15 +395,19 @@ func sleepUntil(t int64) {
 // timer fires; it returns what undoes it. Elsewhere a pacer runs when the scheduler lets it, often at
 // once: a late one costs the slot its jitter, not its sample.
 func realtime() (restore func()) {
+	unexempt := yield.Exempt() // not batched, whatever it gets
 	old, err := unix.SchedGetAttr(0, 0)
 	if err != nil {
-		return func() {}
+		return unexempt
 	}
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 2, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	if unix.SchedSetAttr(0, &attr, 0) != nil {
-		return func() {}
+		return unexempt
 	}
-	return func() { unix.SchedSetAttr(0, old, 0) }
+	return func() {
+		unix.SchedSetAttr(0, old, 0)
+		unexempt()
+	}
 }
 
 func maxCPU(cpus []int) int {

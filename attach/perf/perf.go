@@ -20,6 +20,7 @@ import (
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
 	"github.com/gprof-dev/gprof/attach/internal/procmaps"
+	"github.com/gprof-dev/gprof/attach/internal/yield"
 	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/perfrecord"
 )
@@ -1309,11 +1310,16 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				// system call), and then keeps its P while it waits:
 				// one more for the rest of gprof.
 				realtime = true
+				unexempt := yield.Exempt() // not batched, whatever it gets
 				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+				restoreProcs = unexempt
 				if s.pace == nil {
 					old := runtime.GOMAXPROCS(0)
 					runtime.GOMAXPROCS(old + 1)
-					restoreProcs = func() { runtime.GOMAXPROCS(old) }
+					restoreProcs = func() {
+						runtime.GOMAXPROCS(old)
+						unexempt()
+					}
 				}
 			}
 			if ctx.Err() != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/phasewalk"
+	"github.com/gprof-dev/gprof/attach/internal/yield"
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -138,10 +139,12 @@ func (w *worker) pin() (restore func(), pinned bool) {
 		pinned = unix.SchedSetaffinity(0, &set) == nil
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	unexempt := yield.Exempt() // it must preempt its targets
 	unprioritize, priority := prioritize()
 	w.priority = priority
 	return func() {
 		unprioritize()
+		unexempt()
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 		if haveOld {
 			unix.SchedSetaffinity(0, &old)

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/attach/internal/yield"
 )
 
 // Launch mode needs sampling armed before the command's first instruction,
@@ -195,7 +197,11 @@ func startOnKeptThread(cmd *exec.Cmd) error {
 			// stays, doing nothing else, until the process ends.
 			runtime.LockOSThread()
 			for req := range forks {
+				// The command runs under the policy gprof started
+				// with, not the one its threads record under.
+				done := yield.Unbatch()
 				req.done <- req.cmd.Start()
+				done()
 			}
 		}()
 	})

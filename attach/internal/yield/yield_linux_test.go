@@ -1,0 +1,104 @@
+//go:build linux
+
+package yield
+
+import (
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func policy(t *testing.T, tid int) uint32 {
+	t.Helper()
+	a, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		t.Fatalf("sched_getattr(%d): %v", tid, err)
+	}
+	return a.Policy
+}
+
+// onThread runs f on a thread of its own (locked) and returns what it
+// returned.
+func onThread(f func() uint32) uint32 {
+	ch := make(chan uint32)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ch <- f()
+	}()
+	return <-ch
+}
+
+func TestBatchExemptUnbatchRestore(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if policy(t, 0) != unix.SCHED_NORMAL {
+		t.Skip("the test runs under another policy than the normal one")
+	}
+	restore := Batch()
+	restored := false
+	defer func() {
+		if !restored {
+			restore()
+		}
+	}()
+	if p := policy(t, 0); p != unix.SCHED_BATCH {
+		t.Errorf("a thread of gprof's under policy %d while batched, want SCHED_BATCH", p)
+	}
+	// Every thread, whether it was there or started since, is batched
+	// by the next sweep.
+	if p := onThread(func() uint32 { time.Sleep(3 * sweepEvery); return policy(t, 0) }); p != unix.SCHED_BATCH {
+		t.Errorf("another thread under policy %d after a sweep, want SCHED_BATCH", p)
+	}
+	// An exempt thread is moved back and left alone.
+	if p := onThread(func() uint32 {
+		done := Exempt()
+		defer done()
+		time.Sleep(3 * sweepEvery)
+		return policy(t, 0)
+	}); p != unix.SCHED_NORMAL {
+		t.Errorf("an exempt thread under policy %d, want SCHED_NORMAL", p)
+	}
+	// A process forked after Unbatch runs under the normal policy.
+	if p := onThread(func() uint32 {
+		done := Unbatch()
+		defer done()
+		cmd := exec.Command("sleep", "10")
+		if err := cmd.Start(); err != nil {
+			t.Errorf("start sleep: %v", err)
+			return unix.SCHED_NORMAL
+		}
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		return policy(t, cmd.Process.Pid)
+	}); p != unix.SCHED_NORMAL {
+		t.Errorf("a command forked after Unbatch under policy %d, want SCHED_NORMAL", p)
+	}
+	restore()
+	restored = true
+	if p := policy(t, 0); p != unix.SCHED_NORMAL {
+		t.Errorf("a thread under policy %d after the recording, want SCHED_NORMAL", p)
+	}
+}
+
+// A second recording at the same time keeps the threads batched until
+// both have ended.
+func TestBatchNested(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if policy(t, 0) != unix.SCHED_NORMAL {
+		t.Skip("the test runs under another policy than the normal one")
+	}
+	first, second := Batch(), Batch()
+	first()
+	if p := policy(t, 0); p != unix.SCHED_BATCH {
+		t.Errorf("policy %d with one recording still running, want SCHED_BATCH", p)
+	}
+	second()
+	if p := policy(t, 0); p != unix.SCHED_NORMAL {
+		t.Errorf("policy %d after both, want SCHED_NORMAL", p)
+	}
+}

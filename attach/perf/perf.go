@@ -1184,10 +1184,10 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		// and ends with it.
 		runtime.LockOSThread()
 		realtime := false
-		var restoreProcs func()
+		var undoRealtime func()
 		defer func() {
-			if restoreProcs != nil {
-				restoreProcs()
+			if undoRealtime != nil {
+				undoRealtime()
 			}
 		}()
 		first.notices = append(s.notices, first.notices...)
@@ -1312,11 +1312,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				realtime = true
 				unexempt := yield.Exempt() // not batched, whatever it gets
 				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
-				restoreProcs = unexempt
+				undoRealtime = unexempt
 				if s.pace == nil {
 					old := runtime.GOMAXPROCS(0)
 					runtime.GOMAXPROCS(old + 1)
-					restoreProcs = func() {
+					undoRealtime = func() {
 						runtime.GOMAXPROCS(old)
 						unexempt()
 					}

@@ -199,7 +199,7 @@ func startOnKeptThread(cmd *exec.Cmd) error {
 			for req := range forks {
 				// The command runs under the policy gprof started
 				// with, not the one its threads record under.
-				done := yield.Unbatch()
+				done := yield.Exempt()
 				req.done <- req.cmd.Start()
 				done()
 			}

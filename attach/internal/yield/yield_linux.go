@@ -17,7 +17,7 @@ var (
 	// threads, the last moves them back.
 	holders int
 	// active says gprof's threads are batched: a thread that forks a
-	// launched command moves itself back first (Unbatch).
+	// launched command moves itself back first (Exempt).
 	active bool
 	// stop ends the sweeps that batch the threads started since.
 	stop chan struct{}
@@ -38,7 +38,10 @@ func Batch() (restore func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	holders++
-	if holders == 1 {
+	if holders == 1 && callerNormal() {
+		// Only where gprof runs under the normal policy: one started
+		// under another (chrt -b, -i, -f) keeps it, and so do the
+		// commands it launches.
 		move(unix.SCHED_NORMAL, unix.SCHED_BATCH)
 		active = true
 		stop = make(chan struct{})
@@ -49,11 +52,22 @@ func Batch() (restore func()) {
 		defer mu.Unlock()
 		holders--
 		if holders == 0 {
-			close(stop)
-			active = false
-			move(unix.SCHED_BATCH, unix.SCHED_NORMAL)
+			if active {
+				close(stop)
+				active = false
+				move(unix.SCHED_BATCH, unix.SCHED_NORMAL)
+			}
+			// A thread that ended without undoing its exemption (a
+			// stopper's, left to end with what it traced) is gone.
+			clear(exempt)
 		}
 	}
+}
+
+// callerNormal says whether the calling thread is under the normal policy.
+func callerNormal() bool {
+	attr, err := unix.SchedGetAttr(0, 0)
+	return err == nil && attr.Policy == unix.SCHED_NORMAL
 }
 
 func sweep(stop chan struct{}) {
@@ -73,24 +87,19 @@ func sweep(stop chan struct{}) {
 	}
 }
 
-// Unbatch moves the calling thread back to the normal policy while
-// gprof's threads are batched, so that the processes it forks (a launched
-// command) run as they would without gprof. Sweeps leave it alone while
-// it forks.
-func Unbatch() (done func()) {
-	return Exempt()
-}
-
 // Exempt moves the calling thread (locked to its goroutine) back to the
 // normal policy if it was batched, and keeps sweeps away from it until
 // done: a thread that sets its own policy (a sampler that must preempt
-// its targets) or forks.
+// its targets), or one that forks a launched command, which must run as
+// it would without gprof.
 func Exempt() (done func()) {
 	tid := unix.Gettid()
 	mu.Lock()
 	exempt[tid] = true
+	if active {
+		set(0, unix.SCHED_BATCH, unix.SCHED_NORMAL)
+	}
 	mu.Unlock()
-	set(0, unix.SCHED_BATCH, unix.SCHED_NORMAL)
 	return func() {
 		mu.Lock()
 		delete(exempt, tid)

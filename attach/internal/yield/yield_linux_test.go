@@ -32,7 +32,7 @@ func onThread(f func() uint32) uint32 {
 	return <-ch
 }
 
-func TestBatchExemptUnbatchRestore(t *testing.T) {
+func TestBatchExemptRestore(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if policy(t, 0) != unix.SCHED_NORMAL {
@@ -62,9 +62,9 @@ func TestBatchExemptUnbatchRestore(t *testing.T) {
 	}); p != unix.SCHED_NORMAL {
 		t.Errorf("an exempt thread under policy %d, want SCHED_NORMAL", p)
 	}
-	// A process forked after Unbatch runs under the normal policy.
+	// A process forked by an exempt thread runs under the normal policy.
 	if p := onThread(func() uint32 {
-		done := Unbatch()
+		done := Exempt()
 		defer done()
 		cmd := exec.Command("sleep", "10")
 		if err := cmd.Start(); err != nil {
@@ -75,7 +75,7 @@ func TestBatchExemptUnbatchRestore(t *testing.T) {
 		defer cmd.Process.Kill()
 		return policy(t, cmd.Process.Pid)
 	}); p != unix.SCHED_NORMAL {
-		t.Errorf("a command forked after Unbatch under policy %d, want SCHED_NORMAL", p)
+		t.Errorf("a command forked by an exempt thread under policy %d, want SCHED_NORMAL", p)
 	}
 	restore()
 	restored = true
@@ -100,5 +100,32 @@ func TestBatchNested(t *testing.T) {
 	second()
 	if p := policy(t, 0); p != unix.SCHED_NORMAL {
 		t.Errorf("policy %d after both, want SCHED_NORMAL", p)
+	}
+}
+
+// gprof started under another policy than the normal one keeps it, and
+// so do the commands it launches.
+func TestBatchLeavesOtherPolicies(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil || old.Policy != unix.SCHED_NORMAL {
+		t.Skip("the test runs under another policy than the normal one")
+	}
+	// gprof run as chrt -b would run it: its threads, and so the
+	// launched command, under SCHED_BATCH already.
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_BATCH, Nice: old.Nice}, 0); err != nil {
+		t.Skipf("SCHED_BATCH refused: %v", err)
+	}
+	defer unix.SchedSetAttr(0, old, 0)
+	restore := Batch()
+	done := Exempt()
+	if p := policy(t, 0); p != unix.SCHED_BATCH {
+		t.Errorf("policy %d for a thread that forks while recording, want SCHED_BATCH (gprof's own)", p)
+	}
+	done()
+	restore()
+	if p := policy(t, 0); p != unix.SCHED_BATCH {
+		t.Errorf("policy %d after recording, want SCHED_BATCH", p)
 	}
 }

@@ -5,8 +5,5 @@ package yield
 // Batch does nothing outside Linux.
 func Batch() (restore func()) { return func() {} }
 
-// Unbatch does nothing outside Linux.
-func Unbatch() (done func()) { return func() {} }
-
 // Exempt does nothing outside Linux.
 func Exempt() (done func()) { return func() {} }

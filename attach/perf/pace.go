@@ -240,7 +240,13 @@ func (p *pacing) end() {
 }
 
 // pinPacer locks the calling goroutine to its thread and that thread to
-// cpu, real-time where gprof may (realtime). It reports false, the thread
+// cpu, ahead of the targets (yield.Ahead: real-time where gprof may, so
+// that a pacer runs the moment its event fires; SCHED_FIFO above the
+// reader's priority). Where it is not, a pacer that waits for the
+// scheduler's tick to preempt its target leaves the event at the period
+// it had meanwhile, and the period it sets then restarts the timer: the
+// target's time since the last firing is lost to the count, up to a
+// period per pacerEvery firings. It reports false, the thread
 // unlocked, where cpu is not allowed (a cpuset): the ioctls of a pacer
 // elsewhere would need an interrupt to cpu, and its timer would not fire
 // after the event's, so the event keeps its fixed interval. The function
@@ -254,7 +260,7 @@ func pinPacer(cpu int) (unpin func(), ok bool) {
 		runtime.UnlockOSThread()
 		return nil, false
 	}
-	restore := realtime()
+	restore, _ := yield.Ahead(2)
 	return func() {
 		restore()
 		// The thread goes back to the runtime's pool: not pinned.
@@ -388,26 +394,6 @@ func setPeriod(fd int, d int64) {
 func sleepUntil(t int64) {
 	ts := unix.NsecToTimespec(t)
 	unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-}
-
-// realtime makes the calling thread real-time (SCHED_FIFO, above the
-// reader's priority) where gprof may, so that a pacer runs the moment its
-// timer fires; it returns what undoes it. Elsewhere a pacer runs when the scheduler lets it, often at
-// once: a late one costs the slot its jitter, not its sample.
-func realtime() (restore func()) {
-	unexempt := yield.Exempt() // not batched, whatever it gets
-	old, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		return unexempt
-	}
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 2, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
-	if unix.SchedSetAttr(0, &attr, 0) != nil {
-		return unexempt
-	}
-	return func() {
-		unix.SchedSetAttr(0, old, 0)
-		unexempt()
-	}
 }
 
 func maxCPU(cpus []int) int {

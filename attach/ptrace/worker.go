@@ -75,7 +75,7 @@ type worker struct {
 	// it did (zero: none), for the next tick to come then (see predict).
 	owed    bool
 	soonest time.Time
-	// priority says how the worker got ahead of its targets (prioritize).
+	// priority says how the worker got ahead of its targets (yield.Ahead).
 	priority string
 	// tracing counts threads seized and not detached: if it is not zero
 	// when the worker ends, its thread must end too (the kernel then
@@ -128,7 +128,7 @@ func (w *worker) run() {
 }
 
 // pin moves the worker's thread to its CPU and ahead of the threads it
-// samples (see prioritize), with a 1 ns timer slack so that its ticks do
+// samples (yield.Ahead), with a 1 ns timer slack so that its ticks do
 // not drift toward other timers. It returns what undoes all that.
 func (w *worker) pin() (restore func(), pinned bool) {
 	var old unix.CPUSet
@@ -139,55 +139,15 @@ func (w *worker) pin() (restore func(), pinned bool) {
 		pinned = unix.SchedSetaffinity(0, &set) == nil
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	unexempt := yield.Exempt() // it must preempt its targets
-	unprioritize, priority := prioritize()
+	unprioritize, priority := yield.Ahead(1) // it must preempt its targets
 	w.priority = priority
 	return func() {
 		unprioritize()
-		unexempt()
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 		if haveOld {
 			unix.SchedSetaffinity(0, &old)
 		}
 	}, pinned
-}
-
-// prioritize puts the calling thread ahead of the threads it samples: as
-// a real-time thread (SCHED_FIFO) when gprof may (CAP_SYS_NICE, or an
-// RLIMIT_RTPRIO that allows it), which preempts its targets the moment
-// its timer fires; else at nice -20 where RLIMIT_NICE allows, with the
-// shortest time slice the scheduler grants (100 µs, Linux 6.12 and
-// later), with which a thread that wakes preempts one with a longer
-// slice at once; else with that slice alone. Nice -20 alone is not
-// enough: root in a container without CAP_SYS_NICE got it, and on a
-// 16-CPU VM its stoppers preempted their targets only at the scheduler's
-// ticks, every 2.5 to 4 ms (a 64 ms program got 0.30-0.36 of its samples
-// at 1 kHz, two busy threads 0.20-0.26); with the short slice too, 1.00
-// and 0.999-1.001, and beside 16 CPU-bound loops 0.97-1.00. A stopper
-// with none of these preempts its targets only when the scheduler's
-// fairness lets it, often at its next tick. It returns what undoes all
-// that, and says which it got.
-func prioritize() (restore func(), got string) {
-	old, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		return func() {}, "none"
-	}
-	const resetOnFork = 1 // SCHED_FLAG_RESET_ON_FORK
-	tries := []struct {
-		attr unix.SchedAttr
-		name string
-	}{
-		{unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: resetOnFork}, "fifo"},
-		{unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: -20, Runtime: uint64(100 * time.Microsecond), Flags: resetOnFork}, "nice+slice"},
-		{unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: -20, Flags: resetOnFork}, "nice"},
-		{unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: old.Nice, Runtime: uint64(100 * time.Microsecond), Flags: resetOnFork}, "slice"},
-	}
-	for _, t := range tries {
-		if unix.SchedSetAttr(0, &t.attr, 0) == nil {
-			return func() { unix.SchedSetAttr(0, old, 0) }, t.name
-		}
-	}
-	return func() {}, "none"
 }
 
 // loop ticks until the recording stops, then collects what is still

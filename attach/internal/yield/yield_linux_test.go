@@ -129,3 +129,47 @@ func TestBatchLeavesOtherPolicies(t *testing.T) {
 		t.Errorf("policy %d after recording, want SCHED_BATCH", p)
 	}
 }
+
+// Ahead gives the thread what the process may have, in order (fifo where
+// it may, else nice -20 with the short slice...), says which, exempts the
+// thread from a batching recording, and undoes it all.
+func TestAhead(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil || old.Policy != unix.SCHED_NORMAL {
+		t.Skip("the test runs under another policy than the normal one")
+	}
+	// Where gprof may be real-time, it is.
+	mayFIFO := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
+	unix.SchedSetAttr(0, old, 0)
+	restoreBatch := Batch()
+	defer restoreBatch()
+	restore, got := Ahead(1)
+	a, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]func() bool{
+		"fifo":       func() bool { return a.Policy == unix.SCHED_FIFO && a.Priority == 1 },
+		"nice+slice": func() bool { return a.Policy == unix.SCHED_NORMAL && a.Nice == -20 },
+		"nice":       func() bool { return a.Policy == unix.SCHED_NORMAL && a.Nice == -20 },
+		"slice":      func() bool { return a.Policy == unix.SCHED_NORMAL },
+		"none":       func() bool { return a.Policy == unix.SCHED_NORMAL },
+	}
+	if check, ok := want[got]; !ok || !check() {
+		t.Errorf("Ahead said %q, and the thread is under policy %d, priority %d, nice %d", got, a.Policy, a.Priority, a.Nice)
+	}
+	if mayFIFO && got != "fifo" {
+		t.Errorf("Ahead said %q where SCHED_FIFO is allowed", got)
+	}
+	// A sweep leaves it alone.
+	time.Sleep(3 * sweepEvery)
+	if p := policy(t, 0); p == unix.SCHED_BATCH {
+		t.Errorf("a thread put ahead was batched by a sweep")
+	}
+	restore()
+	if a, _ := unix.SchedGetAttr(0, 0); a.Policy != old.Policy || a.Nice != old.Nice {
+		t.Errorf("after restore: policy %d, nice %d, want %d, %d", a.Policy, a.Nice, old.Policy, old.Nice)
+	}
+}

@@ -4,6 +4,7 @@ package perf
 
 import (
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,9 @@ type pacing struct {
 	// the reader dropped from such repeats.
 	late, wakes atomic.Int64
 	thinned     int64
+	// noAlarm counts the CPUs whose event started with a whole period
+	// (runFiring), where no alarm could be opened.
+	noAlarm atomic.Int64
 }
 
 // paced is one CPU's pacer as the reader sees it.
@@ -123,11 +127,18 @@ type paced struct {
 	n           atomic.Int64
 	// seen is when the reader last decoded a target's sample here.
 	seen atomic.Int64
+	// firstEnd, on a CPU of a launched command (runFiring): from the
+	// event's first firing there until its pacer sets a whole period
+	// (at firstEnd; -1 until it has), the event fires at the spacing of
+	// the first part, a fraction of a period. A pacer held up meanwhile
+	// (the Go runtime preempts it now and then) leaves it so for
+	// milliseconds: the reader keeps one of those samples an interval.
+	firstEnd atomic.Int64
 
 	// The reader's own: the index of the setting in force at its last
-	// sample here, and that sample's time (0 for none since the setting).
-	r    int64
-	kept int64
+	// sample here, and that sample's time (0 for none since the setting);
+	// the time of the last sample it kept before firstEnd.
+	r, kept, firstKept int64
 }
 
 // pacerHistory settings a CPU (a second at 1 kHz): the reader
@@ -148,6 +159,13 @@ func (c *paced) publish(set, period int64) {
 func (c *paced) keep(t, interval int64) bool {
 	if c.seen.Load() < t {
 		c.seen.Store(t)
+	}
+	if end := c.firstEnd.Load(); end < 0 || t < end {
+		if c.firstKept == 0 || t-c.firstKept >= interval {
+			c.firstKept = t
+			return true
+		}
+		return false
 	}
 	n := c.n.Load()
 	if c.r < n-pacerHistory {
@@ -197,17 +215,23 @@ func (s *perfSession) startPacing() *pacing {
 	} else {
 		old = 0
 	}
+	var armed sync.WaitGroup
 	for cpu, r := range s.rings {
 		p.wg.Add(1)
+		armed.Add(1)
 		go func() {
 			defer p.wg.Done()
 			if s.cgroup != nil {
-				p.runFiring(r.fd, cpu, interval)
+				alarm := func(after int64) (*alarm, error) { return s.openAlarm(cpu, after) }
+				p.runFiring(r.fd, cpu, interval, alarm, armed.Done)
 			} else {
-				p.run(r.fd, cpu, interval)
+				p.run(r.fd, cpu, interval, armed.Done)
 			}
 		}()
 	}
+	// A launched command starts once every CPU's event has its first
+	// period (runFiring).
+	armed.Wait()
 	go func() {
 		p.wg.Wait()
 		if old > 0 {
@@ -271,9 +295,11 @@ func pinPacer(cpu int) (unpin func(), ok bool) {
 	}, true
 }
 
-// run paces the event fd of cpu until the recording ends.
-func (p *pacing) run(fd, cpu int, interval time.Duration) {
+// run paces the event fd of cpu until the recording ends; it calls
+// armed once it has begun.
+func (p *pacing) run(fd, cpu int, interval time.Duration, armed func()) {
 	unpin, ok := pinPacer(cpu)
+	armed()
 	if !ok {
 		return
 	}
@@ -334,9 +360,24 @@ func (p *pacing) run(fd, cpu int, interval time.Duration) {
 // CPU, and the new period starts when the command runs again. A pacer
 // held up leaves the event firing at the last period set, which is still
 // a random one.
-func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
+//
+// The event's first firing comes at a random part of a period of the
+// command's time on cpu, and the alarm (openAlarm) wakes the pacer just
+// after it to set a whole one. Started with a whole period, each CPU's
+// event lost the command's last part of a period there, up to half a
+// sample for each CPU it ran on: testdata/hop.c, which burns 0.5 ms of
+// its CPU time on a CPU it had not run on, got 0.09 samples there on
+// average at 1 kHz (1 ms: 0.51), where a random first part gives it 0.5
+// (TestFirstVisit). Until the pacer sets a whole period, the event fires
+// at the part's spacing: the part is at least an eighth of a period, and
+// the reader thins what comes before the pacer (paced.firstEnd).
+//
+// It calls armed once the event has its first period: the command starts
+// after.
+func (p *pacing) runFiring(fd, cpu int, interval time.Duration, openAlarm func(after int64) (*alarm, error), armed func()) {
 	unpin, ok := pinPacer(cpu)
 	if !ok {
+		armed()
 		return
 	}
 	defer unpin()
@@ -344,17 +385,92 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration) {
 	i := int64(interval)
 	walk := newBlockWalk(rng, i)
 	draw := func() int64 { return walk.period(rng, i) }
-	setPeriod(fd, draw())
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	c := &p.cpus[cpu]
+	whole := draw()
+	part := max(whole/8, rng.Int64N(whole)+1, minPeriod)
+	al, err := openAlarm(part + min(max(part/4, 2000), alarmLag))
+	if err == nil {
+		c.firstEnd.Store(-1)
+		setPeriod(fd, part)
+		pfd = append(pfd, unix.PollFd{Fd: int32(al.fd), Events: unix.POLLIN})
+	} else {
+		p.noAlarm.Add(1)
+		setPeriod(fd, whole)
+	}
+	armed()
 	for !p.stop.Load() {
 		// Every pacerPollMs at least, to notice the recording's end.
-		if rawPoll(pfd, pacerPollMs) != nil || pfd[0].Revents&unix.POLLIN == 0 {
+		if rawPoll(pfd, pacerPollMs) != nil {
+			continue
+		}
+		if len(pfd) > 1 && pfd[1].Revents&unix.POLLIN != 0 {
+			// The first firing: the rest of the block is whole
+			// periods.
+			al.close()
+			pfd = pfd[:1]
+			c.firstEnd.Store(event.Now())
+			setPeriod(fd, whole)
+			continue
+		}
+		if pfd[0].Revents&unix.POLLIN == 0 {
 			continue
 		}
 		p.wakes.Add(1)
 		setPeriod(fd, draw())
 	}
+	if len(pfd) > 1 {
+		al.close()
+		c.firstEnd.Store(event.Now())
+	}
 	setPeriod(fd, i)
+}
+
+// minPeriod is the kernel's floor for clock events' periods, in ns.
+const minPeriod = 10000
+
+// alarmLag is at most how long after the event's first firing on a CPU its
+// alarm fires, in the command's time there: both clocks start as the
+// command's cgroup is scheduled in, microseconds apart at most.
+const alarmLag = 20 * int64(time.Microsecond)
+
+// alarm is a second event of the command's cgroup on one CPU, which
+// wakes its pacer when it fires, once.
+type alarm struct {
+	fd  int
+	mem []byte
+}
+
+// openAlarm opens an alarm for cpu that fires after the command has run
+// there for after ns (by the sampling event's clock), enabled: the
+// pacer calls it on cpu, where the command is not running.
+func (s *perfSession) openAlarm(cpu int, after int64) (*alarm, error) {
+	a := unix.PerfEventAttr{
+		Type:   s.attr.Type,
+		Config: s.attr.Config,
+		Sample: uint64(after),
+		Wakeup: 1,
+		// The same clock: counting the same modes.
+		Bits: s.attr.Bits & (unix.PerfBitExcludeUser | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitExcludeIdle),
+	}
+	a.Size = uint32(unsafe.Sizeof(a))
+	fd, err := s.eventOpen(&a, -1, cpu)
+	if err != nil {
+		return nil, err
+	}
+	// A ring to be woken by: its header-only samples are never read,
+	// and a read-only ring overwrites them.
+	mem, err := unix.Mmap(fd, 0, 2*os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &alarm{fd: fd, mem: mem}, nil
+}
+
+func (a *alarm) close() {
+	unix.Munmap(a.mem)
+	unix.Close(a.fd)
 }
 
 // pacerPollMs is how long a firing pacer waits at most. pacerEvery: a
@@ -384,7 +500,7 @@ const (
 // workers take every idle P). A stop-the-world waits for the sleep to end,
 // an interval at most.
 func setPeriod(fd int, d int64) {
-	v := uint64(max(d, 10000)) // the kernel's floor for clock events
+	v := uint64(max(d, minPeriod))
 	unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&v)))
 }
 

@@ -132,3 +132,43 @@ func margin(t *testing.T, what string, got, bound float64) {
 	t.Helper()
 	t.Logf("margin: %s %.4g, bound %.4g", what, got, bound)
 }
+
+// TestKeepFirstPart: on a launched command's CPU, until its pacer has set
+// a whole period after the first firing, the event fires at the first
+// part's spacing; the reader keeps one sample an interval of those, then
+// every sample.
+func TestKeepFirstPart(t *testing.T) {
+	const i = int64(time.Millisecond)
+	var c paced
+	c.r = -1
+	c.firstEnd.Store(-1)
+	// A pacer held up: the event fires every 0.2 intervals.
+	var kept []int64
+	for t := int64(0); t < 3*i; t += i / 5 {
+		if c.keep(5*i+t, i) {
+			kept = append(kept, t)
+		}
+	}
+	if want := []int64{0, i, 2 * i}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v of the first part's repeats, want %v", kept, want)
+	}
+	// The pacer set a whole period at 8.1 intervals: what comes after
+	// it, however close, is kept.
+	c.firstEnd.Store(8*i + i/10)
+	if c.keep(7*i+9*i/10, i) {
+		t.Errorf("a repeat before the pacer's setting was kept")
+	}
+	for _, at := range []int64{8*i + i/5, 8*i + i/2, 8*i + 6*i/10} {
+		if !c.keep(at, i) {
+			t.Errorf("the sample at %d after the pacer's setting was dropped", at)
+		}
+	}
+	// A CPU whose pacer opened no alarm keeps every sample.
+	var none paced
+	none.r = -1
+	for _, at := range []int64{1, 2, 3} {
+		if !none.keep(at, i) {
+			t.Errorf("a CPU without an alarm dropped a sample")
+		}
+	}
+}

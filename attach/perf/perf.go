@@ -1305,23 +1305,24 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				// the targets, or the stacks read are no longer the
 				// samples'. Per-CPU events fill the rings with every
 				// process's samples, which the reader must drop before
-				// the rings overflow. Real-time where gprof may (as
-				// ptrace's stoppers); it wakes every millisecond, or at
-				// each poll, briefly. A real-time thread's poll must be
+				// the rings overflow. Ahead of the targets as ptrace's
+				// stoppers are (yield.Ahead: real-time where gprof may,
+				// else nice -20 and the short slice); it wakes every
+				// millisecond, or at each poll, briefly. A real-time
+				// thread's poll must be
 				// raw (rawPoll; see ptrace's sys.go for what Go's
 				// monitor thread does to a real-time thread back from a
 				// system call), and then keeps its P while it waits:
 				// one more for the rest of gprof.
 				realtime = true
-				unexempt := yield.Exempt() // not batched, whatever it gets
-				unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
-				undoRealtime = unexempt
+				unahead, _ := yield.Ahead(1)
+				undoRealtime = unahead
 				if s.pace == nil {
 					old := runtime.GOMAXPROCS(0)
 					runtime.GOMAXPROCS(old + 1)
 					undoRealtime = func() {
 						runtime.GOMAXPROCS(old)
-						unexempt()
+						unahead()
 					}
 				}
 			}

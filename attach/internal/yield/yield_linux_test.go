@@ -32,12 +32,22 @@ func onThread(f func() uint32) uint32 {
 	return <-ch
 }
 
-func TestBatchExemptRestore(t *testing.T) {
+// normalThread locks the test to its thread and returns that thread's
+// scheduling attributes, skipping the test where it runs under another
+// policy than the normal one (the tests start from gprof's usual case).
+func normalThread(t *testing.T) *unix.SchedAttr {
+	t.Helper()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if policy(t, 0) != unix.SCHED_NORMAL {
+	t.Cleanup(runtime.UnlockOSThread)
+	old, err := unix.SchedGetAttr(0, 0)
+	if err != nil || old.Policy != unix.SCHED_NORMAL {
 		t.Skip("the test runs under another policy than the normal one")
 	}
+	return old
+}
+
+func TestBatchExemptRestore(t *testing.T) {
+	normalThread(t)
 	restore := Batch()
 	restored := false
 	defer func() {
@@ -87,11 +97,7 @@ func TestBatchExemptRestore(t *testing.T) {
 // A second recording at the same time keeps the threads batched until
 // both have ended.
 func TestBatchNested(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if policy(t, 0) != unix.SCHED_NORMAL {
-		t.Skip("the test runs under another policy than the normal one")
-	}
+	normalThread(t)
 	first, second := Batch(), Batch()
 	first()
 	if p := policy(t, 0); p != unix.SCHED_BATCH {
@@ -106,12 +112,7 @@ func TestBatchNested(t *testing.T) {
 // gprof started under another policy than the normal one keeps it, and
 // so do the commands it launches.
 func TestBatchLeavesOtherPolicies(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	old, err := unix.SchedGetAttr(0, 0)
-	if err != nil || old.Policy != unix.SCHED_NORMAL {
-		t.Skip("the test runs under another policy than the normal one")
-	}
+	old := normalThread(t)
 	// gprof run as chrt -b would run it: its threads, and so the
 	// launched command, under SCHED_BATCH already.
 	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_BATCH, Nice: old.Nice}, 0); err != nil {
@@ -134,12 +135,7 @@ func TestBatchLeavesOtherPolicies(t *testing.T) {
 // it may, else nice -20 with the short slice...), says which, exempts the
 // thread from a batching recording, and undoes it all.
 func TestAhead(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	old, err := unix.SchedGetAttr(0, 0)
-	if err != nil || old.Policy != unix.SCHED_NORMAL {
-		t.Skip("the test runs under another policy than the normal one")
-	}
+	old := normalThread(t)
 	// Where gprof may be real-time, it is.
 	mayFIFO := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
 	unix.SchedSetAttr(0, old, 0)

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -148,10 +149,32 @@ func run(t *tally, gprof string, extra, prog []string, dir string, gap float64) 
 	if b, err := os.ReadFile(filepath.Join(tracefs, "tracing_on")); err == nil {
 		oldOn = strings.TrimSpace(string(b))
 	}
-	defer func() {
+	restore := func() {
 		writeTrace("tracing_on", oldOn)
 		writeTrace("events/sched/sched_switch/enable", "0")
 		writeTrace("trace_clock", oldClock)
+	}
+	defer restore()
+	// Interrupted (Ctrl-C reaches gprof too, which stops its recording),
+	// the tracepoint is turned off all the same.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, unix.SIGTERM)
+	defer signal.Stop(sigs)
+	var cmd *exec.Cmd
+	started := make(chan struct{})
+	go func() {
+		if _, ok := <-sigs; ok {
+			select {
+			case <-started:
+				// gprof ends its recording (and the command it
+				// launched) as it does at Ctrl-C.
+				cmd.Process.Signal(os.Interrupt)
+			default:
+			}
+			restore()
+			os.RemoveAll(dir)
+			os.Exit(130)
+		}
 	}()
 	for _, s := range [][2]string{{"tracing_on", "0"}, {"trace", ""}, {"trace_clock", "mono"}, {"buffer_size_kb", "16384"}, {"events/sched/sched_switch/enable", "1"}} {
 		if err := writeTrace(s[0], s[1]); err != nil {
@@ -166,10 +189,14 @@ func run(t *tally, gprof string, extra, prog []string, dir string, gap float64) 
 	}
 	out := filepath.Join(dir, "p.json")
 	args := append(append([]string{"record", "-o", out}, extra...), "--")
-	cmd := exec.Command(gprof, append(args, prog...)...)
+	cmd = exec.Command(gprof, append(args, prog...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		close(started)
+		err = cmd.Wait()
+	}
 	writeTrace("tracing_on", "0")
 	if err != nil {
 		return fmt.Errorf("%s: %v: %s", gprof, err, strings.TrimSpace(stderr.String()))

@@ -36,7 +36,11 @@ import (
 
 func TestMain(m *testing.M) {
 	proc.ExecHelperMain()
-	os.Exit(m.Run())
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 // skipIfNoPerf skips when perf_event_open itself is refused here.

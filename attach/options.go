@@ -76,6 +76,14 @@ type Options struct {
 	// backends call where waiting keeps no target from running (the
 	// ptrace backend's coordinator, never its stoppers; perf's reader).
 	InterpFind func(pid int, mem Memory)
+	// InterpFile, when set, says whether a file mapped in a process may
+	// hold the interpreter. The perf backend then calls InterpFind only
+	// for processes that map such a file, as their mapping records say
+	// (or where records were lost), rather than at the samples of every
+	// process: its reader runs ahead of the targets, often on their CPU,
+	// and each look at a process that runs no interpreter (reading its
+	// /proc files) took 15-300 µs of a target's time.
+	InterpFile func(path string) bool
 	// InterpWalk says, once Interp has read a thread's stack, where that
 	// thread's interpreter keeps its frames, so that a backend that
 	// reads stacks after their samples (perf) can have the kernel copy

@@ -36,6 +36,15 @@ type mapping struct {
 // libpython3.12.so.1.0, libpython3.7m.so.
 var versionInName = regexp.MustCompile(`python3\.(\d+)`)
 
+// MayHold reports whether a file mapped in a process may hold a CPython
+// interpreter: it is one of those find looks in (a python binary or
+// libpython, by the name of the file). A backend that sees a process's
+// mappings as they are made can so leave alone a process that maps none
+// (Reader.Find reads its /proc files until it finds one).
+func MayHold(path string) bool {
+	return strings.HasPrefix(path, "/") && strings.Contains(filepath.Base(path), "python")
+}
+
 // find looks for a CPython interpreter in pid's address space.
 func (r *Reader) find(pid int, mem Memory) *interpreter {
 	maps, err := readMaps(pid)
@@ -44,8 +53,7 @@ func (r *Reader) find(pid int, mem Memory) *interpreter {
 	}
 	seen := map[string]bool{}
 	for _, m := range maps {
-		base := filepath.Base(m.path)
-		if !strings.HasPrefix(m.path, "/") || !strings.Contains(base, "python") || seen[m.path] {
+		if !MayHold(m.path) || seen[m.path] {
 			continue
 		}
 		seen[m.path] = true

@@ -35,6 +35,9 @@ func newPyStage() *pyStage {
 // find is attach.Options.InterpFind.
 func (ps *pyStage) find(pid int, mem attach.Memory) { ps.reader.Find(pid, mem) }
 
+// file is attach.Options.InterpFile.
+func (ps *pyStage) file(path string) bool { return python.MayHold(path) }
+
 // read is attach.Options.Interp.
 func (ps *pyStage) read(pid, tid int, mem attach.Memory) any {
 	if st := ps.reader.Read(pid, tid, mem); st != nil {

@@ -146,6 +146,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if !opts.NoPython {
 		b.py = newPyStage()
 		opts.Attach.Interp, opts.Attach.InterpFind, opts.Attach.InterpWalk = b.py.read, b.py.find, b.py.walk
+		opts.Attach.InterpFile = b.py.file
 	}
 	b.events = eventInfos(opts.Attach.Events)
 	opts.Attach.Sampling = func(evs []attach.EventSpec) { b.events = eventInfos(evs) }

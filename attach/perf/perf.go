@@ -504,6 +504,7 @@ func (s *perfSession) probe() error {
 	s.dec = newDecoder(f)
 	s.dec.ReadCPU = s.readCPU
 	s.dec.interp, s.dec.interpFind = s.opts.Interp, s.opts.InterpFind
+	s.dec.interpFiles.mayHold = s.opts.InterpFile
 	s.startFilter()
 	s.startWalker()
 	s.dec.KeepData = perfrecord.MarkerFile
@@ -1004,6 +1005,7 @@ func (s *perfSession) synthesizeTasks(b *batch, t0 int64, procTids map[int][]int
 			s.notice("cannot read the mappings of pid %d: %v", pid, err)
 		}
 		for _, m := range maps {
+			s.dec.interpFiles.note(m)
 			synth = append(synth, m)
 		}
 		if !s.opts.SystemWide && !slices.Contains(s.opts.Pids, pid) {
@@ -1076,6 +1078,7 @@ func (s *perfSession) rescanMaps(b *batch) {
 		for _, m := range maps {
 			if k := procmaps.KeyOf(m); !seen[k] {
 				seen[k] = true
+				s.dec.interpFiles.note(m)
 				b.events = append(b.events, m)
 			}
 		}

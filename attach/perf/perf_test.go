@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -846,38 +847,12 @@ func TestDecodeLive(t *testing.T) {
 		perfrecord.SampleCPU | perfrecord.SamplePeriod | perfrecord.SampleCallchain, SampleIDAll: true, PeriodIsTime: true})
 	d.statMaps, d.readArgv = false, false
 	d.setFilter(newTargets([]int{7}, nil))
-	// rec writes a record of u64 and (with a pid/tid pair) u32 fields, and
-	// the sample_id trailer of side-band records: pid/tid, time, cpu.
-	rec := func(typ uint32, misc uint16, trailer bool, pid, tid uint32, fields ...uint64) []byte {
-		b := make([]byte, 8)
-		ne.PutUint32(b, typ)
-		ne.PutUint16(b[4:], misc)
-		for _, v := range fields {
-			b = ne.AppendUint64(b, v)
-		}
-		if trailer {
-			b = ne.AppendUint32(b, pid)
-			b = ne.AppendUint32(b, tid)
-			b = ne.AppendUint64(b, 5555)
-			b = ne.AppendUint64(b, 1)
-		}
-		ne.PutUint16(b[6:], uint16(len(b)))
-		return b
-	}
-	task := func(pid, tid uint32) uint64 { return ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, pid), tid)) }
-	sample := func(pid uint32) []byte {
-		return rec(perfrecord.RecordSample, perfrecord.MiscUser, false, 0, 0, 0x401000, task(pid, pid), 6000, 0, 1e6, 0)
-	}
-	mmap2 := func(pid uint32) []byte {
-		prot := ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, 5), 2)) // PROT_READ|PROT_EXEC, MAP_PRIVATE
-		return rec(perfrecord.RecordMmap2, 0, true, pid, pid, task(pid, pid), 0x1000, 0x2000, 0x3000, 0, 0, 0, prot,
-			ne.Uint64([]byte("/bin/x\x00\x00")))
-	}
+	rec, task, sample, mmap2 := testRec, testTask, testSample, testMmap2
 	b := &batch{}
 	for _, r := range [][]byte{
 		rec(perfrecord.RecordLost, 0, true, 7, 7, 99, 12),
 		rec(perfrecord.RecordLostSamples, 0, true, 7, 7, 3),
-		mmap2(7), mmap2(8),
+		mmap2(7, "/bin/x"), mmap2(8, "/bin/x"),
 		sample(7), sample(8),
 		rec(perfrecord.RecordFork, 0, true, 9, 9, task(9, 7), task(9, 7), 6000),
 		sample(9),
@@ -893,6 +868,83 @@ func TestDecodeLive(t *testing.T) {
 	if s := b.events[5].(*event.Sample); s.Pid != 9 {
 		t.Errorf("sample %+v of a process a target started", s)
 	}
+}
+
+// testRec writes a record of u64 and (with a pid/tid pair) u32 fields,
+// and the sample_id trailer of side-band records: pid/tid, time, cpu.
+func testRec(typ uint32, misc uint16, trailer bool, pid, tid uint32, fields ...uint64) []byte {
+	b := make([]byte, 8)
+	ne.PutUint32(b, typ)
+	ne.PutUint16(b[4:], misc)
+	for _, v := range fields {
+		b = ne.AppendUint64(b, v)
+	}
+	if trailer {
+		b = ne.AppendUint32(b, pid)
+		b = ne.AppendUint32(b, tid)
+		b = ne.AppendUint64(b, 5555)
+		b = ne.AppendUint64(b, 1)
+	}
+	ne.PutUint16(b[6:], uint16(len(b)))
+	return b
+}
+
+// testTask packs a pid/tid pair into a u64 field.
+func testTask(pid, tid uint32) uint64 {
+	return ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, pid), tid))
+}
+
+// testSample is a sample of process pid's main thread, in TestDecodeLive's
+// format.
+func testSample(pid uint32) []byte {
+	return testRec(perfrecord.RecordSample, perfrecord.MiscUser, false, 0, 0, 0x401000, testTask(pid, pid), 6000, 0, 1e6, 0)
+}
+
+// testMmap2 maps path executable in process pid.
+func testMmap2(pid uint32, path string) []byte {
+	prot := ne.Uint64(ne.AppendUint32(ne.AppendUint32(nil, 5), 2)) // PROT_READ|PROT_EXEC, MAP_PRIVATE
+	fields := []uint64{testTask(pid, pid), 0x1000, 0x2000, 0x3000, 0, 0, 0, prot}
+	name := append([]byte(path), make([]byte, 8-len(path)%8)...)
+	for i := 0; i < len(name); i += 8 {
+		fields = append(fields, ne.Uint64(name[i:]))
+	}
+	return testRec(perfrecord.RecordMmap2, 0, true, pid, pid, fields...)
+}
+
+// TestDecodeFindsInterpWhereMapped: the reader looks for an interpreter
+// (InterpFind) only at the samples of processes that map a file that may
+// hold one, as their records say: mapped, inherited by a fork, gone with
+// an exec; and in every process once records were lost.
+func TestDecodeFindsInterpWhereMapped(t *testing.T) {
+	d := newDecoder(perfrecord.Format{SampleType: perfrecord.SampleIP | perfrecord.SampleTID | perfrecord.SampleTime |
+		perfrecord.SampleCPU | perfrecord.SamplePeriod | perfrecord.SampleCallchain, SampleIDAll: true, PeriodIsTime: true})
+	d.statMaps, d.readArgv = false, false
+	var looked []int
+	d.interp = func(int, int, attach.Memory) any { return nil }
+	d.interpFind = func(pid int, _ attach.Memory) { looked = append(looked, pid) }
+	d.interpFiles.mayHold = func(path string) bool { return strings.Contains(path, "python") }
+	fork := func(pid, ppid uint32) []byte {
+		return testRec(perfrecord.RecordFork, 0, true, pid, pid, testTask(pid, ppid), testTask(pid, ppid), 6000)
+	}
+	exec := func(pid uint32) []byte {
+		return testRec(perfrecord.RecordComm, perfrecord.MiscCommExec, true, pid, pid, testTask(pid, pid), ne.Uint64([]byte("sh\x00\x00\x00\x00\x00\x00")))
+	}
+	b := &batch{}
+	step := func(want []int, recs ...[]byte) {
+		t.Helper()
+		looked = nil
+		for _, r := range recs {
+			d.decode(r, b)
+		}
+		if !slices.Equal(looked, want) {
+			t.Errorf("looked in %v, want %v", looked, want)
+		}
+	}
+	step([]int{7}, testMmap2(7, "/usr/bin/python3.12"), testMmap2(8, "/bin/x"), testSample(7), testSample(8))
+	step([]int{9}, fork(9, 7), fork(10, 8), testSample(9), testSample(10))
+	step(nil, exec(7), testSample(7))
+	step([]int{8}, testMmap2(8, "/usr/lib/libpython3.12.so.1.0"), testSample(8))
+	step([]int{10, 7}, testRec(perfrecord.RecordLost, 0, true, 7, 7, 99, 1), testSample(10), testSample(7))
 }
 
 // TestLaunchStopKillsStubborn: a command that ignores SIGTERM when its

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gprof-dev/gprof/event"
 )
 
 // TestBlocksNoLockstep samples a program whose loop of three functions
@@ -170,5 +172,46 @@ func TestKeepFirstPart(t *testing.T) {
 		if !none.keep(at, i) {
 			t.Errorf("a CPU without an alarm dropped a sample")
 		}
+	}
+}
+
+// TestDropHelper: a launched command's helper records everything before
+// its exec, in the batches before the exec's too (a helper released
+// before its Go runtime had started was sampled for milliseconds after
+// its release), and later ones from before the exec; where records were
+// lost, perhaps the exec's, those from before the release.
+func TestDropHelper(t *testing.T) {
+	sample := func(t int64) event.Event { return &event.Sample{Time: t, Pid: 7, Tid: 7} }
+	times := func(evs []event.Event) []int64 {
+		var ts []int64
+		for _, e := range evs {
+			ts = append(ts, event.EventTime(e))
+		}
+		return ts
+	}
+	s := &perfSession{launched: map[int]int64{7: -math.MaxInt64}}
+	other := &event.Sample{Time: 60, Pid: 8, Tid: 8}
+	if got := times(s.dropHelper([]event.Event{sample(50), other})); !slices.Equal(got, []int64{60}) {
+		t.Errorf("before the release: kept %v, want only another process's [60]", got)
+	}
+	s.releasing()
+	rel := s.releasedAt
+	if got := times(s.dropHelper([]event.Event{sample(rel + 10)})); got != nil {
+		t.Errorf("after the release, before the exec: kept %v, want none", got)
+	}
+	exec := &event.Comm{Time: rel + 30, Pid: 7, Tid: 7, Name: "brief", Exec: true}
+	if got := times(s.dropHelper([]event.Event{sample(rel + 20), exec, sample(rel + 40)})); !slices.Equal(got, []int64{rel + 30, rel + 40}) {
+		t.Errorf("the exec's batch: kept %v, want the exec and what follows", got)
+	}
+	if got := times(s.dropHelper([]event.Event{sample(rel + 25), sample(rel + 50)})); !slices.Equal(got, []int64{rel + 50}) {
+		t.Errorf("a later batch: kept %v, want what follows the exec", got)
+	}
+
+	s = &perfSession{launched: map[int]int64{7: -math.MaxInt64}}
+	s.releasing()
+	rel = s.releasedAt
+	lost := &event.Lost{Time: rel + 5, Count: 3}
+	if got := times(s.dropHelper([]event.Event{sample(rel - 10), lost, sample(rel + 10)})); !slices.Equal(got, []int64{rel + 5, rel + 10}) {
+		t.Errorf("records lost, no exec seen: kept %v, want those from the release on", got)
 	}
 }

@@ -73,6 +73,11 @@ const (
 )
 
 type perfSession struct {
+	// release, when set, starts a launched command: the reader calls it
+	// once it reads (run); releaseErr is what it returned.
+	release    func() error
+	releaseErr error
+	releasedAt int64 // when release was called (releasing)
 	// spare holds the batches the reader may fill while the handler
 	// takes others, prepared before the targets start (preparedBatches).
 	spare chan *batch
@@ -238,19 +243,21 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		}
 		s.enableLaunched()
 		// The pacers' threads start before the command does, not on
-		// its CPU as it begins.
+		// its CPU as it begins; the reader starts it (run).
 		s.pace = s.startPacing()
-		if err := l.Release(); err != nil {
-			s.pace.end()
-			l.Abort()
-			return res, err
-		}
-		if err := l.Started(); err != nil {
-			s.pace.end()
-			return res, err
-		}
-		if opts.Control != nil {
-			opts.Control.Started()
+		s.release = func() error {
+			s.releasing()
+			if err := l.Release(); err != nil {
+				l.Abort()
+				return err
+			}
+			if err := l.Started(); err != nil {
+				return err
+			}
+			if opts.Control != nil {
+				opts.Control.Started()
+			}
+			return nil
 		}
 	case opts.SystemWide:
 		if err := s.openSystem(first); err != nil {
@@ -262,7 +269,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 			return res, err
 		}
 	}
-	if opts.Control != nil {
+	if opts.Control != nil && l == nil {
 		opts.Control.Started()
 	}
 	res.Layout, res.Files = s.layout.String(), len(s.fds)
@@ -281,6 +288,10 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		s.notice("%s", s.fixedIntervalNotice())
 	}
 	reason := s.run(ctx, first, h, &res, notify)
+	if s.releaseErr != nil {
+		s.pace.end()
+		return res, s.releaseErr
+	}
 	if s.pace != nil {
 		s.pace.end()
 		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned)
@@ -1127,7 +1138,10 @@ const (
 // faults, on the program's CPU as often as not. A batch of a 1 kHz
 // recording holds tens of kilobytes of stack copies a CPU.
 const (
-	spareBatches  = 8
+	spareBatches = 8
+	// behindBatches waiting for the handler tell the reader that gprof
+	// falls behind: it lets gprof's threads use every CPU (yield.Busy).
+	behindBatches = 4
 	preparedCount = 3
 	preparedBytes = 256 << 10
 )
@@ -1189,6 +1203,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		// Its own OS thread, which may be made real-time (see below)
 		// and ends with it.
 		runtime.LockOSThread()
+		s.dec.busy = &yield.Busy{}
 		realtime := false
 		var undoRealtime func()
 		defer func() {
@@ -1240,9 +1255,58 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 				throttled = true
 				b.notices = append(b.notices, "the kernel throttled sampling (kernel.perf_cpu_time_max_percent); some samples are missing")
 			}
+			// gprof's threads off the targets' CPUs, and the reader too,
+			// before the handler wakes to take the batch: it wakes where
+			// the reader runs.
+			if keep, changed := s.dec.busy.SetAside(event.Now(), len(batches) > behindBatches); changed {
+				unix.SchedSetaffinity(0, &keep)
+			}
 			send(b)
 		}
+		// goAhead makes this thread real-time. A Python stack is read
+		// when its sample is: on a busy machine this thread must not
+		// wait for a CPU behind the targets, or the stacks read are no
+		// longer the samples'. Per-CPU events fill the rings with every
+		// process's samples, which the reader must drop before the
+		// rings overflow. Ahead of the targets as ptrace's stoppers are
+		// (yield.Ahead: real-time where gprof may, else nice -20 and the
+		// short slice); it wakes every millisecond, or at each poll,
+		// briefly. A real-time thread's poll must be raw (rawPoll; see
+		// ptrace's sys.go for what Go's monitor thread does to a
+		// real-time thread back from a system call), and then keeps its
+		// P while it waits: one more for the rest of gprof.
+		goAhead := func() {
+			realtime = true
+			unahead, _ := yield.Ahead(1)
+			undoRealtime = unahead
+			// Ahead gave it every CPU again: back aside.
+			keep, _ := s.dec.busy.SetAside(event.Now(), false)
+			unix.SchedSetaffinity(0, &keep)
+			if s.pace == nil {
+				old := runtime.GOMAXPROCS(0)
+				runtime.GOMAXPROCS(old + 1)
+				undoRealtime = func() {
+					runtime.GOMAXPROCS(old)
+					unahead()
+				}
+			}
+		}
+		if s.pace != nil {
+			goAhead()
+		}
 		flush(first)
+		if s.release != nil {
+			// A launched command starts once the reader reads: gprof's
+			// own start (this goroutine's thread, made real-time, the
+			// handler's first batch) waited behind the command for
+			// CPU, 10-30 ms on a 2-CPU VM, while its samples piled up
+			// in the rings and the reader could not yet keep gprof
+			// off the command's CPU (yield.Busy).
+			if s.releaseErr = s.release(); s.releaseErr != nil {
+				reason <- stopCancelled
+				return
+			}
+		}
 		pfds := make([]unix.PollFd, 0, len(s.fds)+1)
 		paced := map[int]bool{}
 		if s.cgroup != nil && s.pace != nil {
@@ -1302,32 +1366,8 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			if applied != nil {
 				applied()
 			}
-			if (s.dec.interpSeen || s.pace != nil) && !realtime {
-				// A Python stack is read when its sample is: on a busy
-				// machine this thread must not wait for a CPU behind
-				// the targets, or the stacks read are no longer the
-				// samples'. Per-CPU events fill the rings with every
-				// process's samples, which the reader must drop before
-				// the rings overflow. Ahead of the targets as ptrace's
-				// stoppers are (yield.Ahead: real-time where gprof may,
-				// else nice -20 and the short slice); it wakes every
-				// millisecond, or at each poll, briefly. A real-time
-				// thread's poll must be
-				// raw (rawPoll; see ptrace's sys.go for what Go's
-				// monitor thread does to a real-time thread back from a
-				// system call), and then keeps its P while it waits:
-				// one more for the rest of gprof.
-				realtime = true
-				unahead, _ := yield.Ahead(1)
-				undoRealtime = unahead
-				if s.pace == nil {
-					old := runtime.GOMAXPROCS(0)
-					runtime.GOMAXPROCS(old + 1)
-					undoRealtime = func() {
-						runtime.GOMAXPROCS(old)
-						unahead()
-					}
-				}
+			if s.dec.interpSeen && !realtime {
+				goAhead()
 			}
 			if ctx.Err() != nil {
 				break

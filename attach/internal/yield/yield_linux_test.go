@@ -169,3 +169,107 @@ func TestAhead(t *testing.T) {
 		t.Errorf("after restore: policy %d, nice %d, want %d, %d", a.Policy, a.Nice, old.Policy, old.Nice)
 	}
 }
+
+// affinity returns the CPUs thread tid (0: the caller) may run on.
+func affinity(t *testing.T, tid int) unix.CPUSet {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		t.Fatalf("sched_getaffinity(%d): %v", tid, err)
+	}
+	return set
+}
+
+// Aside keeps the batched threads, those started since too, off the busy
+// CPUs where others are left; all busy, or nil, lets them run anywhere; an
+// exempt thread (one that forks a launched command, or pins itself) gets
+// every CPU back; and the recording's end gives every thread its CPUs
+// back.
+func TestAside(t *testing.T) {
+	normalThread(t)
+	all := affinity(t, 0)
+	if all.Count() < 2 || !all.IsSet(0) {
+		t.Skip("needs two CPUs, CPU 0 among them")
+	}
+	var busy []int
+	for cpu := 0; cpu < 1024; cpu++ {
+		if all.IsSet(cpu) {
+			busy = append(busy, cpu)
+		}
+	}
+	restore := Batch()
+	restored := false
+	defer func() {
+		if !restored {
+			restore()
+		}
+	}()
+	want := all
+	want.Clear(0)
+	keep, changed := Aside([]int{0})
+	if !changed || keep != want {
+		t.Fatalf("Aside([0]) = %v, %v; want CPUs but 0, changed", keep.Count(), changed)
+	}
+	if _, changed := Aside([]int{0}); changed {
+		t.Errorf("Aside([0]) again said it changed")
+	}
+	// The sweep places the threads there, whether they were there or
+	// started since.
+	time.Sleep(3 * sweepEvery)
+	if got := affinity(t, 0); got != want {
+		t.Errorf("a batched thread on %d CPUs, CPU 0 %v; want all but CPU 0", got.Count(), got.IsSet(0))
+	}
+	if got := onThread(func() uint32 { time.Sleep(3 * sweepEvery); s := affinity(t, 0); return uint32(s.Count()) }); int(got) != want.Count() {
+		t.Errorf("a thread started since on %d CPUs, want %d", got, want.Count())
+	}
+	// An exempt thread gets every CPU back, and keeps what it sets.
+	if got := onThread(func() uint32 {
+		done := Exempt()
+		defer done()
+		time.Sleep(3 * sweepEvery)
+		s := affinity(t, 0)
+		return uint32(s.Count())
+	}); int(got) != all.Count() {
+		t.Errorf("an exempt thread on %d CPUs, want all %d", got, all.Count())
+	}
+	// Every CPU busy: anywhere.
+	if keep, changed := Aside(busy); !changed || keep != all {
+		t.Errorf("Aside(every CPU) = %d CPUs, changed %v; want all %d", keep.Count(), changed, all.Count())
+	}
+	Aside([]int{0})
+	time.Sleep(3 * sweepEvery)
+	restore()
+	restored = true
+	if got := affinity(t, 0); got != all {
+		t.Errorf("after the recording, a thread on %d CPUs, want all %d", got.Count(), all.Count())
+	}
+	if keep, changed := Aside([]int{0}); changed || keep != all {
+		t.Errorf("Aside after the recording: %d CPUs, changed %v; want nothing done", keep.Count(), changed)
+	}
+}
+
+// Busy counts a CPU busy for busyWindow after a target's last sample
+// there, and lets gprof use every CPU while it falls behind.
+func TestBusy(t *testing.T) {
+	normalThread(t)
+	all := affinity(t, 0)
+	if all.Count() < 2 || !all.IsSet(0) {
+		t.Skip("needs two CPUs, CPU 0 among them")
+	}
+	defer Batch()()
+	var b Busy
+	now := int64(1e12)
+	b.Note(0, now-busyWindow-1)
+	if keep, _ := b.SetAside(now, false); keep != all {
+		t.Errorf("a CPU sampled on longer ago than busyWindow kept gprof off: %d CPUs of %d", keep.Count(), all.Count())
+	}
+	b.Note(0, now-busyWindow/2)
+	b.Note(-1, now)   // no CPU known
+	b.Note(5000, now) // beyond a CPU set
+	if keep, _ := b.SetAside(now, false); keep.IsSet(0) || keep.Count() != all.Count()-1 {
+		t.Errorf("CPU 0 sampled on lately: gprof kept to %d CPUs, CPU 0 %v; want all but CPU 0", keep.Count(), keep.IsSet(0))
+	}
+	if keep, _ := b.SetAside(now, true); keep != all {
+		t.Errorf("behind: gprof kept to %d CPUs, want all %d", keep.Count(), all.Count())
+	}
+}

@@ -2,21 +2,17 @@
 
 package yield
 
-import (
-	"sync/atomic"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Busy follows which CPUs a recording's targets run on, from the CPUs
 // of their samples, for Aside: the scheduler wakes a thread where it, or
 // the thread that wakes it, last ran, and on some machines looks no
-// further for an idle CPU.
+// further for an idle CPU. One goroutine calls both Note and SetAside
+// (the perf reader).
 type Busy struct {
 	// last is when a target was last sampled on each CPU (ns, any
-	// clock). Note may run on another goroutine than SetAside (the perf
-	// reader decodes on a second one while a recording starts).
-	last [maxCPUs]atomic.Int64
+	// clock).
+	last [maxCPUs]int64
 	set  []int
 }
 
@@ -33,9 +29,7 @@ func (b *Busy) Note(cpu int, t int64) {
 	if b == nil || cpu < 0 || cpu >= len(b.last) {
 		return
 	}
-	if b.last[cpu].Load() < t {
-		b.last[cpu].Store(t)
-	}
+	b.last[cpu] = max(b.last[cpu], t)
 }
 
 // SetAside keeps gprof's batched threads off the CPUs the targets were
@@ -45,8 +39,8 @@ func (b *Busy) Note(cpu int, t int64) {
 func (b *Busy) SetAside(now int64, behind bool) (keep unix.CPUSet, changed bool) {
 	set := b.set[:0]
 	if !behind {
-		for cpu := range b.last {
-			if t := b.last[cpu].Load(); t != 0 && now-t < busyWindow {
+		for cpu, t := range &b.last {
+			if t != 0 && now-t < busyWindow {
 				set = append(set, cpu)
 			}
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gprof-dev/gprof/attach"
 	"github.com/gprof-dev/gprof/attach/internal/proc"
-	"github.com/gprof-dev/gprof/attach/internal/yield"
 	"github.com/gprof-dev/gprof/event"
 	"github.com/gprof-dev/gprof/perfrecord"
 )
@@ -70,9 +69,6 @@ type decoder struct {
 	// walker could not be loaded.
 	noWalker string
 
-	// busy, when set, is told where each target sample was taken (the
-	// reader keeps gprof off those CPUs: yield.Aside).
-	busy *yield.Busy
 	// pace, when set, is told of every target sample, and may drop it
 	// (see pacing.keep); interval is the nominal one.
 	pace     *pacing
@@ -112,7 +108,6 @@ func (d *decoder) decode(rec []byte, b *batch) {
 		if !d.pace.keep(e.CPU, e.Time, d.interval) {
 			return
 		}
-		d.busy.Note(e.CPU, e.Time)
 		if d.interp != nil && !e.Switch {
 			d.readInterp(e, b)
 		}

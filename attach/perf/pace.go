@@ -278,23 +278,20 @@ func (p *pacing) end() {
 // returned undoes the rest.
 func pinPacer(cpu int) (unpin func(), ok bool) {
 	runtime.LockOSThread()
-	// Ahead first: it puts the thread on all of gprof's CPUs if a sweep
-	// had set it aside (yield.Aside).
-	restore, _ := yield.Ahead(2)
 	var old, set unix.CPUSet
 	haveOld := unix.SchedGetaffinity(0, &old) == nil
 	set.Set(cpu)
 	if unix.SchedSetaffinity(0, &set) != nil {
-		restore()
 		runtime.UnlockOSThread()
 		return nil, false
 	}
+	restore, _ := yield.Ahead(2)
 	return func() {
+		restore()
 		// The thread goes back to the runtime's pool: not pinned.
 		if haveOld {
 			unix.SchedSetaffinity(0, &old)
 		}
-		restore()
 		runtime.UnlockOSThread()
 	}, true
 }

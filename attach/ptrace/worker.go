@@ -131,10 +131,6 @@ func (w *worker) run() {
 // samples (yield.Ahead), with a 1 ns timer slack so that its ticks do
 // not drift toward other timers. It returns what undoes all that.
 func (w *worker) pin() (restore func(), pinned bool) {
-	// Ahead first: it puts the thread on all of gprof's CPUs if a sweep
-	// had set it aside (yield.Aside).
-	unprioritize, priority := yield.Ahead(1) // it must preempt its targets
-	w.priority = priority
 	var old unix.CPUSet
 	haveOld := unix.SchedGetaffinity(0, &old) == nil
 	if w.cpu >= 0 {
@@ -143,12 +139,14 @@ func (w *worker) pin() (restore func(), pinned bool) {
 		pinned = unix.SchedSetaffinity(0, &set) == nil
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	unprioritize, priority := yield.Ahead(1) // it must preempt its targets
+	w.priority = priority
 	return func() {
+		unprioritize()
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 		if haveOld {
 			unix.SchedSetaffinity(0, &old)
 		}
-		unprioritize()
 	}, pinned
 }
 

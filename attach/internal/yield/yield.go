@@ -17,9 +17,4 @@
 // gprof's real-time threads (ptrace's stoppers, the perf pacers and
 // reader) set their own policy and are exempt, and a launched command
 // starts under the policy gprof started with.
-//
-// Batched threads are also kept off the CPUs the targets run on, where
-// others are left (Aside, fed by Busy): the scheduler looks for an idle
-// CPU for a woken thread only among those that share a cache, and on a
-// VM that reports none it left them on the target's CPU.
 package yield

@@ -23,16 +23,6 @@ var (
 	stop chan struct{}
 	// exempt holds the threads that set their own policy (Exempt).
 	exempt = map[int]bool{}
-
-	// allowed is where gprof may run, as the recording began; aside is
-	// where its batched threads are kept (Aside): allowed where they
-	// are kept nowhere. asideGen counts aside's changes, and placed
-	// holds the threads a sweep has given the CPUs of a generation;
-	// kick asks the sweep to place them at once.
-	allowed, aside unix.CPUSet
-	asideGen       int
-	placed         = map[int]int{}
-	kick           chan struct{}
 )
 
 // sweepEvery is how often threads started during a recording are looked
@@ -55,10 +45,7 @@ func Batch() (restore func()) {
 		move(unix.SCHED_NORMAL, unix.SCHED_BATCH)
 		active = true
 		stop = make(chan struct{})
-		kick = make(chan struct{}, 1)
-		unix.SchedGetaffinity(os.Getpid(), &allowed)
-		aside = allowed
-		go sweep(stop, kick)
+		go sweep(stop)
 	}
 	return func() {
 		mu.Lock()
@@ -69,13 +56,6 @@ func Batch() (restore func()) {
 				close(stop)
 				active = false
 				move(unix.SCHED_BATCH, unix.SCHED_NORMAL)
-				if asideGen > 0 {
-					aside = allowed
-					asideGen++
-					place()
-				}
-				clear(placed)
-				asideGen = 0
 			}
 			// A thread that ended without undoing its exemption (a
 			// stopper's, left to end with what it traced) is gone.
@@ -90,7 +70,7 @@ func callerNormal() bool {
 	return err == nil && attr.Policy == unix.SCHED_NORMAL
 }
 
-func sweep(stop, kick chan struct{}) {
+func sweep(stop chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -98,108 +78,26 @@ func sweep(stop, kick chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			mu.Lock()
-			if active {
-				move(unix.SCHED_NORMAL, unix.SCHED_BATCH)
-				place()
-			}
-			mu.Unlock()
-		case <-kick:
-			mu.Lock()
-			if active {
-				place()
-			}
-			mu.Unlock()
 		}
-	}
-}
-
-// Aside keeps gprof's batched threads off the CPUs in busy (those its
-// targets ran on lately), where that leaves them a CPU gprof may use;
-// nil lets them run anywhere again. It returns where that keeps them (all
-// of gprof's CPUs where it keeps them nowhere), for a thread that places
-// itself, and whether that changed.
-//
-// Why: the scheduler wakes a thread on its last CPU, or on the CPU of the
-// thread that wakes it, and looks further for an idle CPU only among
-// those that share a cache with that one. Where it sees none (this
-// project's 2-CPU VMs report no cache at all), gprof's threads, woken by
-// one another as samples came in, piled onto the CPU of the program they
-// recorded while the other CPU idled, and took whole time slices there
-// when the program's ended: gaps of 2.2-4 ms between a 64 ms program's
-// samples at 1 kHz, in which it waited 0.6-2.3 ms behind gprof.
-func Aside(busy []int) (keep unix.CPUSet, changed bool) {
-	mu.Lock()
-	defer mu.Unlock()
-	if !active || allowed.Count() == 0 {
-		return allowed, false
-	}
-	want := allowed
-	for _, cpu := range busy {
-		want.Clear(cpu)
-	}
-	if want.Count() == 0 {
-		want = allowed
-	}
-	if want == aside {
-		return aside, false
-	}
-	aside = want
-	asideGen++
-	select {
-	case kick <- struct{}{}:
-	default:
-	}
-	return aside, true
-}
-
-// place gives every thread of gprof's, but the exempt ones, the CPUs
-// Aside keeps them to, where a sweep has not yet. Called with mu held.
-func place() {
-	if asideGen == 0 {
-		return // never set aside
-	}
-	for _, tid := range tasks() {
-		if !exempt[tid] && placed[tid] != asideGen && unix.SchedSetaffinity(tid, &aside) == nil {
-			placed[tid] = asideGen
+		mu.Lock()
+		if active {
+			move(unix.SCHED_NORMAL, unix.SCHED_BATCH)
 		}
+		mu.Unlock()
 	}
-}
-
-// tasks lists gprof's threads.
-func tasks() []int {
-	d, err := os.Open("/proc/self/task")
-	if err != nil {
-		return nil
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	tids := make([]int, 0, len(names))
-	for _, name := range names {
-		if tid, err := strconv.Atoi(name); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	return tids
 }
 
 // Exempt moves the calling thread (locked to its goroutine) back to the
-// normal policy if it was batched, and onto all of gprof's CPUs if it
-// was set aside (Aside), and keeps sweeps away from it until done: a
-// thread that sets its own policy or CPUs (a sampler that must preempt
-// its targets, pinned to their CPU: it does so after Exempt), or one that
-// forks a launched command, which must run as it would without gprof.
+// normal policy if it was batched, and keeps sweeps away from it until
+// done: a thread that sets its own policy (a sampler that must preempt
+// its targets), or one that forks a launched command, which must run as
+// it would without gprof.
 func Exempt() (done func()) {
 	tid := unix.Gettid()
 	mu.Lock()
 	exempt[tid] = true
 	if active {
 		set(0, unix.SCHED_BATCH, unix.SCHED_NORMAL)
-		if asideGen > 0 {
-			// Placed by a sweep, or started by a thread that was.
-			unix.SchedSetaffinity(0, &allowed)
-			delete(placed, tid)
-		}
 	}
 	mu.Unlock()
 	return func() {
@@ -212,8 +110,14 @@ func Exempt() (done func()) {
 // move sets every thread of gprof's under policy from, but the exempt
 // ones, to policy to. Called with mu held.
 func move(from, to uint32) {
-	for _, tid := range tasks() {
-		if !exempt[tid] {
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		if tid, err := strconv.Atoi(name); err == nil && !exempt[tid] {
 			set(tid, from, to)
 		}
 	}

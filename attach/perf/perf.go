@@ -67,8 +67,10 @@ const (
 	defaultStackSize = 16384
 	maxStackSize     = 65528
 	pollTimeoutMs    = 20
-	// pacedReadMs: how often the rings of a paced cgroup are read.
-	pacedReadMs      = 5
+	// pacedReadMs: how often the rings of a paced cgroup are read. They
+	// hold a quarter second (ringPages); every 5 ms, each round woke the
+	// handler too, 200 times a second, on the command's CPUs.
+	pacedReadMs      = 20
 	mapsRescanPeriod = 100 * time.Millisecond // see perfSession.threadMaps
 )
 
@@ -207,9 +209,9 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 		}
 	}()
 
+	s.spare = preparedBatches()
 	first := &batch{}
 	first.arena.Prepare(preparedBytes)
-	s.spare = preparedBatches()
 	var l *proc.Launched
 	setup := event.Now()
 	switch {
@@ -1133,25 +1135,29 @@ const (
 
 // The reader fills a batch while the handler takes the ones before it;
 // spareBatches wait for it, the first few prepared (their arenas' memory
-// mapped) before the targets start: on a virtual machine, mapping it as
-// the first batches filled cost a 64 ms program's CPU 2 ms of page
-// faults, on the program's CPU as often as not. A batch of a 1 kHz
-// recording holds tens of kilobytes of stack copies a CPU.
+// mapped) as the targets start: on a virtual machine, mapping it as the
+// first batches filled cost a 64 ms program's CPU 2 ms of page faults, on
+// the program's CPU as often as not. A batch of a 1 kHz recording holds
+// 330 KiB of stack copies a busy CPU (a round of pacedReadMs).
 const (
 	spareBatches  = 8
-	preparedCount = 3
-	preparedBytes = 256 << 10
+	preparedCount = 4
+	preparedBytes = 1 << 20
 )
 
-// preparedBatches returns the spare batches' channel with preparedCount
-// prepared ones in it.
+// preparedBatches returns the spare batches' channel, which fills with
+// preparedCount prepared ones meanwhile: a launched command's helper
+// takes tens of milliseconds to start, in which the pages are mapped
+// (4 MiB: 1,000 faults).
 func preparedBatches() chan *batch {
 	free := make(chan *batch, spareBatches)
-	for range preparedCount {
-		b := &batch{}
-		b.arena.Prepare(preparedBytes)
-		free <- b
-	}
+	go func() {
+		for range preparedCount {
+			b := &batch{}
+			b.arena.Prepare(preparedBytes)
+			free <- b
+		}
+	}()
 	return free
 }
 
@@ -1305,15 +1311,19 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			}
 		}
 		for _, fd := range s.fds {
-			if s.unpolled[fd] {
-				continue // a CPU's probe: it never hangs up (see openProbes)
+			if s.unpolled[fd] || paced[fd] {
+				// A CPU's probe (see openProbes), or a paced ring: per-CPU
+				// events never hang up, and a paced ring wakes its
+				// pollers every few samples, for its pacer. Polled with
+				// no events asked, it woke the reader 500 times a second
+				// for nothing, on the command's CPUs.
+				continue
 			}
-			events := int16(unix.POLLIN)
-			if paced[fd] {
-				events = 0
-			}
-			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: events})
+			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
+		// With no event polled, the targets' end is only checked for
+		// (anyPidAlive).
+		polled := len(pfds) > 0
 		why := stopCancelled
 		lastCheck := time.Now()
 		lastMaps := lastCheck
@@ -1360,7 +1370,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			if ctx.Err() != nil {
 				break
 			}
-			if len(pfds) == 0 {
+			if polled && len(pfds) == 0 {
 				why = stopExited
 				break
 			}

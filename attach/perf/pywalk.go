@@ -113,6 +113,10 @@ type pyWalker struct {
 	// missed the samples of a thread in the map that found none; lost
 	// the snapshots the ring had no room for.
 	written, matched, missed, lost uint64
+	// armed says a process or thread was ever put in the maps: until
+	// then the program writes nothing, and drain need not ask the ring
+	// (an epoll_wait each of the reader's rounds).
+	armed bool
 }
 
 // newPyWalker loads the program, gated by the map of followed processes
@@ -421,6 +425,7 @@ func (w *pyWalker) set(pid, tid int, wk attach.InterpWalk) {
 		}
 		le.PutUint32(v[procIDOffset:], uint32(wk.IDOffset))
 		_ = w.procs.Put(uint32(pid), v[:])
+		w.armed = true
 	}
 	if wk.TState == 0 {
 		return
@@ -433,6 +438,7 @@ func (w *pyWalker) set(pid, tid int, wk attach.InterpWalk) {
 	le.PutUint64(v[thrTState:], wk.TState)
 	walkFields(v[:], wk)
 	_ = w.threads.Put(uint32(tid), v[:])
+	w.armed = true
 }
 
 // forgetProcess stops looking for the threads of pid (it exited or
@@ -462,7 +468,7 @@ func (w *pyWalker) forget(tid int) {
 
 // drain reads the snapshots written so far.
 func (w *pyWalker) drain() {
-	if w == nil {
+	if w == nil || !w.armed {
 		return
 	}
 	for {

@@ -65,3 +65,13 @@ func resolveTargets(opts *Options) error {
 	opts.Pids, opts.Tids = pids, tids
 	return nil
 }
+
+// FirstMapped names the files o's command maps as it starts (its
+// executable, the dynamic loader, the libraries they need), for the
+// caller to read ahead before the command runs; nil without a command.
+func FirstMapped(o Options) []string {
+	if len(o.Command) == 0 {
+		return nil
+	}
+	return proc.FirstMapped(o.Command, o.Env, o.Dir)
+}

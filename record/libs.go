@@ -337,6 +337,19 @@ func (r *libResolver) observe(pid int, m *event.Map) {
 	}
 }
 
+// readAhead identifies the file at path as observe would at its first
+// mapping, for a file a launched command maps as it starts.
+func (r *libResolver) readAhead(path string) {
+	dev, ino, ok := fileIDOf(path)
+	if !ok {
+		return
+	}
+	m := &event.Map{Path: path, Dev: dev, Inode: ino}
+	if _, done := r.files[keyOf(m)]; !done {
+		r.files[keyOf(m)] = r.open(m)
+	}
+}
+
 func (r *libResolver) open(m *event.Map) *libFile {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
 	fd, obj, err := openELF(path)

@@ -205,6 +205,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}()
 	}
+	// Read what a launched command maps first (its executable, loader
+	// and libraries; every process's vdso) before it runs: read as its
+	// first samples came, they took 1.8 ms on a 2-CPU VM, at the start of
+	// a 64 ms program, on its CPU as often as not.
+	for _, path := range attach.FirstMapped(opts.Attach) {
+		libs.readAhead(path)
+		u.u.ReadAhead(path)
+	}
+	u.u.ReadAhead("[vdso]")
 	res, err := backendRecord(ctx, opts.Attach, handler)
 	close(done)
 	if win != nil {

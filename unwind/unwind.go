@@ -415,6 +415,12 @@ func (u *Unwinder) resolve(m *asMapping) *module {
 	return m.mod
 }
 
+// ReadAhead loads the unwind tables of the file at path ("[vdso]": the
+// vdso) as its first mapping's first unwind would: a recorder reads ahead
+// what a program maps first before it starts, so that its first samples
+// cost it no file reading.
+func (u *Unwinder) ReadAhead(path string) { u.module(Mapping{Path: path}) }
+
 func (u *Unwinder) module(mp Mapping) *module {
 	var key modKey
 	switch {

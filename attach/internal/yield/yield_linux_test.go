@@ -72,6 +72,16 @@ func TestBatchExemptRestore(t *testing.T) {
 	}); p != unix.SCHED_NORMAL {
 		t.Errorf("an exempt thread under policy %d, want SCHED_NORMAL", p)
 	}
+	// A thread whose exemption ended is batched again, though a sweep
+	// had found it batched before (sweeps skip the threads they know).
+	if p := onThread(func() uint32 {
+		time.Sleep(3 * sweepEvery)
+		Exempt()()
+		time.Sleep(3 * sweepEvery)
+		return policy(t, 0)
+	}); p != unix.SCHED_BATCH {
+		t.Errorf("a thread no longer exempt under policy %d after a sweep, want SCHED_BATCH", p)
+	}
 	// A process forked by an exempt thread runs under the normal policy.
 	if p := onThread(func() uint32 {
 		done := Exempt()

@@ -138,6 +138,10 @@ func (c *counterSampler) run() {
 		}
 		c.seriesMu.Lock()
 		c0 := c.probe.threadCPU()
+		// mark is this thread's CPU clock as last read: each reading
+		// below costs what the clock went on by since (one clock read a
+		// step rather than two; each is a system call).
+		mark := c0
 		c.mu.Lock()
 		pids = pids[:0]
 		for pid := range c.live {
@@ -156,12 +160,14 @@ func (c *counterSampler) run() {
 			if now < c.readAt[pid] {
 				continue
 			}
-			r0 := c.probe.threadCPU()
 			rss, cpu, ok := c.probe.read(pid)
+			r := c.probe.threadCPU()
+			cost := r - mark
+			mark = r
 			if !ok {
 				continue
 			}
-			if cost := c.probe.threadCPU() - r0; cost*threadCostFactor > int64(c.interval) {
+			if cost*threadCostFactor > int64(c.interval) {
 				c.readAt[pid] = now + cost*threadCostFactor
 			}
 			s := c.series[pid]
@@ -191,10 +197,11 @@ func (c *counterSampler) run() {
 					continue
 				}
 				clear(c.scratch)
-				r0 := c.probe.threadCPU()
 				c.probe.threadsCPU(pid, c.scratch)
 				t := c.probe.now()
-				c.threadsAt[pid] = now + (c.probe.threadCPU()-r0)*threadCostFactor
+				r := c.probe.threadCPU()
+				c.threadsAt[pid] = now + (r-mark)*threadCostFactor
+				mark = r
 				for tid, cpu := range c.scratch {
 					ts := c.threads[tid]
 					if ts == nil {

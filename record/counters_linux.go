@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/gprof-dev/gprof/event"
@@ -23,6 +24,62 @@ type linuxProbe struct {
 	power    []powerEvent
 	powerWhy string
 	readings []energyReading
+	// files are the /proc files kept open (readProc); clock is now's
+	// last reading, swept when they were last looked over.
+	files        map[string]*procFile
+	clock, swept int64
+}
+
+// A procFile is a /proc file the probe keeps open: read again from its
+// start it says what it says now, and opening it anew at each reading (a
+// path walk through /proc, and a close) cost 2 to 8 times the read on a
+// 2-CPU VM: statm 20 µs against 7, a thread's schedstat 16 against 2.
+type procFile struct {
+	fd   int
+	used int64 // the probe's clock when last read
+}
+
+// At most maxProcFiles stay open (the others are opened at each reading);
+// one unread for procFileIdle ns is closed (its process or thread is
+// gone, or read seldom).
+const (
+	maxProcFiles = 1024
+	procFileIdle = int64(2 * time.Second)
+)
+
+// drop closes the file at path if it is kept open.
+func (p *linuxProbe) drop(path string) {
+	if f := p.files[path]; f != nil {
+		unix.Close(f.fd)
+		delete(p.files, path)
+	}
+}
+
+// readProc reads the /proc file at path into p.buf from its start.
+func (p *linuxProbe) readProc(path string) (int, error) {
+	if f := p.files[path]; f != nil {
+		n, err := unix.Pread(f.fd, p.buf[:], 0)
+		if err != nil || n <= 0 {
+			p.drop(path)
+			return n, err
+		}
+		f.used = p.clock
+		return n, nil
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	n, err := unix.Read(fd, p.buf[:])
+	if err != nil || n <= 0 || len(p.files) >= maxProcFiles {
+		unix.Close(fd)
+		return n, err
+	}
+	if p.files == nil {
+		p.files = map[string]*procFile{}
+	}
+	p.files[path] = &procFile{fd: fd, used: p.clock}
+	return n, nil
 }
 
 func newCounterProbe() counterProbe {
@@ -47,8 +104,12 @@ func (p *linuxProbe) energy() []energyReading {
 
 func (p *linuxProbe) powerState() string { return p.powerWhy }
 
-// close releases the power events.
+// close releases the power events and the files kept open.
 func (p *linuxProbe) close() {
+	for _, f := range p.files {
+		unix.Close(f.fd)
+	}
+	p.files = nil
 	for _, e := range p.power {
 		unix.Close(e.fd)
 	}
@@ -63,16 +124,13 @@ func (p *linuxProbe) read(pid int) (rss, cpu int64, ok bool) {
 	// The CPU clock of another process (clock_getcpuclockid's encoding:
 	// CPUCLOCK_SCHED of the whole process) is exact, unlike the tick
 	// counts of /proc/PID/stat.
+	statm := "/proc/" + strconv.Itoa(pid) + "/statm"
 	var ts unix.Timespec
 	if unix.ClockGettime(int32(^pid<<3|2), &ts) != nil {
+		p.drop(statm) // the process is gone
 		return 0, 0, false
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/statm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, 0, false
-	}
-	n, err := unix.Read(fd, p.buf[:])
-	unix.Close(fd)
+	n, err := p.readProc(statm)
 	if err != nil || n <= 0 {
 		return 0, 0, false
 	}
@@ -91,21 +149,18 @@ func (p *linuxProbe) read(pid int) (rss, cpu int64, ok bool) {
 
 func (p *linuxProbe) threadsCPU(pid int, into map[int]int64) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	ents, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if err != nil {
 		return
 	}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
+	names, _ := d.Readdirnames(-1) // unsorted, unlike os.ReadDir
+	d.Close()
+	for _, name := range names {
+		tid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		fd, err := unix.Open(dir+"/"+e.Name()+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		n, err := unix.Read(fd, p.buf[:])
-		unix.Close(fd)
+		n, err := p.readProc(dir + "/" + name + "/schedstat")
 		if err != nil || n <= 0 {
 			continue
 		}
@@ -125,7 +180,19 @@ func (p *linuxProbe) selfCPU() int64 { return clockNs(unix.CLOCK_PROCESS_CPUTIME
 
 func (p *linuxProbe) threadCPU() int64 { return clockNs(unix.CLOCK_THREAD_CPUTIME_ID) }
 
-func (p *linuxProbe) now() int64 { return event.Now() }
+func (p *linuxProbe) now() int64 {
+	p.clock = event.Now()
+	if p.clock-p.swept > procFileIdle/2 {
+		p.swept = p.clock
+		for path, f := range p.files {
+			if p.clock-f.used > procFileIdle {
+				unix.Close(f.fd)
+				delete(p.files, path)
+			}
+		}
+	}
+	return p.clock
+}
 
 func clockNs(id int32) int64 {
 	var ts unix.Timespec

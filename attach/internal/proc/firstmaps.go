@@ -4,12 +4,13 @@ package proc
 
 import (
 	"bufio"
-	"bytes"
-	"debug/elf"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+
+	"github.com/gprof-dev/gprof/objfile"
 )
 
 // maxFirstMapped bounds the files FirstMapped names: a program linked to
@@ -64,47 +65,37 @@ func FirstMapped(argv, env []string, dir string) []string {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		f, err := elf.Open(p)
+		f, err := objfile.Open(p)
 		if err != nil {
 			continue
 		}
-		if interp := elfInterp(f); interp != "" {
-			add(interp)
-		}
-		needed, _ := f.ImportedLibraries()
-		var own []string
-		for _, tag := range []elf.DynTag{elf.DT_RPATH, elf.DT_RUNPATH} {
-			vals, _ := f.DynString(tag)
-			for _, v := range vals {
-				for _, d := range strings.Split(v, ":") {
-					d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", "$ORIGIN"), "$ORIGIN", filepath.Dir(p))
-					if d != "" {
-						own = append(own, d)
-					}
-				}
-			}
-		}
+		l, ok := f.Loading()
 		f.Close()
-		for _, name := range needed {
-			if lib := findLibrary(name, own, ldPath); lib != "" && add(lib) {
+		if !ok {
+			continue
+		}
+		if l.Interp != "" {
+			add(l.Interp)
+		}
+		// RPATH before LD_LIBRARY_PATH, RUNPATH after it, and RPATH
+		// ignored where there is a RUNPATH.
+		origin := strings.NewReplacer("${ORIGIN}", filepath.Dir(p), "$ORIGIN", filepath.Dir(p))
+		var dirs []string
+		if len(l.RunPath) == 0 {
+			dirs = append(dirs, l.RPath...)
+		}
+		dirs = append(dirs, ldPath...)
+		dirs = append(dirs, l.RunPath...)
+		for i, d := range dirs {
+			dirs[i] = origin.Replace(d)
+		}
+		for _, name := range l.Needed {
+			if lib := findLibrary(name, dirs); lib != "" && add(lib) {
 				queue = append(queue, lib)
 			}
 		}
 	}
 	return out
-}
-
-// elfInterp returns f's PT_INTERP: the dynamic loader it names.
-func elfInterp(f *elf.File) string {
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			b := make([]byte, p.Filesz)
-			if n, _ := p.ReadAt(b, 0); n > 0 {
-				return string(bytes.TrimRight(b[:n], "\x00"))
-			}
-		}
-	}
-	return ""
 }
 
 // scriptInterpreter returns the interpreter a "#!" script at path runs
@@ -139,19 +130,16 @@ func scriptInterpreter(path, pathEnv, dir string) string {
 	return words[0]
 }
 
-// findLibrary finds the library the loader would load for name: in the
-// object's own RPATH or RUNPATH folders, LD_LIBRARY_PATH's, then the
-// system's.
-func findLibrary(name string, own, ldPath []string) string {
+// findLibrary finds the library the loader would load for name: in dirs
+// (the object's and LD_LIBRARY_PATH's), then the system's.
+func findLibrary(name string, dirs []string) string {
 	if strings.Contains(name, "/") {
 		return name
 	}
-	for _, dirs := range [][]string{own, ldPath, systemLibDirs()} {
-		for _, d := range dirs {
-			p := filepath.Join(d, name)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return p
-			}
+	for _, d := range slices.Concat(dirs, systemLibDirs()) {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
 		}
 	}
 	return ""

@@ -27,6 +27,7 @@ type linuxProbe struct {
 	// files are the /proc files kept open (readProc); clock is now's
 	// last reading, swept when they were last looked over.
 	files        map[string]*procFile
+	keep         int // at most this many (procFilesAllowed)
 	clock, swept int64
 }
 
@@ -39,13 +40,24 @@ type procFile struct {
 	used int64 // the probe's clock when last read
 }
 
-// At most maxProcFiles stay open (the others are opened at each reading);
-// one unread for procFileIdle ns is closed (its process or thread is
-// gone, or read seldom).
+// At most maxProcFiles stay open, and no more than a sixteenth of the
+// open files gprof may have (the others are opened at each reading): a
+// process of 10,000 threads, attached under ulimit -n 1024, took every
+// file gprof had left for its events. One unread for procFileIdle ns is
+// closed (its process or thread is gone, or read seldom).
 const (
-	maxProcFiles = 1024
+	maxProcFiles = 256
 	procFileIdle = int64(2 * time.Second)
 )
+
+// procFilesAllowed is how many /proc files the probe may keep open.
+func procFilesAllowed() int {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return 0
+	}
+	return int(min(uint64(maxProcFiles), lim.Cur/16))
+}
 
 // drop closes the file at path if it is kept open.
 func (p *linuxProbe) drop(path string) {
@@ -71,7 +83,7 @@ func (p *linuxProbe) readProc(path string) (int, error) {
 		return 0, err
 	}
 	n, err := unix.Read(fd, p.buf[:])
-	if err != nil || n <= 0 || len(p.files) >= maxProcFiles {
+	if err != nil || n <= 0 || len(p.files) >= p.keep {
 		unix.Close(fd)
 		return n, err
 	}
@@ -83,7 +95,7 @@ func (p *linuxProbe) readProc(path string) (int, error) {
 }
 
 func newCounterProbe() counterProbe {
-	p := &linuxProbe{page: int64(unix.Getpagesize())}
+	p := &linuxProbe{page: int64(unix.Getpagesize()), keep: procFilesAllowed()}
 	p.power, p.powerWhy = openPower()
 	if len(p.power) > 0 {
 		p.powerWhy = ""

@@ -97,6 +97,13 @@ type Options struct {
 	// Notice receives one-line, human-readable notices (fallbacks, lost
 	// data); nil discards them.
 	Notice func(string)
+	// Ahead, when set, sees events that the backend holds back from the
+	// handler as soon as it reads them, on the handler's goroutine: the
+	// perf backend holds the first ones of a recording (see its run). A
+	// recorder does there what cannot wait, such as opening a mapped
+	// file while its process still lives. Every event reaches the
+	// handler later all the same, in order.
+	Ahead func(event.Event)
 }
 
 // Result summarizes a finished recording.

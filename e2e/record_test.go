@@ -186,6 +186,39 @@ func TestSplitSurvivesDeletedBinary(t *testing.T) {
 	}
 }
 
+// TestDeletedAsItExits records a short program whose binary is deleted
+// as soon as it exits, as go test deletes its test binaries: the perf
+// backend handles a short program's samples only after it has exited
+// (attach/perf's holdFor), and must have opened the binary, for its
+// names and its unwind tables, while the program ran.
+func TestDeletedAsItExits(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "brief")
+	copyFile(t, buildC(t, "brief"), bin)
+	out := filepath.Join(dir, "p.json.gz")
+	mustRecord(t, "-q", "-o", out, "--", "sh", "-c", bin+" 64 1 && rm "+bin)
+	if _, err := os.Stat(bin); !os.IsNotExist(err) {
+		t.Fatalf("the program was not deleted (%v)", err)
+	}
+	rep := runReport(t, out)
+	// Unwound through the deleted binary (its own unwind tables) to
+	// main, and named with its file and line.
+	for _, name := range []string{"run", "main"} {
+		f, ok := findFunc(rep.All.TopTotal, name)
+		if !ok {
+			t.Errorf("%s missing from the report", name)
+			continue
+		}
+		margin(t, name+" total % (>= 70)", f.TotalPct, 70)
+		if f.TotalPct < 70 {
+			t.Errorf("%s total time %.1f%%, want most of the recording's", name, f.TotalPct)
+		}
+		if !strings.HasSuffix(f.File, "brief.c") || f.Line == 0 {
+			t.Errorf("%s: location %s:%d, want brief.c and a line", name, f.File, f.Line)
+		}
+	}
+}
+
 // TestAttach attaches to a running process, sees a thread it creates
 // afterwards, and leaves it running.
 func TestAttach(t *testing.T) {

@@ -176,6 +176,29 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			counters.uncalibrated = true
 		}
 	}
+	// What cannot wait for the handler where the backend holds events
+	// back (attach.Options.Ahead): a mapped file is opened, and its
+	// unwind tables read, while its process lives (go test deletes its
+	// test binaries as they exit), and a process's counters are read
+	// from its start.
+	ahead := func(ev event.Event) {
+		pid := 0
+		switch e := ev.(type) {
+		case *event.Map:
+			pid = e.Pid
+			if !e.Data {
+				b.onMap(e.Pid, e)
+				u.preload(e)
+			}
+		case *event.Comm:
+			pid = e.Pid
+		case *event.Fork:
+			pid = e.Pid
+		}
+		if pid != 0 && counters != nil {
+			counters.started(pid)
+		}
+	}
 	var win *windower
 	if opts.Windows != nil {
 		var mu sync.Mutex
@@ -187,7 +210,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			inner(ev)
 			win.sampled()
 		}
+		innerAhead := ahead
+		ahead = func(ev event.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			innerAhead(ev)
+		}
 	}
+	opts.Attach.Ahead = ahead
 
 	done := make(chan struct{})
 	if opts.Progress != nil {

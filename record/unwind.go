@@ -39,6 +39,12 @@ func newUserUnwinder() *userUnwinder {
 
 func (uw *userUnwinder) close() { uw.u.Close() }
 
+// preload reads the unwind tables of the file m maps, as the first unwind
+// of its samples would.
+func (uw *userUnwinder) preload(m *event.Map) {
+	uw.u.Preload(unwind.Mapping{Path: unwindPath(m), Dev: m.Dev, Inode: m.Inode})
+}
+
 func (uw *userUnwinder) sync(pr *proc) *space {
 	sp := uw.spaces[pr]
 	if sp == nil || sp.gen != pr.mapGen {

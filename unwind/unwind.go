@@ -421,6 +421,12 @@ func (u *Unwinder) resolve(m *asMapping) *module {
 // cost it no file reading.
 func (u *Unwinder) ReadAhead(path string) { u.module(Mapping{Path: path}) }
 
+// Preload loads the unwind tables of the file m maps as its first unwind
+// would, for a recorder that unwinds the mapping's samples only later,
+// when m.Path (a map_files link, say) may no longer open it: the tables
+// are kept by file (device and inode), not by path.
+func (u *Unwinder) Preload(m Mapping) { u.module(m) }
+
 func (u *Unwinder) module(mp Mapping) *module {
 	var key modKey
 	switch {

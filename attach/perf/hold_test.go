@@ -4,6 +4,7 @@ package perf
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -103,5 +104,32 @@ func TestHoldOn(t *testing.T) {
 		if got := holdOn(start.Add(c.at), end, c.spare); got != c.want {
 			t.Errorf("holdOn(%v in, %d spare) = %v, want %v", c.at, c.spare, got, c.want)
 		}
+	}
+}
+
+// touchRings reads each ring's pages within its share of touchBudget.
+func TestTouchRings(t *testing.T) {
+	ps := os.Getpagesize()
+	small := &ring{data: make([]byte, 4*ps)}
+	big := &ring{data: make([]byte, touchBudget)}
+	for _, r := range []*ring{small, big} {
+		for i := 0; i < len(r.data); i += ps {
+			r.data[i] = 1
+		}
+	}
+	if got := small.touch(len(small.data)); got != 4 {
+		t.Errorf("a 4-page ring: %d pages read, want 4", got)
+	}
+	if got := small.touch(2 * ps); got != 2 {
+		t.Errorf("2 pages' worth of a 4-page ring: %d pages read, want 2", got)
+	}
+	select {
+	case <-touchRings([]*ring{small, big}):
+	case <-time.After(time.Minute):
+		t.Fatal("touchRings did not finish")
+	}
+	// Half the budget each: the big ring's first half, all of the small.
+	if want := uint64(4 + touchBudget/2/ps); touchSink.Load() != want {
+		t.Errorf("touchRings read %d pages, want %d", touchSink.Load(), want)
 	}
 }

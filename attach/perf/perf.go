@@ -85,9 +85,12 @@ type perfSession struct {
 	spare chan *batch
 	// prepared is closed once the spare batches are (preparedBatches).
 	prepared chan struct{}
-	opts     attach.Options
-	attr     unix.PerfEventAttr
-	event    string
+	// touched is closed once the rings have been read a first time
+	// (touchRings).
+	touched chan struct{}
+	opts    attach.Options
+	attr    unix.PerfEventAttr
+	event   string
 	// format is how the events' records are laid out but for the sample
 	// type, which is the attr's once probe has settled it; dec, set
 	// then, decodes them.
@@ -246,6 +249,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 			}
 		}
 		s.enableLaunched()
+		s.touched = touchRings(s.ringList)
 		// The pacers' threads start before the command does, not on
 		// its CPU as it begins; the reader starts it (run).
 		s.pace = s.startPacing()
@@ -1325,6 +1329,9 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			// went from 2.05 to 1.72 ms (16 interleaved runs).
 			if s.prepared != nil {
 				<-s.prepared
+			}
+			if s.touched != nil {
+				<-s.touched
 			}
 			if s.releaseErr = s.release(); s.releaseErr != nil {
 				reason <- stopCancelled

@@ -1155,8 +1155,8 @@ const (
 
 // preparedBatches returns the spare batches' channel, which fills with
 // preparedCount prepared ones meanwhile, and a channel closed once it
-// has: mapping their 4 MiB (1,000 page faults) took 18 ms on a 2-CPU VM,
-// most of it while the rest of the session is set up, and a launched
+// has: mapping 4 MiB of them (1,000 page faults) took 18 ms on a 2-CPU
+// VM, most of it while the rest of the session is set up, and a launched
 // command's helper starts; the command is released after.
 func preparedBatches() (chan *batch, chan struct{}) {
 	free := make(chan *batch, spareBatches)
@@ -1567,6 +1567,11 @@ func (s *perfSession) close() {
 	}
 	s.cgroup.remove()
 	s.cgroup = nil
+	if s.touched != nil {
+		// Not unmapped under touchRings' reads, whatever ended the
+		// session.
+		<-s.touched
+	}
 	for _, r := range s.ringList {
 		r.close()
 	}

@@ -109,6 +109,11 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 	// stoppers must find a free P whenever they return from a system call,
 	// or wait for one to be handed over from another CPU.
 	defer quietStops()()
+	// A stopper's wait for a stop ends at its timer's signal (waitTimer),
+	// which must therefore end the system call it arrives in.
+	restoreWaits, timed := interruptibleWaits()
+	defer restoreWaits()
+	s.timedWaits = timed
 	defer raiseProcs(len(proc.OnlineCPUs()))()
 
 	// The coordinator's own ptrace requests (the probe) must come from the
@@ -206,6 +211,10 @@ type ptSampler struct {
 	mu        sync.Mutex
 	abandoned bool
 	waiting   atomic.Int64
+
+	// timedWaits says the stoppers may wait for a stop with a timer
+	// (interruptibleWaits).
+	timedWaits bool
 
 	stackSize int
 	self      int
@@ -572,7 +581,7 @@ func (s *ptSampler) resultStats() map[string]string {
 	st := &s.stats
 	us := func(q float64) int64 { return st.latency.quantile(q).Microseconds() }
 	return map[string]string{
-		"ptrace_stop_us":  fmt.Sprintf("p50<%d p90<%d p99<%d; %v", us(0.5), us(0.9), us(0.99), st.latency),
+		"ptrace_stop_us":  fmt.Sprintf("p50<%d p90<%d p99<%d; %v; %d waited for in wait4", us(0.5), us(0.9), us(0.99), st.latency, st.waited),
 		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
 		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
 		"ptrace_setup_ms": fmt.Sprintf("%.1f", float64(s.setup.Microseconds())/1000),

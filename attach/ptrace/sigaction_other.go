@@ -5,7 +5,7 @@ package ptrace
 import "golang.org/x/sys/unix"
 
 // Elsewhere the SIGCHLD of each stop is left as it is.
-type sigaction struct{ flags uint64 }
+type sigaction struct{ handler, flags uint64 }
 
 const saNoCldStop = 1
 

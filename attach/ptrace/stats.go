@@ -39,6 +39,8 @@ type ptStats struct {
 	// sample after its last one; predicted, to a running thread's due
 	// point.
 	catchUp, predicted int
+	// waited counts stops waited for in wait4 (see collect).
+	waited int
 	// capped is the CPU time threads ran past creditCap: owed no sample.
 	capped time.Duration
 	// paused is the time from interrupt to detach, summed over stops:
@@ -68,6 +70,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.dutyCapped += o.dutyCapped
 	s.catchUp += o.catchUp
 	s.predicted += o.predicted
+	s.waited += o.waited
 	s.capped += o.capped
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)

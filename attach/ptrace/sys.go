@@ -4,6 +4,7 @@ package ptrace
 
 import (
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -101,36 +102,70 @@ func ptWait(tid, flags int) stopResult {
 	var ws unix.WaitStatus
 	for {
 		pid, err := wait4(tid, &ws, unix.WALL|flags)
-		switch {
-		case err == unix.EINTR:
+		if err == unix.EINTR {
 			continue
-		case err == unix.ECHILD || err == unix.ESRCH:
-			return stopResult{kind: stopGone}
-		case err != nil:
-			return stopResult{kind: stopBlocked}
-		case pid == 0:
-			return stopResult{kind: stopNone}
 		}
-		switch {
-		case ws.Exited() || ws.Signaled():
-			return stopResult{kind: stopGone, status: ws}
-		case ws.Stopped():
-			r := stopResult{kind: stopped}
-			// A PTRACE_EVENT_STOP is our interrupt or a group-stop; either
-			// way there is no signal to deliver. Anything else is a
-			// signal-delivery-stop that overtook the interrupt, and the
-			// signal must be delivered on detach or the target would lose
-			// it.
-			if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
-				r.sig = ws.StopSignal()
-			}
+		if r, done := waitResult(pid, err, ws, flags); done {
 			return r
 		}
-		// Continued is not a ptrace-stop.
-		if flags&unix.WNOHANG != 0 {
+	}
+}
+
+// ptWaitUntil waits for tid's stop for d at most, on t (the calling
+// thread's): it returns stopNone if none came by then.
+func ptWaitUntil(tid int, t *waitTimer, d time.Duration) stopResult {
+	if !t.set(d) {
+		return stopResult{kind: stopNone}
+	}
+	defer t.set(0)
+	var status int32
+	for {
+		// Raw, as the stoppers' other system calls (see above): it
+		// blocks for a tick at most.
+		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&status)), unix.WALL, 0, 0, 0)
+		if e == unix.EINTR {
+			// The timer's signal, or another that ended the wait: the
+			// caller looks again as it would have after a sleep.
 			return stopResult{kind: stopNone}
 		}
+		var err error
+		if e != 0 {
+			err = e
+		}
+		if res, done := waitResult(int(r), err, unix.WaitStatus(status), 0); done {
+			return res
+		}
 	}
+}
+
+// waitResult makes a stopResult of what wait4 with flags returned; done
+// is false where a blocking wait is to go on (the thread continued).
+func waitResult(pid int, err error, ws unix.WaitStatus, flags int) (stopResult, bool) {
+	switch {
+	case err == unix.ECHILD || err == unix.ESRCH:
+		return stopResult{kind: stopGone}, true
+	case err != nil:
+		return stopResult{kind: stopBlocked}, true
+	case pid == 0:
+		return stopResult{kind: stopNone}, true
+	}
+	switch {
+	case ws.Exited() || ws.Signaled():
+		return stopResult{kind: stopGone, status: ws}, true
+	case ws.Stopped():
+		r := stopResult{kind: stopped}
+		// A PTRACE_EVENT_STOP is our interrupt or a group-stop; either
+		// way there is no signal to deliver. Anything else is a
+		// signal-delivery-stop that overtook the interrupt, and the
+		// signal must be delivered on detach or the target would lose
+		// it.
+		if int(ws)>>16 != unix.PTRACE_EVENT_STOP {
+			r.sig = ws.StopSignal()
+		}
+		return r, true
+	}
+	// Continued is not a ptrace-stop.
+	return stopResult{kind: stopNone}, flags&unix.WNOHANG != 0
 }
 
 // wait4 is unix.Wait4, raw where it does not block (WNOHANG).

@@ -65,10 +65,14 @@ type worker struct {
 	coldCredit float64
 	woke       int64     // when the current tick began (event.Now)
 	wokeAt     time.Time // the same, for durations
-	regs       event.Regs
-	iov        []unix.RemoteIovec
-	buf        []byte
-	stats      ptStats
+	// timerAt is when the current tick's timer was set to fire: a thread
+	// running here then was preempted then, not when the worker woke
+	// (on a virtual machine the wake-up took 20-70 µs after the timer).
+	timerAt time.Time
+	regs    event.Regs
+	iov     []unix.RemoteIovec
+	buf     []byte
+	stats   ptStats
 	// owed says a thread sampled at this tick is still due another
 	// sample: the next tick comes sooner (see loop). soonest is when the
 	// first thread found running here falls due if it goes on running as
@@ -97,6 +101,12 @@ type pendingStop struct {
 	cpu    int     // where the thread was at the tick
 	t0     time.Time
 	wchan  string
+	// tick is when the timer of the tick that interrupted it fired (or
+	// the worker woke, if sooner), woke that wake-up as event.Now: a stop
+	// may come ticks later, for a thread behind another for its CPU,
+	// and still show where the thread was at this one.
+	tick time.Time
+	woke int64
 }
 
 func newWorker(s *ptSampler, idx, cpu int, stop *atomic.Bool) *worker {
@@ -165,6 +175,7 @@ func (w *worker) loop() {
 	interval := w.s.interval
 	next := time.Now().Add(rand.N(interval))
 	for !w.stop.Load() {
+		w.timerAt = next
 		if !w.sleepUntil(next) {
 			break
 		}
@@ -552,7 +563,11 @@ func (w *worker) interrupt(th *shared, kind entryKind, before ptSched, cpu int) 
 		return // gone
 	}
 	w.tracing++
-	p := pendingStop{th: th, kind: kind, before: before, cpu: cpu, t0: time.Now()}
+	tick := w.wokeAt
+	if w.timerAt.Before(tick) {
+		tick = w.timerAt
+	}
+	p := pendingStop{th: th, kind: kind, before: before, cpu: cpu, t0: time.Now(), tick: tick, woke: w.woke}
 	if kind == switchOut {
 		p.wchan = readWchan(th.pid, th.tid)
 	}
@@ -581,27 +596,33 @@ func (w *worker) interrupt(th *shared, kind entryKind, before ptSched, cpu int) 
 // see waitTimer), or for several stops at once, the worker sleeps and
 // looks, the first time after ptFirstLook.
 func (w *worker) collect(until time.Time) {
-	if len(w.pending) == 1 && w.timer != nil {
-		// One stop to wait for, the usual case: wait4 wakes the worker
-		// the moment it comes, and the timer at the next tick if it does
-		// not. Sleeping and looking instead, the first look at 25 µs came
-		// after 70-100 µs on a virtual machine, whose timers are slow,
-		// while the thread had stopped after about 15: a thread was kept
-		// from running 75-130 µs a sample rather than 20-30.
-		if d := time.Until(until); d > 0 && !w.stop.Load() {
-			w.stats.waited++
-			w.pending = w.settle(w.pending[0], ptWaitUntil(w.pending[0].th.tid, w.timer, d), w.pending[:0])
-		}
-	}
 	step := ptFirstLook
+	timed := false
 	for len(w.pending) > 0 {
 		d := time.Until(until)
 		if d <= 0 || w.stop.Load() {
 			return
 		}
-		sleep(min(step, d))
+		if len(w.pending) == 1 && w.timer != nil {
+			// One stop to wait for, the usual case: wait4 wakes the
+			// worker the moment it comes, and the timer at the next
+			// tick if it does not. Sleeping and looking instead, the
+			// first look at 25 µs came after 70-100 µs on a virtual
+			// machine, whose timers are slow, while the thread had
+			// stopped after about 15: a thread was kept from running
+			// 75-130 µs a sample rather than 20-30. (A timer every
+			// 100 µs instead of at the tick put most stops at 32-64 µs
+			// rather than 16-32.)
+			if !timed {
+				timed = true
+				w.stats.waited++
+			}
+			w.pending = w.settle(w.pending[0], ptWaitUntil(w.pending[0].th.tid, w.timer, d), w.pending[:0])
+		} else {
+			sleep(min(step, d))
+			w.poll()
+		}
 		step = min(2*step, ptLookMax)
-		w.poll()
 	}
 }
 
@@ -656,8 +677,13 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	kentry, err := ptGetRegs(th.tid, &w.regs)
 	now, ok := th.readSchedstat(w.buf)
 	// Whether the thread is where it was at the tick. It was running then
-	// if it was taken off the CPU when this worker woke: all it waited
-	// for the CPU since (run_delay) fits in the time since then. A thread
+	// if it was taken off the CPU when this worker's timer fired: all it
+	// waited for the CPU since (run_delay) fits in the time since then,
+	// however many ticks ago. (Counted from the worker's wake-up at the
+	// tick that took the stop, it did not once stops came to be taken as
+	// soon as they came, see collect: a wake-up takes tens of µs on a
+	// virtual machine, and a thread behind a CPU-bound loop stops ticks
+	// later.) A thread
 	// that had been waiting since before the tick stops where it was
 	// taken off earlier (at a tick, or at the system call that ended its
 	// time slice), and such stops bunch on the code around system calls.
@@ -668,7 +694,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	if p.kind == onCPU && ok {
 		waited := time.Duration(now.delay - p.before.delay)
 		atTick = p.mid.switches == p.before.switches &&
-			waited <= time.Since(w.wokeAt)+ptWakeSlack
+			waited <= time.Since(p.tick)+ptWakeSlack
 	}
 	// A thread that was waiting for the CPU at the tick stops where it was
 	// taken off it. That is a fair sample too when an interrupt took it
@@ -679,7 +705,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	// the instructions that fault.
 	fair := atTick || kentry == entryInterrupt
 	var stack []byte
-	e := entry{kind: p.kind, pid: th.pid, tid: th.tid, time: w.woke, cpu: p.cpu, run: p.before.run, gen: th.gen, since: th.resumeRun}
+	e := entry{kind: p.kind, pid: th.pid, tid: th.tid, time: p.woke, cpu: p.cpu, run: p.before.run, gen: th.gen, since: th.resumeRun}
 	slot := w.ring.slot()
 	if err == nil && fair && slot != nil {
 		var end uint64
@@ -758,7 +784,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		// a reason to think it woke.
 		th.off, th.woke = true, true
 		e.wchan = p.wchan
-		e.asleepAt = w.woke
+		e.asleepAt = p.woke
 	case reapOnly:
 		return kept
 	}

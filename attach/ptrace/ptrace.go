@@ -110,7 +110,10 @@ func recordPtrace(ctx context.Context, opts attach.Options, h event.Handler) (at
 	// or wait for one to be handed over from another CPU.
 	defer quietStops()()
 	// A stopper's wait for a stop ends at its timer's signal (waitTimer),
-	// which must therefore end the system call it arrives in.
+	// which must therefore end the system call it arrives in. Where the
+	// recording gives up on a stuck stopper (ptAbandon, below) the flag
+	// comes back while that stopper may still wait: its wait then lasts
+	// until the thread it waits for stops, as the stuck one's does anyway.
 	restoreWaits, timed := interruptibleWaits()
 	defer restoreWaits()
 	s.timedWaits = timed

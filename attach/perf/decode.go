@@ -105,7 +105,7 @@ func (d *decoder) decode(rec []byte, b *batch) {
 			// sample (perf shows it as pid -1).
 			return
 		}
-		if !d.pace.keep(e.CPU, e.Time, d.interval) {
+		if !d.pace.keep(e, d.interval) {
 			return
 		}
 		if d.interp != nil && !e.Switch {

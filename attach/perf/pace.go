@@ -242,13 +242,17 @@ func (s *perfSession) startPacing() *pacing {
 	return p
 }
 
-// keep says whether to keep a target's sample on cpu at time t (the
-// reader calls it for each, in the order of that CPU's ring).
-func (p *pacing) keep(cpu int, t int64, interval int64) bool {
-	if p == nil || cpu < 0 || cpu >= len(p.cpus) {
+// keep says whether to keep a target's sample (the reader calls it for
+// each, in the order of its CPU's ring). Only the paced clock's own
+// samples repeat while a pacer is held up: the other events that share
+// its ring (tracepoints, probes: every hit a sample) and switch-outs are
+// all kept. Thinning those too lost 6 of 200 hits of a USDT probe that
+// fired every 150 µs while a pacer was held up under load.
+func (p *pacing) keep(e *event.Sample, interval int64) bool {
+	if p == nil || e.Event != 0 || e.Switch || e.CPU < 0 || e.CPU >= len(p.cpus) {
 		return true
 	}
-	if p.cpus[cpu].keep(t, interval) {
+	if p.cpus[e.CPU].keep(e.Time, interval) {
 		return true
 	}
 	p.thinned++

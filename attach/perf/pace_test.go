@@ -175,6 +175,36 @@ func TestKeepFirstPart(t *testing.T) {
 	}
 }
 
+// TestKeepOtherEvents: while a CPU's clock repeats its first part's
+// spacing, the reader thins the clock's samples only: a probe's hits and
+// switch-outs in the same ring are each one of a kind, and all kept.
+func TestKeepOtherEvents(t *testing.T) {
+	const i = int64(time.Millisecond)
+	p := &pacing{cpus: make([]paced, 2)}
+	for c := range p.cpus {
+		p.cpus[c].r = -1
+		p.cpus[c].firstEnd.Store(-1)
+	}
+	var clock, probe, switches int
+	for at := 5 * i; at < 7*i; at += i / 10 {
+		if p.keep(&event.Sample{Time: at, CPU: 1}, i) {
+			clock++
+		}
+		if p.keep(&event.Sample{Time: at, CPU: 1, Event: 1}, i) {
+			probe++
+		}
+		if p.keep(&event.Sample{Time: at, CPU: 1, Switch: true}, i) {
+			switches++
+		}
+	}
+	if clock != 2 || probe != 20 || switches != 20 {
+		t.Errorf("kept %d clock samples (want 2), %d probe hits and %d switch-outs (want 20 each)", clock, probe, switches)
+	}
+	if p.thinned != 18 {
+		t.Errorf("thinned %d, want the clock's 18", p.thinned)
+	}
+}
+
 // TestDropHelper: a launched command's helper records everything before
 // its exec, in the batches before the exec's too (a helper released
 // before its Go runtime had started was sampled for milliseconds after

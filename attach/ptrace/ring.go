@@ -61,9 +61,35 @@ func newRing(n, stackSize int) *ring {
 	return &ring{slots: make([]entry, n), stackSize: stackSize}
 }
 
+// warm gives the first slots their stack buffers, written to, up to
+// budget bytes, before sampling starts. A fresh buffer's pages are
+// faulted in by the first copy into them, while its thread is stopped:
+// on a virtual machine that made the stack copy 53 µs (median) rather
+// than 22, and the thread's whole stop 114 µs rather than 59, over the
+// first lap of the ring (a 64 ms program never got past it).
+func (r *ring) warm(budget int) {
+	page := unix.Getpagesize()
+	for i := range min(len(r.slots), budget/max(r.stackSize, 1)) {
+		s := &r.slots[i]
+		if cap(s.stack) < r.stackSize {
+			s.stack = make([]byte, 0, r.stackSize)
+		}
+		b := s.stack[:r.stackSize]
+		for j := 0; j < len(b); j += page {
+			b[j] = 0
+		}
+	}
+}
+
+// warmBytes is how much of its ring's stack buffers a stopper faults in
+// as it starts: 32 slots of the default stack size, 512 KiB a CPU (about
+// what perf's default ring takes).
+const warmBytes = 512 << 10
+
 // slot returns the next free slot, with a stack buffer, or nil when the
-// ring is full. The buffer is allocated on first use, so that stoppers of
-// CPUs where nothing runs cost no memory.
+// ring is full. Past the slots warmed at the start, the buffer is
+// allocated on first use, so that stoppers of CPUs where nothing runs
+// cost no more than those.
 func (r *ring) slot() *entry {
 	h := r.head.Load()
 	if h-r.tail.Load() >= uint64(len(r.slots)) {

@@ -3,8 +3,12 @@
 package ptrace
 
 import (
+	"os"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The ring hands entries from one stopper to the coordinator in order,
@@ -49,6 +53,53 @@ func TestRing(t *testing.T) {
 		if e.stack == nil || cap(e.stack) < 16 {
 			t.Errorf("tid %d lost its slot's buffer", e.tid)
 		}
+	}
+}
+
+// A warmed ring's first slots have their stack buffers, their pages in
+// memory, before any sample: taking one allocates nothing, and a stack
+// copied into it faults nothing in while its thread is stopped.
+func TestRingWarm(t *testing.T) {
+	const stack = 256 << 10 // a large object: fresh pages from the OS
+	r := newRing(8, stack)
+	r.warm(3 * stack)
+	page := os.Getpagesize()
+	for i, s := range r.slots {
+		if i >= 3 {
+			if cap(s.stack) != 0 {
+				t.Errorf("slot %d warmed past the budget", i)
+			}
+			continue
+		}
+		if cap(s.stack) < stack {
+			t.Fatalf("slot %d: a buffer of %d bytes, want %d", i, cap(s.stack), stack)
+		}
+		b := s.stack[:stack]
+		off := (page - int(uintptr(unsafe.Pointer(&b[0])))%page) % page
+		whole := b[off : off+(len(b)-off)/page*page]
+		vec := make([]byte, len(whole)/page)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&whole[0])), uintptr(len(whole)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatalf("mincore: %v", e)
+		}
+		out := 0
+		for _, v := range vec {
+			if v&1 == 0 {
+				out++
+			}
+		}
+		if out > 0 {
+			t.Errorf("slot %d: %d of its %d pages not in memory", i, out, len(vec))
+		}
+	}
+	if n := testing.AllocsPerRun(1, func() {
+		for range 3 {
+			r.commit(r.slot(), entry{})
+		}
+		r.consume(3)
+		r.head.Store(0)
+		r.tail.Store(0)
+	}); n != 0 {
+		t.Errorf("taking the warmed slots allocated %v times", n)
 	}
 }
 

@@ -735,15 +735,29 @@ func textByte(t *testing.T, bin, fn string, pid int) (mem, file byte) {
 		t.Fatalf("%s has no %s", bin, fn)
 	}
 	raw, _ := os.ReadFile(bin)
-	// The mapping of the file's offset 0 is where the file is loaded.
-	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	// The mapping of the file's offset 0 is where the file is loaded. A
+	// program just started may not show it yet: the parent goes on once
+	// the child's exec has dropped its old memory, before the kernel has
+	// mapped the new file (under load, a read of its memory at the
+	// unrelocated address failed with EIO once in 49 runs).
 	var base uint64
-	for _, l := range strings.Split(string(maps), "\n") {
-		fs := strings.Fields(l)
-		if len(fs) == 6 && fs[5] == bin && fs[2] == "00000000" {
-			base, _ = strconv.ParseUint(strings.Split(fs[0], "-")[0], 16, 64)
-			break
+	found := false
+	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
+		maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		for _, l := range strings.Split(string(maps), "\n") {
+			fs := strings.Fields(l)
+			if len(fs) == 6 && fs[5] == bin && fs[2] == "00000000" {
+				base, _ = strconv.ParseUint(strings.Split(fs[0], "-")[0], 16, 64)
+				found = true
+				break
+			}
 		}
+		if !found {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if !found {
+		t.Fatalf("%d never mapped %s", pid, bin)
 	}
 	// Less the address the file's offset 0 is linked at (0 for a PIE).
 	for _, sg := range f.Segments() {

@@ -37,8 +37,8 @@ type ptStats struct {
 	sweeps, dutyCapped int
 	// catchUp counts ticks brought forward for a thread still owed a
 	// sample after its last one; predicted, to a running thread's due
-	// point.
-	catchUp, predicted int
+	// point; woken, for a thread handed over (worker.wake).
+	catchUp, predicted, woken int
 	// waited counts stops waited for in wait4 (see collect).
 	waited int
 	// capped is the CPU time threads ran past creditCap: owed no sample.
@@ -70,6 +70,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.dutyCapped += o.dutyCapped
 	s.catchUp += o.catchUp
 	s.predicted += o.predicted
+	s.woken += o.woken
 	s.waited += o.waited
 	s.capped += o.capped
 	s.paused += o.paused

@@ -12,6 +12,7 @@ package ptrace
 import (
 	"strconv"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -105,7 +106,10 @@ type shared struct {
 	interrupted bool // seized and interrupted, its stop not collected
 	// moveTo is 1 + the index of the worker to hand the thread to once
 	// its stop is collected (it went to that worker's CPU); 0 for none.
+	// dueAt is then when the worker that let it go foresaw its next
+	// sample due (zero: none), for the new owner to tick at (see look).
 	moveTo int
+	dueAt  time.Time
 	// gen is the turn of sampling on its lastRun counts from, resumeRun
 	// its CPU time at its first look in that turn (control.go).
 	gen       uint64

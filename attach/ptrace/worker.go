@@ -90,6 +90,10 @@ type worker struct {
 	tracing int
 	// leftTraced lists the threads it still traced as it ended.
 	leftTraced []int
+	// tid is the worker's thread while it ticks (0 before and after),
+	// for another worker to wake it (wake); woken says it was.
+	tid   atomic.Int32
+	woken atomic.Bool
 }
 
 // pendingStop is a thread interrupted and not yet collected.
@@ -129,8 +133,10 @@ func (w *worker) run() {
 	}
 	if w.s.timedWaits {
 		w.timer, _ = newWaitTimer()
+		w.tid.Store(int32(unix.Gettid()))
 	}
 	w.loop()
+	w.tid.Store(0)
 	if w.timer != nil {
 		w.timer.close()
 	}
@@ -197,15 +203,23 @@ func (w *worker) loop() {
 		}
 		if !w.soonest.IsZero() {
 			// A thread running here falls due: tick a little after
-			// that (a random quarter interval at most), no sooner than
-			// a quarter interval from now and no later than the timed
-			// tick could have come, in place of it. A timed tick before
-			// the due point could only look and foresee it again, and
-			// each tick takes the thread's CPU for 40 µs or more on a
-			// virtual machine: a 64 ms program alone had 97 to 109
-			// ticks rather than 114 to 129 (for 67 samples).
-			at := w.soonest.Add(rand.N(interval / 4))
-			if floor := now.Add(interval / 4); at.Before(floor) {
+			// that (a random sixteenth of an interval at most), no
+			// sooner than a sixteenth from now and no later than the
+			// timed tick could have come, in place of it. A timed tick
+			// before the due point could only look and foresee it
+			// again, and each tick takes the thread's CPU for 40 µs or
+			// more on a virtual machine: a 64 ms program alone had 97
+			// to 109 ticks rather than 114 to 129 (for 67 samples).
+			// A sample lands past its due point by what this adds, and
+			// by a whole floor where a look came early: with a quarter
+			// interval for both, samples landed 200-450 µs past due
+			// points that came soon after a sample and 60 µs past far
+			// ones, which favours some instants of a loop that keeps
+			// to the interval (see handOverMoved); with a sixteenth,
+			// and a moved thread's new worker woken at once, 35-80 µs
+			// past all of them.
+			at := w.soonest.Add(rand.N(interval / 16))
+			if floor := now.Add(interval / 16); at.Before(floor) {
 				at = floor
 			}
 			if latest := now.Add(interval * 3 / 2); at.After(latest) {
@@ -255,7 +269,26 @@ func (w *worker) sleepUntil(t time.Time) bool {
 		if d <= 0 {
 			return true
 		}
+		if w.woken.Swap(false) {
+			w.stats.woken++
+			return true
+		}
 		sleep(min(d, 10*time.Millisecond)) // to notice the stop
+	}
+}
+
+// wake has the worker tick now, if it is asleep, and else as soon as it
+// is done with its tick: another worker calls it when it hands a thread
+// over (handOverMoved). The signal ends the worker's sleep where
+// waitSignal ends system calls (timedWaits); elsewhere the worker takes
+// the thread at its next tick, as it would have.
+func (w *worker) wake() {
+	if w.woken.Swap(true) {
+		return // already asked
+	}
+	if tid := w.tid.Load(); tid != 0 {
+		// Raw, as the stoppers' other system calls (see sys.go).
+		unix.RawSyscall(unix.SYS_TGKILL, uintptr(unix.Getpid()), uintptr(tid), uintptr(waitSignal))
 	}
 }
 
@@ -389,8 +422,21 @@ func (w *worker) sweep() {
 }
 
 // handOverMoved hands on the threads that went to another CPU as they
-// were let go (see take), so that their new CPU's worker takes them from
-// its next tick, not from this worker's.
+// were let go (see take), and wakes their new CPU's worker to take them
+// at once, with the time their next sample falls due (shared.dueAt), so
+// that it ticks then.
+//
+// Taken at that worker's own next tick instead, a moved thread was
+// looked at first anywhere up to 1.5 intervals later: after its due point
+// when that came soon after the sample, before it when it came late. Its
+// samples then landed further past their due points the nearer those
+// were, and since due points walk over an interval of the thread's own
+// CPU time (duePhase) from its start, they landed more often at some
+// instants of each interval than at others. A program whose loop keeps to
+// that interval of its CPU time got the same instants every run:
+// testdata/lockstep.c, alone on two CPUs and moved at 9 of 10 samples,
+// got 32.4% of the samples in the function that takes 30.0% and 17.7% in
+// the one that takes 20.0%, pooled over 10 runs (TestLockstep).
 func (w *worker) handOverMoved() {
 	kept := w.mine[:0]
 	for _, th := range w.mine {
@@ -398,6 +444,7 @@ func (w *worker) handOverMoved() {
 			owner := th.moveTo - 1
 			th.moveTo = 0
 			w.handOver(th, owner)
+			w.s.workers[owner].wake()
 			continue
 		}
 		kept = append(kept, th)
@@ -420,6 +467,17 @@ type dueThread struct {
 func (w *worker) look(th *shared) (keep bool) {
 	if th.interrupted {
 		return true // still pending from an earlier tick
+	}
+	if at := th.dueAt; !at.IsZero() {
+		// Just handed over as it was let go (handOverMoved): looked at
+		// when its next sample falls due. A look before could only
+		// foresee that again, from a window of its time too short to
+		// tell its share by.
+		th.dueAt = time.Time{}
+		w.foresee(at)
+		if w.wokeAt.Before(at) {
+			return true
+		}
 	}
 	sched, ok := th.readSchedstat(w.buf)
 	if !ok {
@@ -523,7 +581,12 @@ func (w *worker) predict(cpu int64, share float64, from time.Time) {
 	if share < 0.05 {
 		return
 	}
-	at := from.Add(time.Duration(float64(cpu) / min(share, 1)))
+	w.foresee(from.Add(time.Duration(float64(cpu) / min(share, 1))))
+}
+
+// foresee notes that a thread running here falls due at at: the next tick
+// comes then (see loop), unless another falls due sooner.
+func (w *worker) foresee(at time.Time) {
 	if w.soonest.IsZero() || at.Before(w.soonest) {
 		w.soonest = at
 	}
@@ -779,11 +842,18 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		w.stats.entries[kentry]++
 		th.credit -= int64(w.s.interval)
 		th.due = duePhase(th.due, int64(w.s.interval))
-		if th.credit >= th.due {
+		// When it falls due, let go now and running on as it did.
+		at := time.Now()
+		if th.credit < th.due {
+			at = at.Add(time.Duration(th.due - th.credit))
+		}
+		switch {
+		case th.moveTo > 0:
+			th.dueAt = at // for its new CPU's worker (handOverMoved)
+		case th.credit >= th.due:
 			w.owed = true
-		} else {
-			// Let go now, on its CPU.
-			w.predict(th.due-th.credit, 1, time.Now())
+		default:
+			w.foresee(at)
 		}
 	case switchOut:
 		// Asleep, it stops in its system call: that is the stack wanted.

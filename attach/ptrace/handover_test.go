@@ -1,0 +1,86 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestHandOverWakes: a stopper that lets a thread go to another CPU hands
+// it to that CPU's stopper, which wakes from its sleep at once (not at its
+// own next tick, up to 1.5 intervals on) and ticks next when the thread
+// falls due, without a look before: the thread's samples land just past
+// their due points however soon those come (see handOverMoved).
+func TestHandOverWakes(t *testing.T) {
+	restore, ok := interruptibleWaits()
+	if !ok {
+		t.Fatalf("signal %d has no Go handler to make interruptible", waitSignal)
+	}
+	defer restore()
+	var stop atomic.Bool
+	s := &ptSampler{interval: time.Millisecond, timedWaits: true}
+	from, to := newWorker(s, 0, -1, &stop), newWorker(s, 1, -1, &stop)
+	s.workers = []*worker{from, to}
+
+	// The new owner asleep until its next tick, far off.
+	const far = 2 * time.Second
+	slept := make(chan time.Duration, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		to.tid.Store(int32(unix.Gettid()))
+		defer to.tid.Store(0)
+		t0 := time.Now()
+		to.sleepUntil(t0.Add(far))
+		slept <- time.Since(t0)
+	}()
+	for to.tid.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // in its sleep
+
+	// A thread sampled and let go, started again on the other CPU.
+	th := &shared{pid: 1, tid: 1, statFD: -1, schedFD: -1, moveTo: 2,
+		statPath: []byte("/nonexistent/stat\x00"), schedPath: []byte("/nonexistent/schedstat\x00")}
+	due := time.Now().Add(700 * time.Microsecond)
+	th.dueAt = due
+	from.mine = []*shared{th}
+	from.handOverMoved()
+	if len(from.mine) != 0 {
+		t.Fatalf("the worker that let it go kept it")
+	}
+	select {
+	case d := <-slept:
+		if d > far/2 {
+			t.Fatalf("the new owner slept %v, its whole sleep: not woken for the thread", d)
+		}
+	case <-time.After(far + time.Second):
+		t.Fatal("the new owner's sleep never ended")
+	}
+	if to.stats.woken != 1 {
+		t.Errorf("woken counted %d, want 1", to.stats.woken)
+	}
+
+	// Its tick: the thread comes from the inbox, and the next tick is at
+	// its due point. Its /proc files are not there to read: a look would
+	// have found nothing and foreseen nothing.
+	to.wokeAt, to.woke = time.Now(), 0
+	to.mine = to.inbox.take(to.mine)
+	if len(to.mine) != 1 || to.mine[0] != th {
+		t.Fatalf("the new owner's inbox held %d threads, want the one handed over", len(to.mine))
+	}
+	if keep := to.look(th); !keep {
+		t.Fatal("the new owner handed the thread on")
+	}
+	if !to.soonest.Equal(due) {
+		t.Errorf("the new owner's next tick is at %v, want the thread's due point %v", to.soonest, due)
+	}
+	if !th.dueAt.IsZero() {
+		t.Error("the due point stayed with the thread: its next look would skip again")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -617,4 +618,104 @@ func TestControlSnapshot(t *testing.T) {
 		}
 	})
 	assertUnharmed(t, spin.Process.Pid)
+}
+
+// A launched command whose sampling is turned on and off many times (-D -1
+// and --control, 40 phases of 15 ms) is still paced: each CPU's pacer
+// wakes at its event's firings and varies their spacing, so that the rate
+// is the one asked on average and no spacing repeats. The reader once
+// polled the side-band events, which write into the paced rings, and took
+// every wake-up: the pacers never woke (one wake-up a recording), and
+// each run sampled at a fixed spacing of its own, 0.66 to 1.98 samples per
+// ms of the command's CPU time.
+func TestControlPacesLaunchedCommand(t *testing.T) {
+	bin := buildC(t, "brief")
+	ctl, ack := fifos(t)
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	cmd := exec.Command(gprofBin, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "--", bin, "1500", "1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	c := openController(t, ctl, ack)
+	for range 40 {
+		for _, word := range []string{"enable", "disable"} {
+			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
+				t.Fatalf("%s: ack %q: %s", word, got, stderr.String())
+			}
+			if word == "enable" {
+				time.Sleep(15 * time.Millisecond)
+			} else {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("gprof: %v: %s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("gprof did not end with the command")
+	}
+	skipIfNoPerf(t, result{stderr: stderr.String()})
+	if i := strings.Index(stderr.String(), "sampling at a fixed interval"); i >= 0 {
+		t.Skipf("the perf backend cannot vary its interval on this machine: %s", strings.SplitN(stderr.String()[i:], "\n", 2)[0])
+	}
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := onWindows(p)
+	if len(wins) != 40 {
+		t.Fatalf("%d stretches with sampling on, want 40: %+v", len(wins), p.Meta.PausedRanges)
+	}
+	// The busy thread's samples, and the gaps between two in one stretch.
+	var times []int64
+	for _, pr := range p.Processes {
+		for _, th := range pr.Threads {
+			if th.Samples.Len() > len(times) {
+				times = slices.Clone(th.Samples.Time)
+			}
+		}
+	}
+	slices.Sort(times)
+	var gaps []float64
+	for i := 1; i < len(times); i++ {
+		in := func(w [2]int64) bool { return times[i-1] >= w[0] && times[i] <= w[1] }
+		if slices.ContainsFunc(wins, in) {
+			gaps = append(gaps, float64(times[i]-times[i-1]))
+		}
+	}
+	if len(gaps) < 100 {
+		t.Fatalf("%d gaps between samples in the stretches with sampling on, want hundreds (%d samples)", len(gaps), len(times))
+	}
+	var sum, sq float64
+	for _, g := range gaps {
+		sum += g
+	}
+	mean := sum / float64(len(gaps))
+	for _, g := range gaps {
+		sq += (g - mean) * (g - mean)
+	}
+	cv := math.Sqrt(sq/float64(len(gaps))) / mean
+	// The pacers' spacings (0.4 to 1.6 intervals, four firings each)
+	// vary by about 0.3 of their mean; a fixed period's by 0.01, or 0.15
+	// where the thread moved between two CPUs' fixed periods.
+	margin(t, "the spacing's coefficient of variation", cv, 0.2)
+	if cv < 0.2 {
+		t.Errorf("samples %.3f ms apart on average, varying by %.3f of that: the pacers did not vary the spacing", mean/1e6, cv)
+	}
+	var pacers, wakes int
+	if _, err := fmt.Sscanf(p.Meta.Extra["perf_pacers"], "%d (%d wake-ups", &pacers, &wakes); err != nil {
+		t.Fatalf("no pacer statistics in the profile (%q): %v", p.Meta.Extra["perf_pacers"], err)
+	}
+	// A pacer wakes at every pacerEvery-th firing (four).
+	if want := len(gaps) / 8; wakes < want {
+		t.Errorf("the pacers woke %d times for %d samples, want at least %d", wakes, len(times), want)
+	}
 }

@@ -223,8 +223,8 @@ func (s *perfSession) openOne(i int, ev *perfEvent, tid int) error {
 			return err
 		}
 		s.fds = append(s.fds, fd)
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		if err := s.shareRing(fd, r, cpu); err != nil {
+			return err
 		}
 		if err := s.noteEvent(fd, i); err != nil {
 			return err

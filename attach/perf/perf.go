@@ -148,6 +148,9 @@ type perfSession struct {
 	// hang up.
 	probesOpen bool
 	unpolled   map[int]bool
+	// outputTo maps an event that writes into another's ring
+	// (shareRing) to that ring's fd.
+	outputTo map[int]int
 	// launched holds, for a command launched under per-CPU events, its
 	// pid and the time of its exec (until that is seen, minus the time
 	// it was released): the records of gprof's launch helper before that
@@ -701,8 +704,8 @@ func (s *perfSession) openTask(tid int) error {
 			continue
 		}
 		s.fds = append(s.fds, fd)
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		if err := s.shareRing(fd, r, cpu); err != nil {
+			return err
 		}
 		if err := s.noteEvent(fd, 0); err != nil {
 			return err
@@ -793,13 +796,26 @@ func (s *perfSession) openOnRings(a *unix.PerfEventAttr, tid int, opened func(fd
 			return err
 		}
 		s.fds = append(s.fds, fd)
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-			return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+		if err := s.shareRing(fd, r, cpu); err != nil {
+			return err
 		}
 		if err := opened(fd); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// shareRing has event fd write into ring r, cpu's, rather than a ring of
+// its own.
+func (s *perfSession) shareRing(fd int, r *ring, cpu int) error {
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+		return fmt.Errorf("share the perf ring of cpu %d: %w", cpu, err)
+	}
+	if s.outputTo == nil {
+		s.outputTo = map[int]int{}
+	}
+	s.outputTo[fd] = r.fd
 	return nil
 }
 
@@ -1357,12 +1373,20 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			}
 		}
 		for _, fd := range s.fds {
-			if s.unpolled[fd] || paced[fd] {
+			if s.unpolled[fd] || paced[fd] || paced[s.outputTo[fd]] {
 				// A CPU's probe (see openProbes), or a paced ring: per-CPU
 				// events never hang up, and a paced ring wakes its
 				// pollers every few samples, for its pacer. Polled with
 				// no events asked, it woke the reader 500 times a second
-				// for nothing, on the command's CPUs.
+				// for nothing, on the command's CPUs. Nor is an event
+				// that writes into a paced ring polled (the side-band
+				// events of --control and -D): a poll of any of a ring's
+				// events takes the ring's wake-up, and the reader's
+				// took every one, so that the pacers never woke and each
+				// CPU's clock kept the period it had when sampling was
+				// turned on (a launched command under -D -1 and
+				// --control got 0.66 to 1.98 samples per ms of CPU time,
+				// each run at a fixed spacing of its own).
 				continue
 			}
 			pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})

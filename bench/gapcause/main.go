@@ -149,10 +149,20 @@ func run(t *tally, gprof string, extra, prog []string, dir string, gap float64) 
 	if b, err := os.ReadFile(filepath.Join(tracefs, "tracing_on")); err == nil {
 		oldOn = strings.TrimSpace(string(b))
 	}
+	// The per-CPU buffer's size, which the trace enlarges: given back
+	// (and the trace with it) after.
+	oldSize := ""
+	if b, err := os.ReadFile(filepath.Join(tracefs, "buffer_size_kb")); err == nil {
+		oldSize = strings.TrimSpace(string(b))
+	}
 	restore := func() {
 		writeTrace("tracing_on", oldOn)
 		writeTrace("events/sched/sched_switch/enable", "0")
 		writeTrace("trace_clock", oldClock)
+		writeTrace("trace", "")
+		if _, err := strconv.Atoi(oldSize); err == nil {
+			writeTrace("buffer_size_kb", oldSize)
+		}
 	}
 	defer restore()
 	// Interrupted (Ctrl-C reaches gprof too, which stops its recording),

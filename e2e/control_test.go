@@ -632,20 +632,12 @@ func TestControlPacesLaunchedCommand(t *testing.T) {
 	bin := buildC(t, "brief")
 	ctl, ack := fifos(t)
 	out := filepath.Join(t.TempDir(), "p.json.gz")
-	cmd := exec.Command(gprofBin, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "--", bin, "1500", "1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer cmd.Process.Kill()
+	g := startGprof(t, nil, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "--", bin, "1500", "1")
 	c := openController(t, ctl, ack)
 	for range 40 {
 		for _, word := range []string{"enable", "disable"} {
 			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
-				t.Fatalf("%s: ack %q: %s", word, got, stderr.String())
+				t.Fatalf("%s: ack %q: %s", word, got, g.stderr.String())
 			}
 			if word == "enable" {
 				time.Sleep(15 * time.Millisecond)
@@ -654,17 +646,16 @@ func TestControlPacesLaunchedCommand(t *testing.T) {
 			}
 		}
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("gprof: %v: %s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
+	if !g.exited(60 * time.Second) {
 		t.Fatal("gprof did not end with the command")
 	}
-	skipIfNoPerf(t, result{stderr: stderr.String()})
-	if i := strings.Index(stderr.String(), "sampling at a fixed interval"); i >= 0 {
-		t.Skipf("the perf backend cannot vary its interval on this machine: %s", strings.SplitN(stderr.String()[i:], "\n", 2)[0])
+	stderr := g.stderr.String()
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("gprof: exit %d: %s", code, stderr)
+	}
+	skipIfNoPerf(t, result{stderr: stderr})
+	if i := strings.Index(stderr, "sampling at a fixed interval"); i >= 0 {
+		t.Skipf("the perf backend cannot vary its interval on this machine: %s", strings.SplitN(stderr[i:], "\n", 2)[0])
 	}
 	p, err := gecko.ReadFile(out)
 	if err != nil {

@@ -280,8 +280,9 @@ func (w *worker) sleepUntil(t time.Time) bool {
 // wake has the worker tick now, if it is asleep, and else as soon as it
 // is done with its tick: another worker calls it when it hands a thread
 // over (handOverMoved). The signal ends the worker's sleep where
-// waitSignal ends system calls (timedWaits); elsewhere the worker takes
-// the thread at its next tick, as it would have.
+// waitSignal ends system calls (timedWaits); elsewhere the worker sees
+// the flag when its current step of sleep ends (10 ms at most, see
+// sleepUntil), or at its next tick if that comes first.
 func (w *worker) wake() {
 	if w.woken.Swap(true) {
 		return // already asked

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -708,5 +709,117 @@ func TestControlPacesLaunchedCommand(t *testing.T) {
 	// A pacer wakes at every pacerEvery-th firing (four).
 	if want := len(gaps) / 8; wakes < want {
 		t.Errorf("the pacers woke %d times for %d samples, want at least %d", wakes, len(times), want)
+	}
+}
+
+// An attached recording whose sampling is turned on and off many times
+// (-D -1 and --control; 200 stretches of 3 ms on, 5 off) keeps its rate
+// while on: a busy thread's samples with sampling on, at 1 kHz, within
+// the sampling error of a perfect random sampler (4 standard errors) of
+// a sample per ms of the CPU time its own clock says it had then
+// (testdata/cpulog.c). Each CPU's pacer once went on setting its event's
+// period while the event was disabled, which restarts it from nothing
+// when enabled, and the part of a period run before each disable was
+// lost: about a sample for each stretch with sampling on (10 ms
+// stretches got 0.91 of the rate).
+func TestControlKeepsAttachedRate(t *testing.T) {
+	bin := buildC(t, "cpulog")
+	target := exec.Command(bin)
+	stdout, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("cpulog said %q", lines.Text())
+	}
+	pid := target.Process.Pid
+	ctl, ack := fifos(t)
+	out := filepath.Join(t.TempDir(), "p.json.gz")
+	g := startGprof(t, nil, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "-p", strconv.Itoa(pid))
+	c := openController(t, ctl, ack)
+	const stretches = 200
+	for range stretches {
+		for _, word := range []string{"enable", "disable"} {
+			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
+				t.Fatalf("%s: ack %q: %s", word, got, g.stderr.String())
+			}
+			if word == "enable" {
+				time.Sleep(3 * time.Millisecond)
+			} else {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	g.cmd.Process.Signal(os.Interrupt)
+	if !g.exited(60 * time.Second) {
+		t.Fatal("gprof did not end on SIGINT")
+	}
+	assertUnharmed(t, pid)
+	stderr := g.stderr.String()
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		skipIfNoBackend(t, stderr)
+		t.Fatalf("gprof: exit %d: %s", code, stderr)
+	}
+	skipIfNoPerf(t, result{stderr: stderr})
+	if i := strings.Index(stderr, "sampling at a fixed interval"); i >= 0 {
+		t.Skipf("the perf backend cannot vary its interval on this machine: %s", strings.SplitN(stderr[i:], "\n", 2)[0])
+	}
+	// The thread's readings of its CPU clock against the wall clock.
+	target.Process.Signal(syscall.SIGUSR1)
+	var wall, cpu []int64
+	for lines.Scan() {
+		var w, c int64
+		if _, err := fmt.Sscan(lines.Text(), &w, &c); err != nil {
+			t.Fatalf("cpulog: %q: %v", lines.Text(), err)
+		}
+		wall, cpu = append(wall, w), append(cpu, c)
+	}
+	// cpuAt is the thread's CPU time at wall time w: it ran from a reading
+	// on, for as long as it took to the next.
+	cpuAt := func(w int64) int64 {
+		i := sort.Search(len(wall), func(i int) bool { return wall[i] > w }) - 1
+		if i < 0 || i+1 >= len(wall) {
+			t.Fatalf("cpulog's readings (%d) do not cover the recording", len(wall))
+		}
+		return cpu[i] + min(w-wall[i], cpu[i+1]-cpu[i])
+	}
+	p, err := gecko.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins := onWindows(p)
+	if len(wins) > 0 && wins[len(wins)-1][1] <= wins[len(wins)-1][0] {
+		wins = wins[:len(wins)-1] // stopped while off
+	}
+	if len(wins) != stretches {
+		t.Fatalf("%d stretches with sampling on, want %d: %+v", len(wins), stretches, p.Meta.PausedRanges)
+	}
+	zero := p.Meta.StartTime.UnixNano()
+	var ms, n float64
+	for _, w := range wins {
+		ms += float64(cpuAt(zero+w[1])-cpuAt(zero+w[0])) / 1e6
+		for _, pr := range p.Processes {
+			if pr.Pid != pid {
+				continue
+			}
+			for _, th := range pr.Threads {
+				for _, at := range th.Samples.Time {
+					if at >= w[0] && at < w[1] {
+						n++
+					}
+				}
+			}
+		}
+	}
+	z := (n - ms) / math.Sqrt(ms)
+	t.Logf("%.0f samples for %.1f ms of the thread's CPU time with sampling on (%.3f a ms), %.1f standard errors; pacers %s", n, ms, n/ms, z, p.Meta.Extra["perf_pacers"])
+	margin(t, "samples against the thread's CPU time with sampling on, in standard errors", z, -4)
+	if math.Abs(z) > 4 {
+		t.Errorf("%.0f samples for %.1f ms of the thread's CPU time with sampling on at 1 kHz: %.1f standard errors off", n, ms, z)
 	}
 }

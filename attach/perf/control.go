@@ -124,15 +124,43 @@ func (s *perfSession) applyControl() (applied func()) {
 	if on {
 		req = unix.PERF_EVENT_IOC_ENABLE
 	}
+	// The pacers (pace.go) stop setting periods first, and learn when
+	// each CPU's clock was disabled (no sooner than its ioctl began) and
+	// enabled (no later than it returned). They are woken after every
+	// CPU's events are on: a pacer woken on this thread's CPU preempts
+	// it, and on a busy machine the scheduler may then run another
+	// thread first, for milliseconds.
+	paced := map[int]int{}
+	if s.pace != nil && s.cgroup == nil {
+		for cpu, r := range s.rings {
+			paced[r.fd] = cpu
+		}
+	}
+	if !on {
+		s.pace.pause()
+	}
+	var enabled [][2]int64 // CPU, time
 	t := event.Now()
 	for _, fd := range s.fds {
-		if !s.ctl.sideband[fd] {
-			// A task that has exited may refuse; nothing to do then.
-			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, 0)
+		if s.ctl.sideband[fd] {
+			continue
+		}
+		before := event.Now()
+		// A task that has exited may refuse; nothing to do then.
+		unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, 0)
+		if cpu, ok := paced[fd]; ok {
+			if on {
+				enabled = append(enabled, [2]int64{int64(cpu), event.Now()})
+			} else {
+				s.pace.disabled(cpu, before)
+			}
 		}
 	}
 	if !on {
 		t = event.Now()
+	}
+	for _, e := range enabled {
+		s.pace.resume(int(e[0]), e[1])
 	}
 	s.ctl.on = on
 	return func() { c.Applied(on, t, seq) }

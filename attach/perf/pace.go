@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,22 +32,21 @@ import (
 // default is a round 1 kHz, and a program paced by its own clock can match
 // any rate.
 //
-// So a pacer per CPU (pinned there, as ptrace's stoppers are) sets its
-// event's period (PERF_EVENT_IOC_PERIOD restarts the timer from the moment
-// it is called, with the period given) to a spacing of 0.4 to 1.6
-// intervals (blockWalk; the mean is the interval asked for) for the next
-// pacerEvery firings, and wakes after the last of them to draw again. A
-// run of firings at one spacing starts at a random phase of a program's
-// round, and the spacing is not the round's, so that every instant of the
-// round is as likely to be sampled, whatever its period
-// (TestBlocksNoLockstep). The pacer's timer fires just after the event's,
-// on the same CPU, so the two never race, and its ioctl needs no interrupt
-// to another CPU (on some virtual machines such an interrupt takes
-// milliseconds). Waking at every firing instead cost a program attached
-// to 9% of its wall time here (a wake-up preempts it, about 85 µs on this
-// VM); at every fourth, 4-6%, about what perf record -g -p costs it
-// (perf's per-thread events at a fixed period: 1.5%). A sample's period field keeps the event's
-// nominal interval, which is what a sample stands for on average.
+// So a pacer per CPU (pinned to a CPU, real-time, as ptrace's stoppers
+// are) sets its event's period (PERF_EVENT_IOC_PERIOD restarts the timer
+// from the moment it is called, with the period given) to a spacing of
+// 0.4 to 1.6 intervals (blockWalk; the mean is the interval asked for) for
+// the next pacerEvery firings, and wakes after the last of them to draw
+// again. A run of firings at one spacing starts at a random phase of a
+// program's round, and the spacing is not the round's, so that every
+// instant of the round is as likely to be sampled, whatever its period
+// (TestBlocksNoLockstep). Waking at every firing instead cost a program
+// attached to 9% of its wall time here (a wake-up preempts it, about 85
+// µs on this VM); at every fourth, 4-6%, about what perf record -g -p
+// costs it (perf's per-thread events at a fixed period: 1.5%). A sample's
+// period field keeps the event's nominal interval, which is what a sample
+// stands for on average. Where a pacer runs matters too: see pacerHosts
+// and runFiring.
 //
 // Only per-CPU events can be paced: a per-thread event that a thread
 // inherits (every thread a launched command starts) has no file
@@ -110,6 +110,10 @@ type pacing struct {
 	// noAlarm counts the CPUs whose event started with a whole period
 	// (runFiring), where no alarm could be opened.
 	noAlarm atomic.Int64
+	// lags sums the all-task pacers' last estimates of how long after a
+	// due point they set the next period (run), in ns; lagged counts
+	// them.
+	lags, lagged atomic.Int64
 }
 
 // paced is one CPU's pacer as the reader sees it.
@@ -140,6 +144,31 @@ type paced struct {
 	// sample here, and that sample's time (0 for none since the setting);
 	// the time of the last sample it kept before firstEnd.
 	r, kept, firstKept int64
+
+	// off and setting order an all-task pacer's settings (run) with the
+	// Control's turning sampling off and on (pause, resume). A period set
+	// while the event is disabled restarts it from nothing when it is
+	// enabled again: the part of a period it had run before it was
+	// disabled is lost to the count, half a sample on average each time
+	// sampling was off (attached, 10 ms on and off: 0.91 samples per ms
+	// of CPU time, 0.99 with 100 ms). So the pacer sets nothing while off
+	// is true, and the event picks up where it was when enabled. The
+	// pacer raises setting before it looks at off, and lowers it once its
+	// setting is done; pause raises off, then waits for setting to be
+	// down: either the pacer sees off, or pause sees it setting. (A lock
+	// held by a pacer that the Go runtime stopped, to collect garbage,
+	// kept the reader from turning sampling on for milliseconds on a busy
+	// machine.)
+	off, setting atomic.Bool
+	// due is the last firing of the period the pacer set, when it wakes
+	// to set the next: the pacer's while off is false, resume's while it
+	// is true.
+	due atomic.Int64
+	// offAt (the reader's) is when the Control last disabled the event
+	// (0 before sampling was first on).
+	offAt int64
+	// tid is the pacer's thread, for resume to wake it.
+	tid atomic.Int32
 }
 
 // pacerHistory settings a CPU (a second at 1 kHz): the reader
@@ -207,6 +236,8 @@ func (s *perfSession) startPacing() *pacing {
 	for i := range p.cpus {
 		p.cpus[i].seen.Store(now)
 		p.cpus[i].r = -1
+		// Sampling starts off (-D, --control) until resume.
+		p.cpus[i].off.Store(s.opts.Control != nil && !s.ctl.on)
 	}
 	old := runtime.GOMAXPROCS(0)
 	// Each pacer keeps a P (see setPeriod), and so does the reader
@@ -217,7 +248,15 @@ func (s *perfSession) startPacing() *pacing {
 		old = 0
 	}
 	var armed sync.WaitGroup
+	var hosts map[int]int
+	if s.cgroup == nil {
+		hosts = pacerHosts(s.cpus)
+	}
 	for cpu, r := range s.rings {
+		host, ok := hosts[cpu]
+		if s.cgroup == nil && !ok {
+			continue
+		}
 		p.wg.Add(1)
 		armed.Add(1)
 		go func() {
@@ -226,7 +265,7 @@ func (s *perfSession) startPacing() *pacing {
 				alarm := func(after int64) (*alarm, error) { return s.openAlarm(cpu, after) }
 				p.runFiring(r.fd, cpu, interval, alarm, armed.Done)
 			} else {
-				p.run(r.fd, cpu, interval, armed.Done)
+				p.run(r.fd, cpu, host, interval, armed.Done)
 			}
 		}()
 	}
@@ -259,6 +298,63 @@ func (p *pacing) keep(e *event.Sample, interval int64) bool {
 	return false
 }
 
+// pause stops the pacers setting periods (run): the Control is about to
+// disable the events.
+func (p *pacing) pause() {
+	if p == nil {
+		return
+	}
+	for i := range p.cpus {
+		c := &p.cpus[i]
+		c.off.Store(true)
+		for c.setting.Load() {
+			// A pacer between its look at off and the end of its
+			// ioctl: microseconds, unless the Go runtime stopped it.
+			sleepUntil(event.Now() + 20_000)
+		}
+	}
+}
+
+// disabled notes that the Control disabled cpu's event at t.
+func (p *pacing) disabled(cpu int, t int64) {
+	if p != nil && cpu >= 0 && cpu < len(p.cpus) {
+		p.cpus[cpu].offAt = t
+	}
+}
+
+// resume tells cpu's pacer that the Control enabled its event at t. The
+// event's next firings come as much later as it was off, and so do the
+// pacer's due point and the setting the reader thins repeats by; the
+// time it was off does not count toward the pacer's going dormant
+// either. The pacer is woken to sleep until its moved due point. (The
+// caller gives the latest the event can have been enabled, and the
+// earliest it can have been disabled: a pacer that woke before its
+// event's last firing would lose it.)
+func (p *pacing) resume(cpu int, t int64) {
+	if p == nil || cpu < 0 || cpu >= len(p.cpus) {
+		return
+	}
+	c := &p.cpus[cpu]
+	if c.offAt != 0 {
+		shift := t - c.offAt
+		c.due.Add(shift)
+		if n := c.n.Load(); n > 0 {
+			last := (n - 1) % pacerHistory
+			c.publish(c.set[last].Load()+shift, c.period[last].Load())
+		}
+		c.seen.Add(shift)
+	} else {
+		c.seen.Store(t)
+	}
+	c.off.Store(false)
+	if tid := c.tid.Load(); tid != 0 {
+		// The runtime's own preemption signal: it takes one it did not
+		// send for a spurious one, and the pacer's sleep ends. Raw, as
+		// the reader's other calls while it applies a change.
+		unix.RawSyscall(unix.SYS_TGKILL, uintptr(unix.Getpid()), uintptr(tid), uintptr(unix.SIGURG))
+	}
+}
+
 // end stops the pacers and waits for them.
 func (p *pacing) end() {
 	if p == nil {
@@ -272,14 +368,12 @@ func (p *pacing) end() {
 // cpu, ahead of the targets (yield.Ahead: real-time where gprof may, so
 // that a pacer runs the moment its event fires; SCHED_FIFO above the
 // reader's priority). Where it is not, a pacer that waits for the
-// scheduler's tick to preempt its target leaves the event at the period
-// it had meanwhile, and the period it sets then restarts the timer: the
-// target's time since the last firing is lost to the count, up to a
-// period per pacerEvery firings. It reports false, the thread
-// unlocked, where cpu is not allowed (a cpuset): the ioctls of a pacer
-// elsewhere would need an interrupt to cpu, and its timer would not fire
-// after the event's, so the event keeps its fixed interval. The function
-// returned undoes the rest.
+// scheduler's tick to preempt a target leaves the event at the period it
+// had meanwhile, and the period it sets then restarts the timer: the
+// firings' spacing then varies by that wait, up to a tick (run takes its
+// average off the next periods). It reports false, the thread unlocked,
+// where cpu is not allowed (a cpuset); the event then keeps its fixed
+// interval. The function returned undoes the rest.
 func pinPacer(cpu int) (unpin func(), ok bool) {
 	runtime.LockOSThread()
 	var old, set unix.CPUSet
@@ -300,10 +394,18 @@ func pinPacer(cpu int) (unpin func(), ok bool) {
 	}, true
 }
 
-// run paces the event fd of cpu until the recording ends; it calls
-// armed once it has begun.
-func (p *pacing) run(fd, cpu int, interval time.Duration, armed func()) {
-	unpin, ok := pinPacer(cpu)
+// run paces the event fd of cpu from the CPU host until the recording
+// ends; it calls armed once it has begun.
+//
+// It wakes just after the last firing of the period it set (due), and
+// sets the next: the event fires a period after that, whenever it was
+// set. So the firings' spacing holds the time from the due point to the
+// new setting too (a pacer on another CPU: its wake-up and the interrupt
+// that carries its ioctl, about 50 µs here); the pacer takes its running
+// average (lag) off the next block of firings, a pacerEvery-th of it
+// from each.
+func (p *pacing) run(fd, cpu, host int, interval time.Duration, armed func()) {
+	unpin, ok := pinPacer(host)
 	armed()
 	if !ok {
 		return
@@ -313,45 +415,111 @@ func (p *pacing) run(fd, cpu int, interval time.Duration, armed func()) {
 	defer unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 
 	c := &p.cpus[cpu]
+	c.tid.Store(int32(unix.Gettid()))
+	defer c.tid.Store(0)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cpu)))
 	i := int64(interval)
 	dormant := true
 	walk := newBlockWalk(rng, i)
-	var last, period int64 // the last firing the period set was for
+	var period, lag int64
 	for !p.stop.Load() {
 		now := event.Now()
-		if now-c.seen.Load() > int64(pacerIdle) {
+		c.setting.Store(true)
+		if c.off.Load() {
+			// Until resume wakes it.
+			c.setting.Store(false)
+			sleepUntil(now + int64(pacerIdle/8))
+			continue
+		}
+		due := c.due.Load()
+		onTime := false
+		switch {
+		case now-c.seen.Load() > int64(pacerIdle):
 			if !dormant {
 				dormant = true
 				c.publish(now, i)
 				setPeriod(fd, i)
 			}
+			c.setting.Store(false)
 			sleepUntil(now + int64(pacerIdle/8))
 			continue
-		}
-		if dormant {
+		case dormant:
 			dormant = false
-		} else {
-			for now < last+int64(pacerMargin) && !p.stop.Load() {
-				sleepUntil(last + int64(pacerMargin))
-				now = event.Now()
-			}
+		case now < due+int64(pacerMargin):
+			c.setting.Store(false)
+			sleepUntil(due + int64(pacerMargin))
+			continue
+		default:
 			p.wakes.Add(1)
-			if now-last >= period {
+			if now-due >= period {
 				// Held up (the runtime may preempt the pacer, and on a
 				// busy machine resume it much later): the event fired
 				// again since, at the period set.
 				p.late.Add(1)
+			} else {
+				onTime = true
 			}
 		}
-		period = walk.period(rng, i)
-		set := event.Now()
-		last = set + pacerEvery*period
-		c.publish(set, period)
+		period = max(walk.period(rng, i)-lag/pacerEvery, minPeriod)
+		c.publish(event.Now(), period)
 		setPeriod(fd, period)
+		// The ioctl has reached the event by now: the new period's firings
+		// come no sooner than this reckons.
+		set := event.Now()
+		if onTime {
+			lag += (set - due - lag) / 8
+		}
+		c.due.Store(set + pacerEvery*period)
+		c.setting.Store(false)
 	}
-	c.publish(event.Now(), i)
-	setPeriod(fd, i)
+	c.setting.Store(true)
+	if !c.off.Load() {
+		c.publish(event.Now(), i)
+		setPeriod(fd, i)
+	}
+	c.setting.Store(false)
+	if lag > 0 {
+		p.lags.Add(lag)
+		p.lagged.Add(1)
+	}
+}
+
+// pacerHosts picks the CPU each pacer runs on: another CPU than its
+// event's, where gprof may run on two or more of the events' CPUs. A
+// pacer wakes just after its event has fired, and sets the next period
+// from then on: on the event's own CPU, its wake-up preempts whatever ran
+// there, and the scheduler then picks afresh, at a point where the
+// event's next firing is a whole period away. Where the target shared the
+// CPU with a busy loop, its turns on the CPU began at those points more
+// often than they ended there, and lost the part of a period before
+// their first sample: a busy thread attached beside two busy loops got
+// 0.89 to 0.94 samples per ms of its CPU time (perf record -p, whose
+// events count the thread's own time: 1.000). From another CPU, the
+// ioctl reaches the event by an interrupt, which does not reschedule, and
+// the pacer's own wake-ups come at no particular point of that CPU's
+// firings. Each CPU gprof may run on hosts one pacer: the next one's
+// (cyclically). A CPU gprof may not run on has no pacer: its event keeps
+// the fixed interval.
+func pacerHosts(cpus []int) map[int]int {
+	var allowed unix.CPUSet
+	if unix.SchedGetaffinity(0, &allowed) != nil {
+		allowed.Zero()
+		for _, c := range cpus {
+			allowed.Set(c)
+		}
+	}
+	var own []int
+	for _, c := range cpus {
+		if allowed.IsSet(c) {
+			own = append(own, c)
+		}
+	}
+	slices.Sort(own)
+	hosts := make(map[int]int, len(own))
+	for k, c := range own {
+		hosts[c] = own[(k+1)%len(own)]
+	}
+	return hosts
 }
 
 // runFiring paces the event fd of cpu that counts a launched command's

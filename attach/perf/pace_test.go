@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gprof-dev/gprof/event"
 )
 
@@ -243,5 +245,66 @@ func TestDropHelper(t *testing.T) {
 	lost := &event.Lost{Time: rel + 5, Count: 3}
 	if got := times(s.dropHelper([]event.Event{sample(rel - 10), lost, sample(rel + 10)})); !slices.Equal(got, []int64{rel + 5, rel + 10}) {
 		t.Errorf("records lost, no exec seen: kept %v, want those from the release on", got)
+	}
+}
+
+// Each CPU gprof may run on hosts the pacer of another one (pacerHosts),
+// one pacer a CPU, where gprof may run on two or more.
+func TestPacerHosts(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Skip(err)
+	}
+	var cpus []int
+	for c := range 1024 {
+		if allowed.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	// A CPU gprof may not run on gets no pacer.
+	hosts := pacerHosts(append(slices.Clone(cpus), 4095))
+	if _, ok := hosts[4095]; ok || len(hosts) != len(cpus) {
+		t.Fatalf("hosts %v for the allowed CPUs %v and 4095", hosts, cpus)
+	}
+	seen := map[int]bool{}
+	for cpu, host := range hosts {
+		if !allowed.IsSet(host) || seen[host] || (host == cpu) != (len(cpus) == 1) {
+			t.Fatalf("hosts %v for the allowed CPUs %v", hosts, cpus)
+		}
+		seen[host] = true
+	}
+}
+
+// Turning sampling off waits for a pacer in the middle of its setting,
+// and turning it on again moves the pacer's due point and its last
+// setting by the time sampling was off.
+func TestPauseResume(t *testing.T) {
+	p := &pacing{cpus: make([]paced, 1)}
+	c := &p.cpus[0]
+	c.publish(1_000, 700)
+	c.due.Store(1_000 + pacerEvery*700)
+	c.seen.Store(1_500)
+	c.setting.Store(true)
+	done := make(chan struct{})
+	go func() {
+		p.pause()
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("pause returned while the pacer was setting")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if !c.off.Load() {
+		t.Fatal("pause did not turn the pacer off first")
+	}
+	c.setting.Store(false)
+	<-done
+	p.disabled(0, 2_000)
+	p.resume(0, 9_000)
+	n := c.n.Load()
+	last := (n - 1) % pacerHistory
+	if c.off.Load() || c.due.Load() != 3_800+7_000 || c.seen.Load() != 8_500 || c.set[last].Load() != 8_000 || c.period[last].Load() != 700 {
+		t.Errorf("after resume: off %v, due %d, seen %d, last setting %d every %d", c.off.Load(), c.due.Load(), c.seen.Load(), c.set[last].Load(), c.period[last].Load())
 	}
 }

@@ -306,6 +306,9 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	if s.pace != nil {
 		s.pace.end()
 		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned)
+		if n := s.pace.lagged.Load(); n > 0 {
+			res.Stats["perf_pacers"] += fmt.Sprintf("; periods set %.0f µs after their due points on average", float64(s.pace.lags.Load())/float64(n)/1e3)
+		}
 		if n := s.pace.noAlarm.Load(); n > 0 {
 			res.Stats["perf_pacers"] += fmt.Sprintf("; %d CPUs without an alarm, whose event started with a whole period", n)
 		}

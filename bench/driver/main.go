@@ -74,7 +74,7 @@ func main() {
 	flag.StringVar(&e.windowsEvery, "windows-every", "10s", "--switch-output of the windows suite's long recording")
 	flag.IntVar(&e.windowsRounds, "windows-rounds", 0, "interleaved rounds of the windows suite's comparison with perf (default 3; quick 1)")
 	flag.IntVar(&e.windowsUnits, "windows-units", 0, "work units per thread of the windows suite's comparison with perf (~0.12 ms each; default 100000; quick 30000)")
-	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale,python,lockstep,short,windows (default all but windows, which records for an hour)")
+	only := flag.String("only", "", "comma-separated suites to run: cost,fidelity,post,long,samplers,scale,python,lockstep,short,attach,windows (default all but windows, which records for an hour)")
 	out := flag.String("o", "bench/RESULTS.md", "results `FILE`")
 	flag.Parse()
 	def := func(v *int, full, quick int) {
@@ -166,6 +166,7 @@ func (e *env) main(only, out string) error {
 		{"python", e.pythonSuite},
 		{"lockstep", e.lockstepSuite},
 		{"short", e.shortSuite},
+		{"attach", e.attachSuite},
 		{"windows", e.windowsSuite},
 	} {
 		if !want(s.name) {

@@ -461,11 +461,13 @@ func (p *pacing) run(fd, cpu, host int, interval time.Duration, armed func()) {
 			}
 		}
 		period = max(walk.period(rng, i)-lag/pacerEvery, minPeriod)
-		c.publish(event.Now(), period)
 		setPeriod(fd, period)
-		// The ioctl has reached the event by now: the new period's firings
-		// come no sooner than this reckons.
+		// The ioctl has reached the event by now (from another CPU, an
+		// interrupt that may take long on some VMs): the new period's
+		// firings come no sooner than this reckons, and none comes
+		// before the reader sees the setting.
 		set := event.Now()
+		c.publish(set, period)
 		if onTime {
 			lag += (set - due - lag) / 8
 		}

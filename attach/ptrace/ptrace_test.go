@@ -59,9 +59,43 @@ func ptStartTarget(t testing.TB, prog string, args ...string) *exec.Cmd {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		reaped := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(reaped)
+		}()
+		// Bounded: once a loaded run's cleanup waited here until the
+		// package's 30-minute timeout, and the test's other target, a
+		// busy loop, outlived the test binary. Say what held it.
+		select {
+		case <-reaped:
+		case <-time.After(10 * time.Second):
+			t.Errorf("target %d not reaped 10 s after SIGKILL: %s", cmd.Process.Pid, ptThreadStates(cmd.Process.Pid))
+		}
 	})
 	return cmd
+}
+
+// ptThreadStates describes each thread of pid: its state, its tracer and
+// what it waits in.
+func ptThreadStates(pid int) string {
+	tids, err := proc.ListTasks(pid)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, tid := range tids {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/wchan", pid, tid))
+		desc := fmt.Sprintf("thread %d:", tid)
+		for _, line := range strings.Split(string(status), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && (k == "State" || k == "TracerPid" || k == "SigPnd" || k == "ShdPnd") {
+				desc += fmt.Sprintf(" %s %s", k, strings.TrimSpace(v))
+			}
+		}
+		out = append(out, desc+" wchan "+string(wchan))
+	}
+	return strings.Join(out, "; ")
 }
 
 // ptRequire skips the test if this environment forbids ptrace

@@ -136,7 +136,7 @@ func (s *perfSession) applyControl() (applied func()) {
 			paced[r.fd] = cpu
 		}
 	}
-	if !on {
+	if !on && len(paced) > 0 {
 		s.pace.pause()
 	}
 	var enabled [][2]int64 // CPU, time

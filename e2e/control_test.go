@@ -351,6 +351,24 @@ func (c *controller) send(t *testing.T, cmd string, wait time.Duration) string {
 	}
 }
 
+// toggle turns g's sampling on for on and off for off, n times, each
+// command acknowledged.
+func (c *controller) toggle(t *testing.T, g *bgGprof, n int, on, off time.Duration) {
+	t.Helper()
+	for range n {
+		for _, word := range []string{"enable", "disable"} {
+			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
+				t.Fatalf("%s: ack %q: %s", word, got, g.stderr.String())
+			}
+			if word == "enable" {
+				time.Sleep(on)
+			} else {
+				time.Sleep(off)
+			}
+		}
+	}
+}
+
 // Bad input on the control channel: an unknown command gets one line on
 // stderr and no ack (as perf: a harness must not take it for a success),
 // and the recording goes on; a missing FIFO or a file that is not one is
@@ -634,19 +652,7 @@ func TestControlPacesLaunchedCommand(t *testing.T) {
 	ctl, ack := fifos(t)
 	out := filepath.Join(t.TempDir(), "p.json.gz")
 	g := startGprof(t, nil, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "--", bin, "1500", "1")
-	c := openController(t, ctl, ack)
-	for range 40 {
-		for _, word := range []string{"enable", "disable"} {
-			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
-				t.Fatalf("%s: ack %q: %s", word, got, g.stderr.String())
-			}
-			if word == "enable" {
-				time.Sleep(15 * time.Millisecond)
-			} else {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
+	openController(t, ctl, ack).toggle(t, g, 40, 15*time.Millisecond, 5*time.Millisecond)
 	if !g.exited(60 * time.Second) {
 		t.Fatal("gprof did not end with the command")
 	}
@@ -741,20 +747,8 @@ func TestControlKeepsAttachedRate(t *testing.T) {
 	ctl, ack := fifos(t)
 	out := filepath.Join(t.TempDir(), "p.json.gz")
 	g := startGprof(t, nil, "record", "-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack, "-p", strconv.Itoa(pid))
-	c := openController(t, ctl, ack)
 	const stretches = 200
-	for range stretches {
-		for _, word := range []string{"enable", "disable"} {
-			if got := c.send(t, word, 10*time.Second); got != "ack\n" {
-				t.Fatalf("%s: ack %q: %s", word, got, g.stderr.String())
-			}
-			if word == "enable" {
-				time.Sleep(3 * time.Millisecond)
-			} else {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-	}
+	openController(t, ctl, ack).toggle(t, g, stretches, 3*time.Millisecond, 5*time.Millisecond)
 	g.cmd.Process.Signal(os.Interrupt)
 	if !g.exited(60 * time.Second) {
 		t.Fatal("gprof did not end on SIGINT")

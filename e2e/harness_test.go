@@ -606,11 +606,11 @@ func writeTemp(t *testing.T, p *profile.Profile) string {
 	return path
 }
 
-// perfRecord runs 'perf record -o OUT ARGS...', and skips the test when
-// perf or perf events are unavailable. Tests point HOME at a temporary
-// directory, where perf keeps its build-id cache (~/.debug) and gprof
-// looks for it.
-func perfRecord(t *testing.T, out string, args ...string) {
+// perfRecord runs 'perf record -o OUT ARGS...' and returns what it and
+// its command printed; it skips the test when perf or perf events are
+// unavailable. Tests point HOME at a temporary directory, where perf
+// keeps its build-id cache (~/.debug) and gprof looks for it.
+func perfRecord(t *testing.T, out string, args ...string) []byte {
 	t.Helper()
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("perf is not installed (apt-get install linux-perf)")
@@ -624,6 +624,7 @@ func perfRecord(t *testing.T, out string, args ...string) {
 		}
 		t.Fatalf("perf record %v: %v\n%s", args, err, b)
 	}
+	return b
 }
 
 func firstLine(s string) string {

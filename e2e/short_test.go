@@ -5,10 +5,12 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,95 +126,209 @@ func TestShortProgram(t *testing.T) {
 	}
 }
 
-// TestShortProgramWallGaps records the 64 ms program (one busy thread)
-// with the perf backend and with Linux perf (its per-thread clock at
-// -F 1000), 8 times each, interleaved, and compares the longest wall-time
-// gap between the thread's samples in the median run. The issue asks for
-// 2 intervals; gprof does not hold that in every run. Its spacing goes up
-// to 1.6 intervals (its walk, against lockstep) where perf's fixed one is
-// 1, so whatever takes the program's CPU stretches gprof's gaps past 2
-// intervals sooner: quiet, gprof's median run had 1.83-2.01 intervals
-// over 3 sets (perf 1.07-1.08); beside two CPU-bound loops, where the
-// program gets part of a CPU, 6.7-6.9 (perf 5.1-5.8 in the median run,
-// from 1.0 to 9.2 a run: some runs had a CPU to themselves). So this is a
-// guard against what made it worse before: gprof's reader reading /proc
-// at each sample, real-time, on the program's CPU (5.5 ms of it over the
-// 64 ms), gprof's start-up running beside the released command. The
-// median run's longest gap must be at most 2.5 intervals, or 1.5 times
-// the longest of Linux perf's 6th run in 8 (its gaps vary that much
-// under load) on the same machine at the same time.
-func TestShortProgramWallGaps(t *testing.T) {
+// TestShortProgramGaps records the 64 ms program (one busy thread, its
+// readings of its CPU clock against the monotonic clock logged) with the
+// perf backend and with Linux perf (-F 1000 -k mono), 8 times each,
+// interleaved, and measures the gaps between the thread's samples in its
+// own CPU time, from the start of its burn to its end: what the sampler
+// left unsampled, whatever else ran. The issue asks for no gap over 2
+// intervals; gprof spaces its firings 0.4 to 1.6 intervals apart (its
+// walk, against lockstep), and a pacer that comes late adds to that
+// unless it gives the time back (caughtUp in attach/perf): beside two
+// CPU-bound loops, before it did, one run in 30 had a gap of 1.9 to 2.4
+// intervals (a pacer held up by Go's scheduler). Now the longest gap of
+// a run was 1.35-1.61 intervals quiet (Linux perf's 1.01), and at most
+// 1.84 in 60 runs beside the loops. Every run's must be at most 2.
+//
+// In wall time a gap also holds what kept the thread off its CPU. That
+// is gprof's business where gprof did it: its reader reading /proc at
+// each sample, real-time, on the program's CPU (5.5 ms of its 64 ms),
+// its start-up beside the released command. So on a machine where the
+// program had a CPU to itself under Linux perf in every run (it waited
+// for it less than a tenth of its CPU time, by its own clocks) and over
+// a CPU stood idle meanwhile, the median run's longest wall gap must be
+// at most 2.5 intervals (quiet: 1.45-1.65, perf's 1.02-1.08). On a busy
+// machine the wall gaps are the scheduler's: beside two CPU-bound loops
+// the program shares a CPU with one of them and waits a tick (4 ms here)
+// at a time, or has one to itself, as placed when it starts; perf's runs
+// were a mix of both (1.0 or 5-6 intervals), gprof's all shared (6.5),
+// none of it gprof's (bench/gapcause: its threads kept the program off
+// its CPU 1.8 ms a run, two CPU-bound loops 62 ms), and a bound against
+// perf's runs failed one suite in two or three there.
+func TestShortProgramGaps(t *testing.T) {
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("perf is not installed (apt-get install linux-perf)")
 	}
 	bin := buildC(t, "brief")
 	const runs, ms = 8, "64"
 	interval := float64(time.Millisecond)
-	// longest returns the longest gap between two samples of the busy
-	// thread (the one with the most), in intervals.
-	longest := func(times map[int][]int64) float64 {
-		var busy []int64
-		for _, ts := range times {
-			if len(ts) > len(busy) {
-				busy = ts
-			}
-		}
-		if len(busy) < 30 {
-			t.Fatalf("the busy thread got %d samples, want about 64", len(busy))
-		}
-		slices.Sort(busy)
-		worst := int64(0)
-		for i := 1; i < len(busy); i++ {
-			worst = max(worst, busy[i]-busy[i-1])
-		}
-		return float64(worst) / interval
-	}
-	var ours, theirs []float64
+	var mono unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	realToMono := time.Now().UnixNano() - unix.TimespecToNsec(mono)
+	idle0, total0 := cpuIdle(t)
+	var cpuGaps, wallGaps [2][]float64
+	waited := 0.0 // the program's longest wait for its CPU in perf's runs, as a share of its CPU time
 	dir := t.TempDir()
 	for run := range runs {
-		rec := mustRecord(t, "-q", "--backend", "perf", "--", bin, ms, "1")
-		times := map[int][]int64{}
+		rec := mustRecord(t, "-q", "--backend", "perf", "--", bin, ms, "1", "log")
+		burn := briefLog(t, rec.stdout)
+		var times []int64
 		for _, pr := range rec.profile.Processes {
 			for _, th := range pr.Threads {
-				times[th.Tid] = append(times[th.Tid], th.Samples.Time...)
+				if th.Tid == burn.tid {
+					for _, at := range th.Samples.Time {
+						times = append(times, rec.profile.Meta.StartTime.UnixNano()+at-realToMono)
+					}
+				}
 			}
 		}
-		ours = append(ours, longest(times))
+		c, w := burn.gaps(t, times)
+		cpuGaps[0], wallGaps[0] = append(cpuGaps[0], c/interval), append(wallGaps[0], w/interval)
 
 		data := filepath.Join(dir, fmt.Sprintf("perf%d.data", run))
-		perfRecord(t, data, "-B", "-N", "-F", "1000", "-g", "--", bin, ms, "1")
+		out := perfRecord(t, data, "-B", "-N", "-F", "1000", "-g", "-k", "mono", "--", bin, ms, "1", "log")
+		burn = briefLog(t, string(out))
 		// perf 6.1's script aborts now and then (its own bug, on the
 		// same file another time): once more, then leave it.
-		out, err := exec.Command("perf", "script", "-i", data, "-F", "tid,time").Output()
+		script, err := exec.Command("perf", "script", "-i", data, "-F", "tid,time").Output()
 		if err != nil {
-			out, err = exec.Command("perf", "script", "-i", data, "-F", "tid,time").Output()
+			script, err = exec.Command("perf", "script", "-i", data, "-F", "tid,time").Output()
 		}
 		if err != nil {
 			t.Skipf("perf script cannot read what perf record wrote: %v", err)
 		}
-		times = map[int][]int64{}
-		for _, line := range strings.Split(string(out), "\n") {
+		times = times[:0]
+		for _, line := range strings.Split(string(script), "\n") {
 			f := strings.Fields(line)
 			if len(f) < 2 {
 				continue
 			}
 			tid, err1 := strconv.Atoi(f[0])
 			sec, err2 := strconv.ParseFloat(strings.TrimSuffix(f[1], ":"), 64)
-			if err1 == nil && err2 == nil {
-				times[tid] = append(times[tid], int64(math.Round(sec*1e9)))
+			if err1 == nil && err2 == nil && tid == burn.tid {
+				times = append(times, int64(math.Round(sec*1e9)))
 			}
 		}
-		theirs = append(theirs, longest(times))
+		c, w = burn.gaps(t, times)
+		cpuGaps[1], wallGaps[1] = append(cpuGaps[1], c/interval), append(wallGaps[1], w/interval)
+		waited = max(waited, float64(burn.waited())/float64(burn.cpu[len(burn.cpu)-1]-burn.cpu[0]))
 	}
-	slices.Sort(ours)
-	slices.Sort(theirs)
-	med, peer := ours[runs/2], theirs[3*runs/4-1]
-	t.Logf("longest wall gap per run, in intervals: gprof %.2f, Linux perf %.2f", ours, theirs)
-	bound := max(2.5, 1.5*peer)
-	margin(t, "median run's longest wall gap (intervals)", med, bound)
-	if med > bound {
-		t.Errorf("the median run's longest wall gap between samples is %.2f intervals: want at most 2.5, or 1.5 times Linux perf's 6th run in 8, %.2f (gprof's runs %.2f, perf's %.2f)", med, peer, ours, theirs)
+	idle1, total1 := cpuIdle(t)
+	spare := float64(runtime.NumCPU()) * float64(idle1-idle0) / float64(max(1, total1-total0))
+	for _, g := range [][]float64{cpuGaps[0], cpuGaps[1], wallGaps[0], wallGaps[1]} {
+		slices.Sort(g)
 	}
+	t.Logf("longest gap per run in the thread's CPU time, in intervals: gprof %.2f, Linux perf %.2f", cpuGaps[0], cpuGaps[1])
+	t.Logf("in wall time: gprof %.2f, Linux perf %.2f; under perf the program waited for its CPU at most %.2f of its CPU time in a run; %.2f CPUs stood idle on average", wallGaps[0], wallGaps[1], waited, spare)
+	worst := cpuGaps[0][runs-1]
+	margin(t, "longest gap in the thread's CPU time, worst run (intervals)", worst, 2)
+	if worst > 2 {
+		t.Errorf("a gap between the busy thread's samples was %.2f intervals of its CPU time: want at most 2 in every run (gprof's runs %.2f, Linux perf's %.2f)", worst, cpuGaps[0], cpuGaps[1])
+	}
+	if waited > 0.1 || spare < 1 {
+		t.Logf("the wall gaps are not judged: the machine was busy (the program waited for its CPU up to %.2f of its CPU time under Linux perf, %.2f CPUs idle)", waited, spare)
+		return
+	}
+	med := wallGaps[0][runs/2]
+	margin(t, "median run's longest wall gap (intervals)", med, 2.5)
+	if med > 2.5 {
+		t.Errorf("the median run's longest wall gap between samples is %.2f intervals: want at most 2.5 (gprof's runs %.2f, Linux perf's %.2f)", med, wallGaps[0], wallGaps[1])
+	}
+}
+
+// burnLog is a thread's log of its burn (testdata/brief.c with "log"):
+// readings of the monotonic clock (wall) and of its CPU clock (cpu).
+type burnLog struct {
+	tid       int
+	wall, cpu []int64
+}
+
+// briefLog reads the log of brief's one busy thread from its output.
+func briefLog(t *testing.T, out string) burnLog {
+	t.Helper()
+	var l burnLog
+	for _, line := range strings.Split(out, "\n") {
+		var tid int
+		var w, c int64
+		if n, _ := fmt.Sscanf(line, "at %d %d %d", &tid, &w, &c); n != 3 {
+			continue
+		}
+		if l.tid != 0 && tid != l.tid {
+			t.Fatalf("brief logged two threads (%d, %d), want one", l.tid, tid)
+		}
+		l.tid, l.wall, l.cpu = tid, append(l.wall, w), append(l.cpu, c)
+	}
+	if len(l.wall) < 100 {
+		t.Fatalf("brief logged %d readings of its clocks, want thousands: %q", len(l.wall), out)
+	}
+	return l
+}
+
+// cpuAt is the thread's CPU time at wall time w: it ran from a reading on,
+// for as long as it took to the next.
+func (l burnLog) cpuAt(w int64) int64 {
+	i := max(0, sort.Search(len(l.wall), func(i int) bool { return l.wall[i] > w })-1)
+	if i+1 >= len(l.wall) {
+		return l.cpu[len(l.cpu)-1]
+	}
+	return l.cpu[i] + min(max(0, w-l.wall[i]), l.cpu[i+1]-l.cpu[i])
+}
+
+// waited is the wall time the thread spent off its CPU over its burn.
+func (l burnLog) waited() int64 {
+	n := len(l.wall) - 1
+	return (l.wall[n] - l.wall[0]) - (l.cpu[n] - l.cpu[0])
+}
+
+// gaps returns the longest gap between the thread's samples at times
+// (monotonic ns) over its burn, in its CPU time (counting the stretches
+// before the first and after the last) and in wall time.
+func (l burnLog) gaps(t *testing.T, times []int64) (cpu, wall float64) {
+	t.Helper()
+	n := len(l.wall) - 1
+	var in []int64
+	for _, at := range times {
+		if at >= l.wall[0] && at <= l.wall[n] {
+			in = append(in, at)
+		}
+	}
+	if len(in) < 30 {
+		t.Fatalf("%d of the busy thread's %d samples fall in its burn, want about 64", len(in), len(times))
+	}
+	slices.Sort(in)
+	last := l.cpu[0]
+	for i, at := range in {
+		c := l.cpuAt(at)
+		cpu = max(cpu, float64(c-last))
+		last = c
+		if i > 0 {
+			wall = max(wall, float64(at-in[i-1]))
+		}
+	}
+	return max(cpu, float64(l.cpu[n]-last)), wall
+}
+
+// cpuIdle returns the machine's idle and total time so far, in ticks,
+// from /proc/stat.
+func cpuIdle(t *testing.T) (idle, total int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest time is counted in user time already
+			break
+		}
+		total += n
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	return idle, total
 }
 
 // TestFirstVisit launches testdata/hop.c, which moves to a CPU it has not

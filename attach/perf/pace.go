@@ -620,16 +620,18 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration, openAlarm func(a
 // restarts the event's clock, so the time it came late would be lost:
 // the next gap between samples would be that much longer, and the count
 // that much short. So the next pacerEvery firings come late/pacerEvery
-// sooner each, which ends their block where it would have ended, and the
-// first of them at most 1.95 intervals after the last. Usually the pacer
+// sooner each, which ends their block where it would have ended (but
+// none at under half the spacing drawn: a burst of firings would stand
+// for time the command ran before them), and the first of them at most
+// 1.95 intervals after the last. Usually the pacer
 // comes within 10-50 µs (it preempts the command on its CPU); Go's
 // scheduler holds it up now and then (preempted by Go's monitor thread,
 // it waits for another of gprof's threads, not real-time, to hand it
 // back), beside two CPU-bound loops at about one block end in 150, for
 // up to 1.2 ms of the command's time: gaps of up to 2.4 intervals.
 func caughtUp(next, late, interval int64) int64 {
-	p := min(next-late/pacerEvery, 2*interval-interval/20-late)
-	return max(p, minPeriod)
+	p := max(next-late/pacerEvery, next/2)
+	return max(min(p, 2*interval-interval/20-late), minPeriod)
 }
 
 // eventCount reads a clock event's count (ns), or -1.

@@ -308,3 +308,26 @@ func TestPauseResume(t *testing.T) {
 		t.Errorf("after resume: off %v, due %d, seen %d, last setting %d every %d", c.off.Load(), c.due.Load(), c.seen.Load(), c.set[last].Load(), c.period[last].Load())
 	}
 }
+
+// TestCaughtUp: a pacer that comes late gives the time back over the
+// block (its four firings end where they would have), with no firings
+// closer than half the spacing drawn, and keeps the gap across its delay
+// under two intervals.
+func TestCaughtUp(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, c := range []struct{ next, late, want int64 }{
+		{ms, 40 * 1000, ms - 10*1000},          // on time, as a rule: a quarter off each
+		{1200 * 1000, 400 * 1000, 1100 * 1000}, // late, the block's end kept
+		{1600 * 1000, 800 * 1000, 1150 * 1000}, // late, the gap across it capped at 1.95
+		{400 * 1000, 1599 * 1000, 200 * 1000},  // no burst: half the spacing drawn at least
+		{minPeriod, minPeriod * 3, minPeriod},  // never under the kernel's floor
+	} {
+		got := caughtUp(c.next, c.late, ms)
+		if got != c.want {
+			t.Errorf("caughtUp(%d, %d) = %d, want %d", c.next, c.late, got, c.want)
+		}
+		if c.late+got > 2*ms {
+			t.Errorf("caughtUp(%d, %d) = %d: a gap of %d across the delay", c.next, c.late, got, c.late+got)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -773,14 +772,12 @@ func TestControlKeepsAttachedRate(t *testing.T) {
 		}
 		wall, cpu = append(wall, w), append(cpu, c)
 	}
-	// cpuAt is the thread's CPU time at wall time w: it ran from a reading
-	// on, for as long as it took to the next.
+	log := burnLog{wall: wall, cpu: cpu}
 	cpuAt := func(w int64) int64 {
-		i := sort.Search(len(wall), func(i int) bool { return wall[i] > w }) - 1
-		if i < 0 || i+1 >= len(wall) {
+		if len(wall) < 2 || w < wall[0] || w >= wall[len(wall)-1] {
 			t.Fatalf("cpulog's readings (%d) do not cover the recording", len(wall))
 		}
-		return cpu[i] + min(w-wall[i], cpu[i+1]-cpu[i])
+		return log.cpuAt(w)
 	}
 	p, err := gecko.ReadFile(out)
 	if err != nil {

@@ -236,8 +236,9 @@ func TestShortProgramGaps(t *testing.T) {
 	}
 }
 
-// burnLog is a thread's log of its burn (testdata/brief.c with "log"):
-// readings of the monotonic clock (wall) and of its CPU clock (cpu).
+// burnLog is a busy thread's readings of a wall clock and of its CPU
+// clock (cpu), in ns: testdata/brief.c's with "log" (monotonic),
+// testdata/cpulog.c's (real time).
 type burnLog struct {
 	tid       int
 	wall, cpu []int64

@@ -8,8 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gprof-dev/gprof/format/gecko"
 )
@@ -54,7 +59,14 @@ func (e *env) shortSuite() (string, error) {
 	}
 	gprof := func(backend string) func(string) (run, error) {
 		return func(out string) (run, error) {
-			p, err := execute("", e.gprof, "record", "-q", "-r", "1000", "--backend", backend, "-o", out, "--", bin, strconv.Itoa(ms))
+			args := []string{"record", "-q", "-r", "1000", "--backend", backend, "-o", out, "--", bin, strconv.Itoa(ms)}
+			if backend == "perf" {
+				// Its samples carry the period set, not the time
+				// elapsed: the program logs its clocks instead.
+				args = append(args, "1", "log")
+			}
+			realToMono := realMinusMono()
+			p, err := execute("", e.gprof, args...)
 			if err != nil {
 				return run{}, err
 			}
@@ -67,6 +79,7 @@ func (e *env) shortSuite() (string, error) {
 				return r, err
 			}
 			r.cpuGap = -1
+			var at []int64 // the samples' times, monotonic ns
 			for _, pr := range prof.Processes {
 				for _, th := range pr.Threads {
 					if th.Tid != tid {
@@ -74,7 +87,11 @@ func (e *env) shortSuite() (string, error) {
 					}
 					s := th.Samples
 					r.samples = s.Len()
-					for i := 1; i < s.Len(); i++ {
+					for i := 0; i < s.Len(); i++ {
+						at = append(at, prof.Meta.StartTime.UnixNano()+s.Time[i]-realToMono)
+						if i == 0 {
+							continue
+						}
 						r.wallGap = max(r.wallGap, float64(s.Time[i]-s.Time[i-1])/1e6)
 						if backend == "ptrace" {
 							// Its samples carry the thread's own clock.
@@ -82,6 +99,12 @@ func (e *env) shortSuite() (string, error) {
 						}
 					}
 				}
+			}
+			if backend == "perf" {
+				// What it prints after its burn (the log) is
+				// sampled too: its count is the burn's.
+				gap, n := burnGap(p.out, at)
+				r.cpuGap, r.samples = gap/1e6, n
 			}
 			return r, nil
 		}
@@ -161,7 +184,7 @@ func (e *env) shortSuite() (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## 14. A short program\n\n")
-	fmt.Fprintf(&b, "`testdata/brief.c`: one thread burns %d ms of its CPU time (reading its clock every 20 µs or so) and exits at once; alone it takes %.1f ms of wall time (median). Each recorder launches it at 1 kHz, %d interleaved runs each. *Samples*: the busy thread's, median (min–max); a perfect sampler would take one per ms of its CPU time, %d, and perf's count also covers the dynamic loader's 2 ms or so before it. *Longest gap*: per run, between two of the thread's samples, median (max) over the runs, in its own CPU time where the recorder records it (gprof's ptrace backend reads the thread's clock at each sample; perf's frequency mode counts it in each sample's period; gprof's perf backend records the period set, not the time elapsed) and in wall time. *Wall*: the program's, median, what the recorder cost it.\n\n", ms, median(alone), runs, ms)
+	fmt.Fprintf(&b, "`testdata/brief.c`: one thread burns %d ms of its CPU time (reading its clock every 20 µs or so) and exits at once; alone it takes %.1f ms of wall time (median). Each recorder launches it at 1 kHz, %d interleaved runs each. *Samples*: the busy thread's, median (min–max); a perfect sampler would take one per ms of its CPU time, %d; perf's count and the ptrace backend's also cover the dynamic loader's 2 ms or so before it, the perf backend's only the burn (see below). *Longest gap*: per run, between two of the thread's samples, median (max) over the runs, in its own CPU time (gprof's ptrace backend reads the thread's clock at each sample; perf's frequency mode counts it in each sample's period; for gprof's perf backend, which records the period set, not the time elapsed, the program logs its CPU clock against the monotonic clock every 5 µs or so, and the gap is read from that over its burn, the stretches before the first sample and after the last included) and in wall time. *Wall*: the program's, median, what the recorder cost it.\n\n", ms, median(alone), runs, ms)
 	fmt.Fprintf(&b, "| recorder | samples | runs with ≥ 0.95 of %d | longest gap, CPU time (ms) | longest gap, wall time (ms) | the program's wall (ms) |\n|---|---:|---:|---:|---:|---:|\n", ms)
 	for i, rec := range recorders {
 		var n, cpuGap, wallGap, wall []float64
@@ -188,4 +211,51 @@ func (e *env) shortSuite() (string, error) {
 	}
 	b.WriteString("\n")
 	return b.String(), nil
+}
+
+// realMinusMono is CLOCK_REALTIME less CLOCK_MONOTONIC now, in ns: a
+// profile's sample times are wall times, brief's log monotonic.
+func realMinusMono() int64 {
+	var mono unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	return time.Now().UnixNano() - unix.TimespecToNsec(mono)
+}
+
+// burnGap returns the longest stretch of the busy thread's own CPU time,
+// in ns, between two of its samples at (monotonic ns) over its burn, the
+// stretches before the first and after the last included, from the log
+// brief prints with "log" ("at TID MONOTONIC_NS CPU_NS"), and how many
+// samples fell in the burn; -1 without a log.
+func burnGap(out []byte, at []int64) (float64, int) {
+	var wall, cpu []int64
+	for _, line := range strings.Split(string(out), "\n") {
+		var tid int
+		var w, c int64
+		if n, _ := fmt.Sscanf(line, "at %d %d %d", &tid, &w, &c); n == 3 {
+			wall, cpu = append(wall, w), append(cpu, c)
+		}
+	}
+	if len(wall) < 2 {
+		return -1, len(at)
+	}
+	// The thread ran from a reading on, for as long as it took to the
+	// next.
+	cpuAt := func(t int64) int64 {
+		i := max(0, sort.Search(len(wall), func(i int) bool { return wall[i] > t })-1)
+		if i+1 >= len(wall) {
+			return cpu[len(cpu)-1]
+		}
+		return cpu[i] + min(max(0, t-wall[i]), cpu[i+1]-cpu[i])
+	}
+	slices.Sort(at)
+	last, worst, n := cpu[0], int64(0), 0
+	for _, t := range at {
+		if t < wall[0] || t > wall[len(wall)-1] {
+			continue
+		}
+		c := cpuAt(t)
+		worst = max(worst, c-last)
+		last, n = c, n+1
+	}
+	return float64(max(worst, cpu[len(cpu)-1]-last)), n
 }

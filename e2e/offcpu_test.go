@@ -220,7 +220,12 @@ func TestOffCPUProcessedCPU(t *testing.T) {
 }
 
 // TestOffCPUSleep: `record --off-cpu -- sleep 1` is a second of samples in
-// nanosleep, where a CPU-only profile has next to none.
+// nanosleep, where a CPU-only profile has next to none. With ptrace, the
+// thread once looped between the two CPUs' stoppers, each taking the
+// restart of its sleep after the other's stop for a wake-up (see look in
+// attach/ptrace): 715 to 990 samples in a third of runs, below 950 in
+// one in ten; now 999 to 1,011 in 96, quiet and beside two CPU-bound
+// loops, as the perf backend's 1,000 to 1,009.
 func TestOffCPUSleep(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -240,9 +245,9 @@ func TestOffCPUSleep(t *testing.T) {
 				}
 			}
 			// ptrace finds the wait at its next look, a tick late.
-			margin(t, "sleep 1 samples (950..1100)", float64(all), 1000)
+			margin(t, "sleep 1 samples (985..1100)", float64(all), 1000)
 			margin(t, "sleep 1 in nanosleep", float64(in)/float64(all), 0.97)
-			if all < 950 || all > 1100 || float64(in) < 0.97*float64(all) {
+			if all < 985 || all > 1100 || float64(in) < 0.97*float64(all) {
 				t.Errorf("sleep 1: %d samples, %d blocked in nanosleep; want about 1000, nearly all in nanosleep:\n%v", all, in, stacks)
 			}
 		})

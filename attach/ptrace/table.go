@@ -101,9 +101,11 @@ type shared struct {
 	switches int64
 	// off says, with OffCPU, that the thread was found asleep and its
 	// sleeping stack reported; woke that the stop that took that stack
-	// gave it a little CPU time, which is no sign that it woke.
-	off, woke   bool
-	interrupted bool // seized and interrupted, its stop not collected
+	// gave it a little CPU time, which is no sign that it woke, until a
+	// look finds it back in its sleep; wokeSeen that a look found it
+	// running meanwhile (see look).
+	off, woke, wokeSeen bool
+	interrupted         bool // seized and interrupted, its stop not collected
 	// moveTo is 1 + the index of the worker to hand the thread to once
 	// its stop is collected (it went to that worker's CPU); 0 for none.
 	// dueAt is then when the worker that let it go foresaw its next

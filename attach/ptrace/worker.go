@@ -538,12 +538,28 @@ func (w *worker) look(th *shared) (keep bool) {
 		return false
 	}
 	running := state == 'R'
-	if th.off && (running || ran > 0 && !th.woke) {
-		w.push(entry{kind: switchIn, pid: th.pid, tid: th.tid, time: w.woke})
-		th.off = false
+	if th.off {
+		switch {
+		case th.woke && running && !th.wokeSeen:
+			// Running at the first look since its sleeping stack was
+			// taken: the stop woke it, and its let-go restarts its
+			// system call, often on the other CPU, whose worker looks
+			// at once (handOverMoved). Taken for a wake-up, it was
+			// stopped again there, and woke again, in a loop: sleep 1
+			// lost up to 28% of its off-CPU samples, its time split
+			// into stretches each short of its samples. Once more at
+			// the next look, unsampled meanwhile.
+			th.wokeSeen = true
+			return true
+		case th.woke && !running:
+			// Back in its sleep: what the stop cost it is behind it.
+			th.woke, th.wokeSeen = false, false
+		case running || ran > 0 && !th.woke:
+			w.push(entry{kind: switchIn, pid: th.pid, tid: th.tid, time: w.woke})
+			th.off, th.woke, th.wokeSeen = false, false, false
+		}
 	}
 	if !running {
-		th.woke = false
 		if offCPU && !th.off && !th.proc.denied.Load() {
 			w.interrupt(th, switchOut, sched, cpu)
 		}
@@ -860,7 +876,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		// Asleep, it stops in its system call: that is the stack wanted.
 		// The stop costs it a little CPU time, which must not count as
 		// a reason to think it woke.
-		th.off, th.woke = true, true
+		th.off, th.woke, th.wokeSeen = true, true, false
 		e.wchan = p.wchan
 		e.asleepAt = p.woke
 	case reapOnly:

@@ -772,12 +772,12 @@ func TestControlKeepsAttachedRate(t *testing.T) {
 		}
 		wall, cpu = append(wall, w), append(cpu, c)
 	}
-	log := burnLog{wall: wall, cpu: cpu}
+	readings := burnLog{wall: wall, cpu: cpu}
 	cpuAt := func(w int64) int64 {
 		if len(wall) < 2 || w < wall[0] || w >= wall[len(wall)-1] {
 			t.Fatalf("cpulog's readings (%d) do not cover the recording", len(wall))
 		}
-		return log.cpuAt(w)
+		return readings.cpuAt(w)
 	}
 	p, err := gecko.ReadFile(out)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,49 @@ func startHung(t *testing.T, cmd *exec.Cmd) int {
 		t.Fatalf("%s did not get ready: %q %v", cmd.Path, line, err)
 	}
 	return cmd.Process.Pid
+}
+
+// waitStill waits until no thread of pid has given up its CPU for a
+// while (each one blocks for good or spins), so that a dump and gdb's
+// backtraces taken next see the same stacks. A program that prints
+// "ready" may still be on its way: CPython's main thread, after the
+// write, takes the GIL back from a spinning thread and drops it again to
+// wait, and blocks on the GIL's mutex for as long as that thread is off
+// its CPU holding it, which a busy machine makes milliseconds. Each step
+// of such a way is a voluntary context switch. It gives up after a few
+// seconds with a log line; the comparison that follows then says what
+// moved.
+func waitStill(t *testing.T, pid int) {
+	t.Helper()
+	switches := func() map[string]string {
+		m := map[string]string{}
+		dir := fmt.Sprintf("/proc/%d/task", pid)
+		tasks, _ := os.ReadDir(dir)
+		for _, task := range tasks {
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "status"))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+					m[task.Name()] = strings.TrimSpace(v)
+				}
+			}
+		}
+		return m
+	}
+	const still, giveUp = 100 * time.Millisecond, 5 * time.Second
+	last, since, start := switches(), time.Now(), time.Now()
+	for time.Since(since) < still {
+		if time.Since(start) > giveUp {
+			t.Logf("pid %d's threads still switch after %v: %v", pid, giveUp, last)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+		if now := switches(); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+	}
 }
 
 func dumpOf(t *testing.T, pid int, extra ...string) dumpJSONOut {
@@ -363,6 +407,7 @@ func TestDumpHungPython(t *testing.T) {
 	for name, py := range pythons(t) {
 		t.Run(name, func(t *testing.T) {
 			pid := startHung(t, exec.Command(py, script))
+			waitStill(t, pid)
 			// Each thread's Python frames show the functions it
 			// hangs in at the lines it hangs on (a spinning loop may
 			// be on its while line, one above). off lists those that

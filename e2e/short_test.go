@@ -31,16 +31,15 @@ import (
 //
 // The ptrace backend's samples carry the thread's own CPU time since the
 // last, so its gaps are measured, the first from the exec (the command
-// is held there until its stopper has it): no gap is over 6 intervals in
-// any run (a stopper that lost the thread), and the median run's longest
-// gap is at most 4 (1.7 to 2.2 quiet; beside two CPU-bound loops 2.65
-// to 3.13 in 6 sets of 8 runs, at f5d44d7 as since, and 3.61 once in the
-// whole suite, where other packages' tests ran too).
-// The issue asks for 2 in every run: due points are up
-// to 1.6 intervals apart and ticks a quarter interval late at most, but
-// the stoppers are held up now and then (gprof's garbage collector, kept
-// away by a ballast: without it, up to 6.5 intervals; see
-// docs/recording.md). With two
+// is held there until its stopper has it): as the issue asks, no gap is
+// over 2 intervals in any run. Due points are up to 1.6 intervals apart
+// and the stopper looks again when a thread it found runnable can fall
+// due: 1.5 to 1.75 quiet, 1.67 to 1.86 beside two CPU-bound loops (30
+// runs each, brief's own clocks). Before that (see predict in
+// attach/ptrace) a thread that got its CPU back from a loop just after a
+// look ran on past its due point until the next timed tick: 2.65 to 3.13
+// beside the loops (median runs of 6 sets of 8), and 2.0 to 2.8 in 1 to 6
+// runs of 16 quiet. With two
 // threads the perf backend's count is held to 0.9: each pacer's wake-up
 // preempts a busy thread, and what it ran since the firing is lost to
 // the count (0.937 to 1.047 a thread, 10 runs). ptrace with two busy
@@ -92,8 +91,8 @@ func TestShortProgram(t *testing.T) {
 						for i := 0; i < s.Len(); i++ {
 							gap := float64(s.CPUDelta[i]) / float64(interval)
 							worst = max(worst, gap)
-							if gap > 6 {
-								t.Errorf("%s: sample %d came %.2f intervals of CPU time after the one before it (or the thread's start), want 6 at most", what, i, gap)
+							if gap > 2 {
+								t.Errorf("%s: sample %d came %.2f intervals of CPU time after the one before it (or the thread's start), want 2 at most", what, i, gap)
 							}
 						}
 					}
@@ -116,12 +115,8 @@ func TestShortProgram(t *testing.T) {
 				return
 			}
 			slices.Sort(longest)
-			median := longest[len(longest)/2]
 			t.Logf("the program alone, longest gap per run, in intervals of CPU time: %.2f", longest)
-			margin(t, "median run's longest gap (intervals)", median, 4)
-			if median > 4 {
-				t.Errorf("the median run's longest gap is %.2f intervals of CPU time, want 4 at most (all runs: %.2f)", median, longest)
-			}
+			margin(t, "longest gap, worst run (intervals)", longest[len(longest)-1], 2)
 		})
 	}
 }
@@ -182,8 +177,12 @@ func TestShortProgramGaps(t *testing.T) {
 				}
 			}
 		}
-		c, w := burn.gaps(t, times)
+		c, w, from := burn.gaps(t, times)
 		cpuGaps[0], wallGaps[0] = append(cpuGaps[0], c/interval), append(wallGaps[0], w/interval)
+		if c/interval > 2 {
+			// What the recording says of itself, for the failure below.
+			t.Logf("run %d: a gap of %.2f intervals of CPU time (%.2f of wall time) from %.1f ms into the thread's %.1f ms burn; %d of %d samples in it; events lost: %d; pacers: %s", run, c/interval, w/interval, from/1e6, float64(burn.cpu[len(burn.cpu)-1]-burn.cpu[0])/1e6, burn.count(times), len(times), rec.profile.Meta.LostEvents, rec.profile.Meta.Extra["perf_pacers"])
+		}
 
 		data := filepath.Join(dir, fmt.Sprintf("perf%d.data", run))
 		out := perfRecord(t, data, "-B", "-N", "-F", "1000", "-g", "-k", "mono", "--", bin, ms, "1", "log")
@@ -209,7 +208,7 @@ func TestShortProgramGaps(t *testing.T) {
 				times = append(times, int64(math.Round(sec*1e9)))
 			}
 		}
-		c, w = burn.gaps(t, times)
+		c, w, _ = burn.gaps(t, times)
 		cpuGaps[1], wallGaps[1] = append(cpuGaps[1], c/interval), append(wallGaps[1], w/interval)
 		waited = max(waited, float64(burn.waited())/float64(burn.cpu[len(burn.cpu)-1]-burn.cpu[0]))
 	}
@@ -283,8 +282,9 @@ func (l burnLog) waited() int64 {
 
 // gaps returns the longest gap between the thread's samples at times
 // (monotonic ns) over its burn, in its CPU time (counting the stretches
-// before the first and after the last) and in wall time.
-func (l burnLog) gaps(t *testing.T, times []int64) (cpu, wall float64) {
+// before the first and after the last) and in wall time, and where in
+// its CPU time the longest in CPU time starts (ns into the burn).
+func (l burnLog) gaps(t *testing.T, times []int64) (cpu, wall, from float64) {
 	t.Helper()
 	n := len(l.wall) - 1
 	var in []int64
@@ -300,13 +300,29 @@ func (l burnLog) gaps(t *testing.T, times []int64) (cpu, wall float64) {
 	last := l.cpu[0]
 	for i, at := range in {
 		c := l.cpuAt(at)
-		cpu = max(cpu, float64(c-last))
+		if float64(c-last) > cpu {
+			cpu, from = float64(c-last), float64(last-l.cpu[0])
+		}
 		last = c
 		if i > 0 {
 			wall = max(wall, float64(at-in[i-1]))
 		}
 	}
-	return max(cpu, float64(l.cpu[n]-last)), wall
+	if float64(l.cpu[n]-last) > cpu {
+		cpu, from = float64(l.cpu[n]-last), float64(last-l.cpu[0])
+	}
+	return cpu, wall, from
+}
+
+// count returns how many of times fall in the burn.
+func (l burnLog) count(times []int64) int {
+	n := 0
+	for _, at := range times {
+		if at >= l.wall[0] && at <= l.wall[len(l.wall)-1] {
+			n++
+		}
+	}
+	return n
 }
 
 // cpuIdle returns the machine's idle and total time so far, in ticks,

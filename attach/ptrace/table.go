@@ -105,7 +105,11 @@ type shared struct {
 	// look finds it back in its sleep; wokeSeen that a look found it
 	// running meanwhile (see look).
 	off, woke, wokeSeen bool
-	interrupted         bool // seized and interrupted, its stop not collected
+	// queued says the owner's last look found it runnable on its CPU
+	// (running, or waiting for it): a look that finds it has not run
+	// since must still see whether it waits (see look).
+	queued      bool
+	interrupted bool // seized and interrupted, its stop not collected
 	// moveTo is 1 + the index of the worker to hand the thread to once
 	// its stop is collected (it went to that worker's CPU); 0 for none.
 	// dueAt is then when the worker that let it go foresaw its next

@@ -135,6 +135,7 @@ func (w *worker) run() {
 		w.timer, _ = newWaitTimer()
 		w.tid.Store(int32(unix.Gettid()))
 	}
+	w.s.workersReady.Done()
 	w.loop()
 	w.tid.Store(0)
 	if w.timer != nil {
@@ -153,20 +154,24 @@ func (w *worker) run() {
 	runtime.UnlockOSThread()
 }
 
-// pin moves the worker's thread to its CPU and ahead of the threads it
-// samples (yield.Ahead), with a 1 ns timer slack so that its ticks do
-// not drift toward other timers. It returns what undoes all that.
+// pin moves the worker's thread ahead of the threads it samples
+// (yield.Ahead) and then to its CPU, with a 1 ns timer slack so that its
+// ticks do not drift toward other timers. It returns what undoes all
+// that. Ahead first: moved to a busy CPU first, the thread waited there
+// behind whatever ran before it could raise its priority, and a new
+// thread of a command launched beside CPU-bound loops ran 3 to 7 ms on
+// that CPU before its stopper ticked.
 func (w *worker) pin() (restore func(), pinned bool) {
 	var old unix.CPUSet
 	haveOld := unix.SchedGetaffinity(0, &old) == nil
+	unprioritize, priority := yield.Ahead(1) // it must preempt its targets
+	w.priority = priority
 	if w.cpu >= 0 {
 		var set unix.CPUSet
 		set.Set(w.cpu)
 		pinned = unix.SchedSetaffinity(0, &set) == nil
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	unprioritize, priority := yield.Ahead(1) // it must preempt its targets
-	w.priority = priority
 	return func() {
 		unprioritize()
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
@@ -516,7 +521,9 @@ func (w *worker) look(th *shared) (keep bool) {
 		th.credit = limit
 	}
 	offCPU := w.s.opts.OffCPU
-	if ran == 0 && (!offCPU || th.off) {
+	queued := th.queued
+	th.queued = false
+	if ran == 0 && (!offCPU || th.off) && !queued {
 		// Not on a CPU since the last look (a thread running on another
 		// CPU shows its time at that CPU's ticks: it is looked at again
 		// soon enough).
@@ -566,6 +573,7 @@ func (w *worker) look(th *shared) (keep bool) {
 		return true
 	}
 	th.woke = false
+	th.queued = true
 	// Due where its phase says (duePhase); it may still owe some after
 	// its sample, paid at the quicker ticks that follow (see loop).
 	if th.credit < th.due {
@@ -575,6 +583,7 @@ func (w *worker) look(th *shared) (keep bool) {
 	if sched.switches == th.switches {
 		// Runnable, but waiting for a CPU ever since its last stop.
 		w.stats.idle++
+		w.predict(0, 0, w.wokeAt)
 		return true
 	}
 	if th.proc.denied.Load() {
@@ -584,21 +593,34 @@ func (w *worker) look(th *shared) (keep bool) {
 	return true
 }
 
-// predict notes that a thread found running here falls due after cpu ns
-// more of its CPU time, which it has been getting at share of the wall
-// time since from: the next tick comes then, so that a busy thread is
-// sampled within a quarter interval of its due point rather than up to a
-// tick's 1.5 intervals after it (a 64 ms program's samples were up to 4.1
-// intervals of its CPU time apart). Counting the thread's share matters:
-// beside a CPU-bound loop a thread that got half its CPU would otherwise
-// be predicted due too early again and again (an earlier try ticked at up
-// to 8 kHz that way), and loop never ticks sooner than a quarter
-// interval.
+// predict notes that a thread found runnable here (running, or waiting
+// for this CPU) falls due after cpu ns more of its CPU time, which it has
+// been getting at share of the wall time since from: the next tick comes
+// then, so that a busy thread is sampled near its due point rather than
+// up to a tick's 1.5 intervals after it (a 64 ms program's samples were
+// up to 4.1 intervals of its CPU time apart).
+//
+// Running on at its share, it falls due after cpu/share. But a thread
+// that shares its CPU gets it in slices (1.4 ms each beside a CPU-bound
+// loop here), not a steady share, and may have it back the moment after
+// this look: then it falls due after cpu. So the next look comes then, a
+// quarter interval on at the soonest, or when its share says if that is
+// sooner. The floor keeps the ticks for a thread that waits to four an
+// interval (a thread waiting for its CPU, share 0, is looked at every
+// quarter interval until it runs); looks at a full-speed guess alone, as
+// at a share too high, tick again and again before the thread falls due
+// (an earlier try ticked at up to 8 kHz). Predicted from
+// its share alone, or left to the timed tick when it waited, a thread
+// that got its CPU back just after a look ran up to 1.5 intervals past
+// its due point: beside two CPU-bound loops, the longest gap between a
+// 64 ms program's samples was 2.3 to 3.5 intervals of its CPU time in
+// every run.
 func (w *worker) predict(cpu int64, share float64, from time.Time) {
-	if share < 0.05 {
-		return
+	d := max(time.Duration(cpu), w.s.interval/4)
+	if share > 0 {
+		d = min(d, time.Duration(float64(cpu)/min(share, 1)))
 	}
-	w.foresee(from.Add(time.Duration(float64(cpu) / min(share, 1))))
+	w.foresee(from.Add(d))
 }
 
 // foresee notes that a thread running here falls due at at: the next tick
@@ -841,11 +863,20 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 	case onCPU:
 		if !fair {
 			// Stopped where a system call or fault took it off a CPU; its
-			// CPU time waits for its next sample, due at a random point
-			// of the interval that follows: a sample due at once would
+			// CPU time waits for its next sample, at a look a random
+			// time up to half an interval on: a sample due at once would
 			// land just after that system call, at the same point of a
-			// program's loop each time it makes one.
+			// program's loop each time it makes one. (Left to the next
+			// timed tick, up to 1.5 intervals on, a thread that makes a
+			// system call every few µs, behind CPU-bound loops, went up
+			// to 2.9 intervals of its CPU time unsampled.)
 			w.stats.offCPU++
+			at := time.Now().Add(rand.N(w.s.interval / 2))
+			if th.moveTo > 0 {
+				th.dueAt = at // for its new CPU's worker (handOverMoved)
+			} else {
+				w.foresee(at)
+			}
 			return kept
 		}
 		if !atTick {

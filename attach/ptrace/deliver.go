@@ -58,7 +58,9 @@ func (s *ptSampler) deliverEntry(e *entry, remapped map[int]bool) {
 	}
 	th := pr.threads[e.tid]
 	if th == nil {
-		return
+		if th = s.registerAdopted(pr, e.tid); th == nil {
+			return
+		}
 	}
 	switch e.kind {
 	case denied:

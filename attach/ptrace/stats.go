@@ -35,6 +35,9 @@ type ptStats struct {
 	// dutyCapped, ticks put off so that the stopper leaves its CPU to
 	// others at least half the time.
 	sweeps, dutyCapped int
+	// adopted counts new threads a stopper found before the coordinator
+	// (adopt.go).
+	adopted int
 	// catchUp counts ticks brought forward for a thread still owed a
 	// sample after its last one; predicted, to a running thread's due
 	// point; woken, for a thread handed over (worker.wake).
@@ -68,6 +71,7 @@ func (s *ptStats) add(o *ptStats) {
 	s.unpinned += o.unpinned
 	s.sweeps += o.sweeps
 	s.dutyCapped += o.dutyCapped
+	s.adopted += o.adopted
 	s.catchUp += o.catchUp
 	s.predicted += o.predicted
 	s.woken += o.woken

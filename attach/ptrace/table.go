@@ -59,8 +59,24 @@ type sharedProc struct {
 	unseen int64
 	// threads is how many threads the coordinator last found it has (0:
 	// not counted, threads sampled alone); a stopper that reads another
-	// count in a thread's stat asks it to look again (ptSampler.nudge).
-	threads atomic.Int32
+	// count in a thread's stat asks it to look again (ptSampler.nudge),
+	// and adopts the new ones itself if it may (adoptable: every thread
+	// is sampled; see adopt.go). known is the threads the coordinator
+	// tracks, sorted (nil until it has listed them), adopt the adoption
+	// slots, taskDir its /proc/PID/task/, NUL-terminated.
+	threads   atomic.Int32
+	adoptable atomic.Bool
+	known     atomic.Pointer[[]int]
+	adopt     [adoptSlots]atomicShared
+	taskDir   []byte
+}
+
+type atomicShared = atomic.Pointer[shared]
+
+func newSharedProc(pid int, adoptable bool) *sharedProc {
+	pr := &sharedProc{pid: pid, taskDir: append([]byte("/proc/"+strconv.Itoa(pid)+"/task/"), 0)}
+	pr.adoptable.Store(adoptable)
+	return pr
 }
 
 // shared is one target thread. Only its owner touches the fields below
@@ -108,7 +124,12 @@ type shared struct {
 	// queued says the owner's last look found it runnable on its CPU
 	// (running, or waiting for it): a look that finds it has not run
 	// since must still see whether it waits (see look).
-	queued      bool
+	queued bool
+	// adoptedAt is when a stopper adopted it (event.Now; 0: the
+	// coordinator made it); placeholder says it is no thread but the
+	// coordinator's mark in an adoption slot (see adopt.go).
+	adoptedAt   int64
+	placeholder bool
 	interrupted bool // seized and interrupted, its stop not collected
 	// moveTo is 1 + the index of the worker to hand the thread to once
 	// its stop is collected (it went to that worker's CPU); 0 for none.

@@ -36,7 +36,7 @@ func (s *ptSampler) addProcessThreads(pid int, only map[int]bool) {
 
 func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 	now := event.Now()
-	pr := &ptProc{pid: pid, sh: &sharedProc{pid: pid}, only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
+	pr := &ptProc{pid: pid, sh: newSharedProc(pid, only == nil), only: only, threads: map[int]*ptThread{}, seen: map[procmaps.Key]bool{}}
 	// The CPU time its threads used before they were found is not theirs
 	// to be sampled for (see checkCold).
 	pr.sh.unseen, _ = processCPU(pid)
@@ -80,6 +80,7 @@ func (s *ptSampler) addProc(pid, ppid int, launched bool, only map[int]bool) {
 		s.emit(c)
 	}
 	pr.tids = tids
+	pr.sh.publishKnown(tids)
 }
 
 // filter drops from tids the threads that are not sampled, in place.
@@ -116,12 +117,24 @@ func (s *ptSampler) newThread(pr *ptProc, tid int, fresh bool) *ptThread {
 	owner := len(s.threads) % len(s.workers)
 	if fresh || tid == s.heldTid {
 		// A new thread, or the launched command held at its exec: to
-		// the stopper of the CPU it is on (where it stopped), which
-		// takes it at its next tick; a thread given to another is
-		// handed on only once seen to have run elsewhere, a tick later.
+		// the stopper of the CPU it is on (where it stopped), woken to
+		// take it at once, and to look at it then (queued) even if it
+		// has not run yet; a thread given to another is handed on only
+		// once seen to have run elsewhere, a tick later. Taken at that
+		// stopper's next timed tick, up to 1.5 intervals on, the
+		// command's first sample came 2 intervals of its CPU time after
+		// its exec in one run of 8.
 		if _, _, cpu, ok := s.readStat(pr.pid, tid); ok {
 			owner = s.workerFor(cpu)
 		}
+		th.sh.queued = true
+		s.workers[owner].inbox.push(th.sh)
+		if tid == s.heldTid {
+			s.heldOwner = owner // woken once it is let go (startLaunched)
+		} else {
+			s.workers[owner].wake()
+		}
+		return th
 	}
 	s.workers[owner].inbox.push(th.sh)
 	return th
@@ -235,6 +248,7 @@ func (s *ptSampler) processGone(pr *ptProc) {
 		}
 	}
 	s.emit(&event.Exit{Time: now, Pid: pr.pid, Tid: pr.pid})
+	pr.sh.dropAdopted(nil)
 	delete(s.procs, pr.pid)
 }
 
@@ -266,28 +280,44 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 			delete(pr.threads, tid)
 		}
 	}
+	var release []*shared
+	known := pr.tids[:0]
 	for _, tid := range tids {
 		if pr.threads[tid] != nil {
+			known = append(known, tid)
 			continue
 		}
 		// A new thread may be the first sign of an exec: the thread
 		// belongs to the new program, so the exec is reported first.
 		s.noticeExec(pr, now)
-		th := s.newThread(pr, tid, true)
+		th, rel, ok := s.takeNew(pr, tid)
+		if !ok {
+			continue // its adoption slot is busy: at the next listing
+		}
+		known = append(known, tid)
+		if rel != nil {
+			release = append(release, rel)
+		}
 		pr.threads[tid] = th
-		s.emit(&event.Fork{Time: now, Pid: pr.pid, Tid: tid, Ppid: pr.pid, Ptid: pr.pid})
-		s.emit(&event.Comm{Time: now, Pid: pr.pid, Tid: tid, Name: th.comm})
+		s.reportNew(pr, th)
 	}
-	pr.tids = append(pr.tids[:0], tids...)
+	pr.tids = known
+	pr.sh.publishKnown(pr.tids)
+	for _, th := range release {
+		pr.sh.release(th)
+	}
+	pr.sh.dropAdopted(tids)
 	if pr.only == nil {
-		pr.sh.threads.Store(int32(len(tids)))
+		// Short of a thread that waits (its slot busy), the count still
+		// differs from the stoppers', which ask for another listing.
+		pr.sh.threads.Store(int32(len(known)))
 	}
 	if !slow {
 		return true
 	}
 
 	s.noticeExec(pr, now)
-	for _, tid := range tids {
+	for _, tid := range pr.tids {
 		th := pr.threads[tid]
 		// Only a thread that ran can have renamed itself (others may
 		// rename it through /proc, rarely; the next look after it runs

@@ -72,6 +72,7 @@ type worker struct {
 	regs    event.Regs
 	iov     []unix.RemoteIovec
 	buf     []byte
+	tids    []int // a process's threads, as adoptNew lists them
 	stats   ptStats
 	// owed says a thread sampled at this tick is still due another
 	// sample: the next tick comes sooner (see loop). soonest is when the
@@ -538,6 +539,7 @@ func (w *worker) look(th *shared) (keep bool) {
 		// Its process started or ended a thread since the coordinator
 		// last looked: a new one is to be sampled from its start.
 		w.s.nudge()
+		w.adoptNew(th.proc, int32(l.threads))
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
 		// On another CPU now: its worker takes it from its next tick.

@@ -607,16 +607,15 @@ func (w *worker) look(th *shared) (keep bool) {
 // loop here), not a steady share, and may have it back the moment after
 // this look: then it falls due after cpu. So the next look comes then, a
 // quarter interval on at the soonest, or when its share says if that is
-// sooner. The floor keeps the ticks for a thread that waits to four an
-// interval (a thread waiting for its CPU, share 0, is looked at every
-// quarter interval until it runs); looks at a full-speed guess alone, as
-// at a share too high, tick again and again before the thread falls due
-// (an earlier try ticked at up to 8 kHz). Predicted from
-// its share alone, or left to the timed tick when it waited, a thread
-// that got its CPU back just after a look ran up to 1.5 intervals past
-// its due point: beside two CPU-bound loops, the longest gap between a
-// 64 ms program's samples was 2.3 to 3.5 intervals of its CPU time in
-// every run.
+// sooner. The floor keeps the looks at a thread that waits to four per
+// interval (one waiting for its CPU, share 0, is looked at every quarter
+// interval until it runs): a full-speed guess alone, like a share too
+// high, has the looks come again and again before the thread falls due
+// (an earlier try ticked at up to 8 kHz). Predicted from its share alone,
+// or left to the timed tick when it waited, a thread that got its CPU
+// back just after a look ran up to 1.5 intervals past its due point:
+// beside two CPU-bound loops, the longest gap between a 64 ms program's
+// samples was 2.3 to 3.5 intervals of its CPU time in every run.
 func (w *worker) predict(cpu int64, share float64, from time.Time) {
 	d := max(time.Duration(cpu), w.s.interval/4)
 	if share > 0 {

@@ -242,34 +242,35 @@ func (s *ptSampler) takeNew(pr *ptProc, tid int) (th *ptThread, release *shared,
 	case busy:
 		return nil, nil, false
 	case adopted != nil:
-		s.threads = append(s.threads, adopted)
-		return &ptThread{comm: proc.ReadTaskComm(pr.pid, tid), sh: adopted}, adopted, true
+		return s.trackAdopted(pr, adopted), adopted, true
 	}
 	return s.newThread(pr, tid, true), placed, true
 }
 
+// trackAdopted makes the coordinator's record of sh, a thread a stopper
+// adopted; its stopper has it already.
+func (s *ptSampler) trackAdopted(pr *ptProc, sh *shared) *ptThread {
+	s.threads = append(s.threads, sh)
+	return &ptThread{comm: proc.ReadTaskComm(pr.pid, sh.tid), sh: sh}
+}
+
 // registerAdopted registers the thread a stopper adopted as tid of pr,
 // if one did, when its first sample reaches the coordinator before the
-// coordinator's next listing of pr; nil if none did.
+// coordinator's next listing of pr; nil if none did. Only the
+// coordinator empties a slot that holds an adopted thread (release,
+// dropAdopted), so the thread found there stays until this registers it.
 func (s *ptSampler) registerAdopted(pr *ptProc, tid int) *ptThread {
 	sh := pr.sh.slot(tid).Load()
 	if sh == nil || sh.tid != tid || sh.placeholder {
 		return nil
 	}
-	th, release, ok := s.takeNew(pr, tid)
-	if !ok || th.sh != sh {
-		// A placeholder of its own: the stopper's is gone meanwhile.
-		if release != nil {
-			pr.sh.release(release)
-		}
-		return nil
-	}
+	th := s.trackAdopted(pr, sh)
 	pr.threads[tid] = th
 	s.reportNew(pr, th)
 	i, _ := slices.BinarySearch(pr.tids, tid)
 	pr.tids = slices.Insert(pr.tids, i, tid)
 	pr.sh.publishKnown(pr.tids)
-	pr.sh.release(release)
+	pr.sh.release(sh)
 	return th
 }
 

@@ -107,6 +107,9 @@ type pacing struct {
 	// the reader dropped from such repeats.
 	late, wakes atomic.Int64
 	thinned     int64
+	// passes counts the pacers' passes through Go's scheduler
+	// (yield.Resched).
+	passes atomic.Int64
 	// noAlarm counts the CPUs whose event started with a whole period
 	// (runFiring), where no alarm could be opened.
 	noAlarm atomic.Int64
@@ -422,6 +425,7 @@ func (p *pacing) run(fd, cpu, host int, interval time.Duration, armed func()) {
 	dormant := true
 	walk := newBlockWalk(rng, i)
 	var period, lag int64
+	var resched yield.Resched
 	for !p.stop.Load() {
 		now := event.Now()
 		c.setting.Store(true)
@@ -473,6 +477,11 @@ func (p *pacing) run(fd, cpu, host int, interval time.Duration, armed func()) {
 		}
 		c.due.Store(set + pacerEvery*period)
 		c.setting.Store(false)
+		if resched.Due() {
+			// The event runs pacerEvery firings on its own now: a
+			// moment when a late hand-back costs nothing.
+			resched.Pass()
+		}
 	}
 	c.setting.Store(true)
 	if !c.off.Load() {
@@ -480,6 +489,7 @@ func (p *pacing) run(fd, cpu, host int, interval time.Duration, armed func()) {
 		setPeriod(fd, i)
 	}
 	c.setting.Store(false)
+	p.passes.Add(int64(resched.Count))
 	if lag > 0 {
 		p.lags.Add(lag)
 		p.lagged.Add(1)
@@ -582,6 +592,7 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration, openAlarm func(a
 		set(whole)
 	}
 	armed()
+	var resched yield.Resched
 	for !p.stop.Load() {
 		// Every pacerPollMs at least, to notice the recording's end.
 		if rawPoll(pfd, pacerPollMs) != nil {
@@ -606,12 +617,16 @@ func (p *pacing) runFiring(fd, cpu int, interval time.Duration, openAlarm func(a
 			next = caughtUp(next, (now-setAt)%period, i)
 		}
 		set(next)
+		if resched.Due() {
+			resched.Pass() // as run does
+		}
 	}
 	if len(pfd) > 1 {
 		al.close()
 		c.firstEnd.Store(event.Now())
 	}
 	setPeriod(fd, i)
+	p.passes.Add(int64(resched.Count))
 }
 
 // caughtUp returns the period a firing pacer sets, next drawn, when it

@@ -305,7 +305,7 @@ func recordPerf(ctx context.Context, opts attach.Options, h event.Handler) (res 
 	}
 	if s.pace != nil {
 		s.pace.end()
-		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned)
+		res.Stats["perf_pacers"] = fmt.Sprintf("%d (%d wake-ups, %d after the event had fired again; %d of its repeats dropped; %d passes through Go's scheduler)", len(s.rings), s.pace.wakes.Load(), s.pace.late.Load(), s.pace.thinned, s.pace.passes.Load())
 		if n := s.pace.lagged.Load(); n > 0 {
 			res.Stats["perf_pacers"] += fmt.Sprintf("; periods set %.0f µs after their due points on average", float64(s.pace.lags.Load())/float64(n)/1e3)
 		}
@@ -1400,6 +1400,7 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 		why := stopCancelled
 		lastCheck := time.Now()
 		lastMaps := lastCheck
+		var resched yield.Resched
 		for {
 			all := pfds
 			if wake >= 0 {
@@ -1436,6 +1437,11 @@ func (s *perfSession) run(ctx context.Context, first *batch, h event.Handler, re
 			flush(getBatch())
 			if applied != nil {
 				applied()
+			}
+			if realtime && resched.Due() {
+				// The rings were just read: a late hand-back delays
+				// no stack read that was due.
+				resched.Pass()
 			}
 			if s.dec.interpSeen && !realtime {
 				goAhead()

@@ -1,0 +1,53 @@
+package yield
+
+import (
+	"runtime"
+	"time"
+)
+
+// Resched lets a goroutine locked to a real-time thread go through Go's
+// scheduler when it chooses, so that the runtime never preempts it at a
+// moment it does not.
+//
+// Why: Go preempts a goroutine that has run 10 ms without passing through
+// its scheduler, and to Go a sampler that sleeps in raw system calls (so
+// that nothing but its own timer wakes it) never stops running: each
+// stopper and pacer got SIGURG every 10-20 ms. Preempted, a goroutine
+// locked to its thread waits for another of gprof's threads to run Go's
+// scheduler and hand it back, and that thread, under SCHED_BATCH (Batch),
+// may wait for a CPU behind the very program sampled: 30 µs as a rule,
+// but 0.4 to 1 ms now and then on a quiet 2-CPU VM, and up to 3 ms beside
+// two CPU-bound loops. Every gap of more than two intervals between a
+// busy thread's samples in 300 runs of a 64 ms program under ptrace (8
+// of them) began with such a hand-back. Gone through the scheduler at
+// least every ReschedBy, a goroutine is never preempted for running too
+// long; it picks a moment when a late hand-back costs nothing: a stopper
+// while it holds the thread it sampled stopped, a pacer right after
+// setting a period that runs for several intervals.
+type Resched struct {
+	last time.Time
+	// Count counts the passes.
+	Count int
+}
+
+// After ReschedAfter since the last pass a goroutine goes through the
+// scheduler at the next moment that suits it; after ReschedBy, at once.
+// Go preempts after 10 ms, counted from when its monitor, which looks
+// every 20 µs to 10 ms, first saw the goroutine run.
+const (
+	ReschedAfter = 4 * time.Millisecond
+	ReschedBy    = 8 * time.Millisecond
+)
+
+// Due says a pass would be welcome.
+func (r *Resched) Due() bool { return time.Since(r.last) >= ReschedAfter }
+
+// Overdue says a pass cannot wait.
+func (r *Resched) Overdue() bool { return time.Since(r.last) >= ReschedBy }
+
+// Pass goes through the scheduler.
+func (r *Resched) Pass() {
+	runtime.Gosched()
+	r.last = time.Now()
+	r.Count++
+}

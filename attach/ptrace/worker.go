@@ -95,6 +95,8 @@ type worker struct {
 	// for another worker to wake it (wake); woken says it was.
 	tid   atomic.Int32
 	woken atomic.Bool
+	// resched picks when the worker goes through Go's scheduler.
+	resched yield.Resched
 }
 
 // pendingStop is a thread interrupted and not yet collected.
@@ -189,6 +191,11 @@ func (w *worker) loop() {
 	next := time.Now().Add(rand.N(interval))
 	for !w.stop.Load() {
 		w.timerAt = next
+		if w.resched.Overdue() || w.resched.Due() && w.soonest.IsZero() && !w.owed {
+			// Through Go's scheduler where no thread runs here, or
+			// where it can wait no longer (see take).
+			w.resched.Pass()
+		}
 		if !w.sleepUntil(next) {
 			break
 		}
@@ -197,7 +204,11 @@ func (w *worker) loop() {
 			next = time.Now().Add(pausedPoll)
 			continue
 		}
-		next = next.Add(jitter(interval))
+		if !time.Now().Before(next) {
+			// The timed tick (not a wake-up ahead of it, which leaves
+			// it where it was: each one moved it a tick further on).
+			next = next.Add(jitter(interval))
+		}
 		cpu0 := threadCPU()
 		w.tick(next)
 		now := time.Now()
@@ -250,11 +261,16 @@ func (w *worker) loop() {
 		// of thousands of idle threads) is followed by as long a rest
 		// (dutyRest): a stopper, real-time as root, never keeps its
 		// CPU from others, the targets among them, for long.
+		if latest := now.Add(interval * 3 / 2); next.After(latest) {
+			// No timed tick further off than one could come.
+			next = latest
+		}
 		if work := threadCPU() - cpu0; work > interval/2 && next.Sub(now) < work*dutyRest {
 			w.stats.dutyCapped++
 			next = now.Add(work * dutyRest)
 		}
 	}
+	w.stats.passes = w.resched.Count
 	deadline := time.Now().Add(ptDrainLimit)
 	for len(w.pending) > 0 && time.Now().Before(deadline) {
 		sleep(100 * time.Microsecond)
@@ -552,7 +568,27 @@ func (w *worker) look(th *shared) (keep bool) {
 		w.adoptNew(th.proc, int32(l.threads))
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
-		// On another CPU now: its worker takes it from its next tick.
+		// On another CPU now: its worker takes it from its next tick,
+		// or, running there, from when it falls due. The scheduler
+		// moves a thread whose CPU something else took (a kernel
+		// thread, here) to an idle one, and its new worker's timed
+		// tick came up to 1.5 intervals later: 2.5 intervals
+		// unsampled.
+		if state == 'R' {
+			at := w.wokeAt
+			if th.credit < th.due {
+				at = at.Add(time.Duration(th.due - th.credit))
+			}
+			th.dueAt = at
+			// Runnable: its new worker reads its state at each look
+			// even before it has run there (a thread moved while it
+			// waited for a CPU, which the scheduler does, was left to
+			// the timed ticks and ran 1.4 ms unsampled once it got one).
+			th.queued = true
+			w.handOver(th, owner)
+			w.s.workers[owner].wake()
+			return false
+		}
 		w.handOver(th, owner)
 		return false
 	}
@@ -843,6 +879,12 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 			e.interp = read(th.pid, th.tid, attach.ProcessMemory(th.pid))
 		}
 	}
+	if w.resched.Due() {
+		// Through Go's scheduler while the thread is held stopped: a
+		// late hand-back keeps it waiting, where it would have run
+		// unsampled (yield.Resched).
+		w.resched.Pass()
+	}
 	if ptDetach(th.tid, r.sig) == unix.ESRCH {
 		// Killed while stopped: its exit is still this worker's to
 		// collect, so it stays pending.
@@ -858,6 +900,7 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		if _, cpu, ok := th.readStat(w.buf); ok {
 			if owner := w.s.workerFor(cpu); owner != w.idx {
 				th.moveTo = owner + 1
+				th.queued = true // runnable there (see look)
 				w.stats.moved++
 			}
 		}

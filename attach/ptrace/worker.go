@@ -257,14 +257,14 @@ func (w *worker) loop() {
 				w.stats.catchUp++
 			}
 		}
-		// A tick that took more than half an interval of CPU (a sweep
-		// of thousands of idle threads) is followed by as long a rest
-		// (dutyRest): a stopper, real-time as root, never keeps its
-		// CPU from others, the targets among them, for long.
 		if latest := now.Add(interval * 3 / 2); next.After(latest) {
 			// No timed tick further off than one could come.
 			next = latest
 		}
+		// A tick that took more than half an interval of CPU (a sweep
+		// of thousands of idle threads) is followed by as long a rest
+		// (dutyRest): a stopper, real-time as root, never keeps its
+		// CPU from others, the targets among them, for long.
 		if work := threadCPU() - cpu0; work > interval/2 && next.Sub(now) < work*dutyRest {
 			w.stats.dutyCapped++
 			next = now.Add(work * dutyRest)
@@ -568,28 +568,26 @@ func (w *worker) look(th *shared) (keep bool) {
 		w.adoptNew(th.proc, int32(l.threads))
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
-		// On another CPU now: its worker takes it from its next tick,
-		// or, running there, from when it falls due. The scheduler
-		// moves a thread whose CPU something else took (a kernel
-		// thread, here) to an idle one, and its new worker's timed
-		// tick came up to 1.5 intervals later: 2.5 intervals
-		// unsampled.
-		if state == 'R' {
+		// On another CPU now: its worker takes it from its next tick.
+		// A runnable one (the scheduler moves a thread that waits for
+		// its CPU, or whose CPU a kernel thread took, to an idle one)
+		// goes with the time it falls due, marked queued so that its
+		// new worker reads its state even before it has run there, and
+		// that worker is woken. Left to the new worker's timed ticks,
+		// which skipped it until it had run, such a thread ran up to
+		// 1.4 ms unsampled (2.5 intervals between samples).
+		runnable := state == 'R'
+		if runnable {
 			at := w.wokeAt
 			if th.credit < th.due {
 				at = at.Add(time.Duration(th.due - th.credit))
 			}
-			th.dueAt = at
-			// Runnable: its new worker reads its state at each look
-			// even before it has run there (a thread moved while it
-			// waited for a CPU, which the scheduler does, was left to
-			// the timed ticks and ran 1.4 ms unsampled once it got one).
-			th.queued = true
-			w.handOver(th, owner)
-			w.s.workers[owner].wake()
-			return false
+			th.dueAt, th.queued = at, true
 		}
 		w.handOver(th, owner)
+		if runnable {
+			w.s.workers[owner].wake()
+		}
 		return false
 	}
 	running := state == 'R'

@@ -204,11 +204,7 @@ func (w *worker) loop() {
 			next = time.Now().Add(pausedPoll)
 			continue
 		}
-		if !time.Now().Before(next) {
-			// The timed tick (not a wake-up ahead of it, which leaves
-			// it where it was: each one moved it a tick further on).
-			next = next.Add(jitter(interval))
-		}
+		next = next.Add(jitter(interval))
 		cpu0 := threadCPU()
 		w.tick(next)
 		now := time.Now()
@@ -256,10 +252,6 @@ func (w *worker) loop() {
 				next = soon
 				w.stats.catchUp++
 			}
-		}
-		if latest := now.Add(interval * 3 / 2); next.After(latest) {
-			// No timed tick further off than one could come.
-			next = latest
 		}
 		// A tick that took more than half an interval of CPU (a sweep
 		// of thousands of idle threads) is followed by as long a rest

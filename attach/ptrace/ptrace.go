@@ -609,7 +609,7 @@ func (s *ptSampler) resultStats() map[string]string {
 		"ptrace_stoppers": fmt.Sprintf("%d (%s)", len(s.workers), s.priority),
 		"ptrace_samples":  fmt.Sprintf("%d (%d of threads waiting for their CPU; %d stops dropped, taken off it by a system call or fault)", st.samples, st.waiting, st.offCPU),
 		"ptrace_setup_ms": fmt.Sprintf("%.1f", float64(s.setup.Microseconds())/1000),
-		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d brought forward for a thread owed a sample, %d to a running thread's due point, %d woken for a thread handed over, %d put off to leave the CPU to others half the time; %d sweeps of idle threads; %d new threads found by a stopper; %d passes through Go's scheduler)", st.ticks, st.behind, st.catchUp, st.predicted, st.woken, st.dutyCapped, st.sweeps, st.adopted, st.passes),
+		"ptrace_ticks":    fmt.Sprintf("%d (%d late, %d brought forward for a thread owed a sample, %d to a running thread's due point, %d woken for a thread handed over, %d put off to leave the CPU to others half the time; %d sweeps of idle threads; %d new threads found by a stopper)", st.ticks, st.behind, st.catchUp, st.predicted, st.woken, st.dutyCapped, st.sweeps, st.adopted),
 		// Where samples went missing, for a shortfall's diagnosis.
 		"ptrace_missed": fmt.Sprintf("%.1f ms of CPU time past the credit cap; %d looks at a due thread that had waited for its CPU since its last stop; %d threads moved to another CPU as let go; %d stops sent to another CPU; %d entries dropped by a full ring",
 			float64(st.capped)/1e6, st.idle, st.moved, st.remote, st.dropped),

@@ -44,9 +44,6 @@ type ptStats struct {
 	catchUp, predicted, woken int
 	// waited counts stops waited for in wait4 (see collect).
 	waited int
-	// passes counts the stoppers' passes through Go's scheduler
-	// (yield.Resched).
-	passes int
 	// capped is the CPU time threads ran past creditCap: owed no sample.
 	capped time.Duration
 	// paused is the time from interrupt to detach, summed over stops:
@@ -79,7 +76,6 @@ func (s *ptStats) add(o *ptStats) {
 	s.predicted += o.predicted
 	s.woken += o.woken
 	s.waited += o.waited
-	s.passes += o.passes
 	s.capped += o.capped
 	s.paused += o.paused
 	s.maxPause = max(s.maxPause, o.maxPause)

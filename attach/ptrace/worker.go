@@ -95,8 +95,6 @@ type worker struct {
 	// for another worker to wake it (wake); woken says it was.
 	tid   atomic.Int32
 	woken atomic.Bool
-	// resched picks when the worker goes through Go's scheduler.
-	resched yield.Resched
 }
 
 // pendingStop is a thread interrupted and not yet collected.
@@ -191,11 +189,6 @@ func (w *worker) loop() {
 	next := time.Now().Add(rand.N(interval))
 	for !w.stop.Load() {
 		w.timerAt = next
-		if w.resched.Overdue() || w.resched.Due() && w.soonest.IsZero() && !w.owed {
-			// Through Go's scheduler where no thread runs here, or
-			// where it can wait no longer (see take).
-			w.resched.Pass()
-		}
 		if !w.sleepUntil(next) {
 			break
 		}
@@ -262,7 +255,6 @@ func (w *worker) loop() {
 			next = now.Add(work * dutyRest)
 		}
 	}
-	w.stats.passes = w.resched.Count
 	deadline := time.Now().Add(ptDrainLimit)
 	for len(w.pending) > 0 && time.Now().Before(deadline) {
 		sleep(100 * time.Microsecond)
@@ -561,25 +553,7 @@ func (w *worker) look(th *shared) (keep bool) {
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
 		// On another CPU now: its worker takes it from its next tick.
-		// A runnable one (the scheduler moves a thread that waits for
-		// its CPU, or whose CPU a kernel thread took, to an idle one)
-		// goes with the time it falls due, marked queued so that its
-		// new worker reads its state even before it has run there, and
-		// that worker is woken. Left to the new worker's timed ticks,
-		// which skipped it until it had run, such a thread ran up to
-		// 1.4 ms unsampled (2.5 intervals between samples).
-		runnable := state == 'R'
-		if runnable {
-			at := w.wokeAt
-			if th.credit < th.due {
-				at = at.Add(time.Duration(th.due - th.credit))
-			}
-			th.dueAt, th.queued = at, true
-		}
 		w.handOver(th, owner)
-		if runnable {
-			w.s.workers[owner].wake()
-		}
 		return false
 	}
 	running := state == 'R'
@@ -869,12 +843,6 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 			e.interp = read(th.pid, th.tid, attach.ProcessMemory(th.pid))
 		}
 	}
-	if w.resched.Due() {
-		// Through Go's scheduler while the thread is held stopped: a
-		// late hand-back keeps it waiting, where it would have run
-		// unsampled (yield.Resched).
-		w.resched.Pass()
-	}
 	if ptDetach(th.tid, r.sig) == unix.ESRCH {
 		// Killed while stopped: its exit is still this worker's to
 		// collect, so it stays pending.
@@ -890,7 +858,6 @@ func (w *worker) take(p pendingStop, r stopResult, kept []pendingStop) []pending
 		if _, cpu, ok := th.readStat(w.buf); ok {
 			if owner := w.s.workerFor(cpu); owner != w.idx {
 				th.moveTo = owner + 1
-				th.queued = true // runnable there (see look)
 				w.stats.moved++
 			}
 		}

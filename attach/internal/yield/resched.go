@@ -17,13 +17,15 @@ import (
 // scheduler and hand it back, and that thread, under SCHED_BATCH (Batch),
 // may wait for a CPU behind the very program sampled: 30 µs as a rule,
 // but 0.4 to 1 ms now and then on a quiet 2-CPU VM, and up to 3 ms beside
-// two CPU-bound loops. Every gap of more than two intervals between a
-// busy thread's samples in 300 runs of a 64 ms program under ptrace (8
-// of them) began with such a hand-back. Gone through the scheduler at
+// two CPU-bound loops. All five gaps of more than two intervals between a
+// busy thread's samples in 150 traced runs of a 64 ms program under
+// ptrace, beside two such loops, began with such a hand-back. Gone through the scheduler at
 // least every ReschedBy, a goroutine is never preempted for running too
-// long; it picks a moment when a late hand-back costs nothing: a stopper
-// while it holds the thread it sampled stopped, a pacer right after
-// setting a period that runs for several intervals.
+// long; it picks a moment when a late hand-back costs nothing: a perf
+// pacer right after setting a period that runs for several intervals,
+// the perf reader right after reading its rings. (ptrace's stoppers do
+// not pass yet: passing while a stopper held its sampled thread stopped
+// put testdata/lockstep.c's shares off now and then; docs/recording.md.)
 type Resched struct {
 	last time.Time
 	// Count counts the passes.

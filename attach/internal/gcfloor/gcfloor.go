@@ -47,12 +47,11 @@ func Hold() (release func()) {
 	used = true
 	b := make([]byte, Size)
 	// The allocation itself starts a collection (the heap just passed
-	// the few megabytes of its first goal): it ends here, before the
-	// samplers start, rather than beside them. Left to run on, it took
-	// their goroutines off their threads at a recording's first samples
-	// (to scan their stacks, or to stop the world), each then waiting for
-	// another of gprof's threads to hand it back: a 64 ms program's first
-	// 10 ms went unsampled under ptrace in one run of 150.
+	// the few megabytes of its first goal, gctrace: at 5 ms): it ends
+	// here, before the samplers start, rather than beside them, where it
+	// would take their goroutines off their threads (to scan their
+	// stacks, or to stop the world), each then waiting for another of
+	// gprof's threads to hand it back.
 	runtime.GC()
 	return func() { runtime.KeepAlive(b) }
 }

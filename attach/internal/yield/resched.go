@@ -17,35 +17,32 @@ import (
 // scheduler and hand it back, and that thread, under SCHED_BATCH (Batch),
 // may wait for a CPU behind the very program sampled: 30 µs as a rule,
 // but 0.4 to 1 ms now and then on a quiet 2-CPU VM, and up to 3 ms beside
-// two CPU-bound loops. All five gaps of more than two intervals between a
-// busy thread's samples in 150 traced runs of a 64 ms program under
-// ptrace, beside two such loops, began with such a hand-back. Gone through the scheduler at
-// least every ReschedBy, a goroutine is never preempted for running too
-// long; it picks a moment when a late hand-back costs nothing: a perf
-// pacer right after setting a period that runs for several intervals,
-// the perf reader right after reading its rings. (ptrace's stoppers do
-// not pass yet: passing while a stopper held its sampled thread stopped
-// put testdata/lockstep.c's shares off now and then; docs/recording.md.)
+// two CPU-bound loops. All five gaps of more than two intervals between
+// a busy thread's samples in 150 traced runs of a 64 ms program under
+// ptrace, beside two such loops, began with such a hand-back. Gone
+// through the scheduler more often than every 10 ms, a goroutine is not
+// preempted for running too long, and it picks a moment when a late
+// hand-back costs nothing: a perf pacer right after setting a period
+// that runs for several intervals, the perf reader right after reading
+// its rings. (ptrace's stoppers do not pass yet: passing while a stopper
+// held its sampled thread stopped put testdata/lockstep.c's shares off
+// now and then; docs/recording.md.)
 type Resched struct {
 	last time.Time
 	// Count counts the passes.
 	Count int
 }
 
-// After ReschedAfter since the last pass a goroutine goes through the
-// scheduler at the next moment that suits it; after ReschedBy, at once.
-// Go preempts after 10 ms, counted from when its monitor, which looks
-// every 20 µs to 10 ms, first saw the goroutine run.
-const (
-	ReschedAfter = 4 * time.Millisecond
-	ReschedBy    = 8 * time.Millisecond
-)
+// ReschedAfter is how long after its last pass a goroutine passes again,
+// at the next moment that suits it. Go preempts after 10 ms, counted
+// from when its monitor, which looks every 20 µs to 10 ms, first saw the
+// goroutine run: a pacer at 1 kHz sets a period every 1.6 to 6.4 ms, so
+// it passes within 10.4 ms of the last pass, and in 200 ms of raw sleeps
+// of 0.5 ms a goroutine got no SIGURG (TestReschedKeepsPreemptionAway).
+const ReschedAfter = 4 * time.Millisecond
 
-// Due says a pass would be welcome.
+// Due says a pass is due.
 func (r *Resched) Due() bool { return time.Since(r.last) >= ReschedAfter }
-
-// Overdue says a pass cannot wait.
-func (r *Resched) Overdue() bool { return time.Since(r.last) >= ReschedBy }
 
 // Pass goes through the scheduler.
 func (r *Resched) Pass() {

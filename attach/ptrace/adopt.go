@@ -275,12 +275,18 @@ func (s *ptSampler) registerAdopted(pr *ptProc, tid int) *ptThread {
 }
 
 // reportNew reports a thread started since its process was found: as
-// started when a stopper adopted it, or now.
+// started when a stopper adopted it, or now. A new thread may be the first
+// sign of an exec: it belongs to the new program, so the exec is reported
+// first, and no later. (Its first sample, reaching the coordinator before
+// a listing of the process did, once reported the thread under the old
+// program, which the recording then showed twice: once there, with no
+// samples, and once under the new program.)
 func (s *ptSampler) reportNew(pr *ptProc, th *ptThread) {
 	at := event.Now()
 	if a := th.sh.adoptedAt; a > 0 && a < at {
 		at = a
 	}
+	s.noticeExec(pr, at)
 	s.emit(&event.Fork{Time: at, Pid: pr.pid, Tid: th.sh.tid, Ppid: pr.pid, Ptid: pr.pid})
 	s.emit(&event.Comm{Time: at, Pid: pr.pid, Tid: th.sh.tid, Name: th.comm})
 }

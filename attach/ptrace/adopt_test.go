@@ -3,14 +3,19 @@
 package ptrace
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gprof-dev/gprof/attach/internal/proc"
+	"github.com/gprof-dev/gprof/event"
 )
 
 // Stoppers adopting threads while the coordinator lists them: every
@@ -139,4 +144,85 @@ func TestListTasksRaw(t *testing.T) {
 	if _, ok := listTasksRaw(append([]byte("/proc/0/task/"), 0), make([]byte, 1024), nil); ok {
 		t.Error("listed the threads of no process")
 	}
+}
+
+// A thread a stopper adopted after its process exec'd, whose first sample
+// reaches the coordinator before any listing shows the exec: the exec is
+// reported before the thread, and no later, so that the thread belongs to
+// the new program. (Reported the other way round, the recording showed
+// the thread twice, once under each program: TestFaultExec in CI.)
+func TestAdoptedThreadAfterExec(t *testing.T) {
+	target := exec.Command("sh", "-c", "read line; exec sleep 30")
+	in, err := target.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Start(); err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	pid := target.Process.Pid
+	var events []event.Event
+	s := &ptSampler{procs: map[int]*ptProc{}, pending: map[int]bool{}, buf: make([]byte, 4096),
+		h: func(e event.Event) { events = append(events, e) }, interval: time.Millisecond}
+	var stop atomic.Bool
+	s.workers = []*worker{newWorker(s, 0, 0, &stop)}
+	s.addProcess(pid, 0, false)
+	pr := s.procs[pid]
+	before := pr.exe
+
+	in.Write([]byte("go\n"))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if id, ok := exeID(pid); ok && id != before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the target did not exec")
+		}
+	}
+	// A stopper adopts a thread of the new program...
+	const tid = 1<<22 + 7 // above any pid_max: no such thread, which does not matter here
+	adoptedAt := event.Now()
+	sh := newShared(pr.sh, tid, ptSched{})
+	sh.adoptedAt = adoptedAt
+	if !pr.sh.tryAdopt(sh) {
+		t.Fatal("could not adopt")
+	}
+	// ...whose first sample reaches the coordinator first.
+	events = events[:0]
+	if s.registerAdopted(pr, tid) == nil {
+		t.Fatal("the adopted thread was not registered")
+	}
+	execAt, forkAt := int64(-1), int64(-1)
+	for i, e := range events {
+		switch e := e.(type) {
+		case *event.Comm:
+			if e.Exec && execAt < 0 {
+				execAt = e.Time
+				if forkAt >= 0 {
+					t.Errorf("event %d: the exec is reported after the new thread", i)
+				}
+			}
+		case *event.Fork:
+			if e.Tid == tid {
+				forkAt = e.Time
+			}
+		}
+	}
+	switch {
+	case execAt < 0:
+		t.Fatalf("no exec reported: %s", describe(events))
+	case forkAt < 0:
+		t.Fatalf("the new thread is not reported: %s", describe(events))
+	case execAt > forkAt:
+		t.Errorf("exec reported at %d, after the thread it started at %d", execAt, forkAt)
+	}
+}
+
+func describe(events []event.Event) string {
+	var out []string
+	for _, e := range events {
+		out = append(out, fmt.Sprintf("%T%+v", e, e))
+	}
+	return strings.Join(out, ", ")
 }

@@ -287,9 +287,6 @@ func (s *ptSampler) scanThreads(pr *ptProc, slow bool) bool {
 			known = append(known, tid)
 			continue
 		}
-		// A new thread may be the first sign of an exec: the thread
-		// belongs to the new program, so the exec is reported first.
-		s.noticeExec(pr, now)
 		th, rel, ok := s.takeNew(pr, tid)
 		if !ok {
 			continue // its adoption slot is busy: at the next listing

@@ -51,9 +51,12 @@ func (e *env) lockstepSuite() (string, error) {
 		m, _, err := perfScript(script)
 		return selfTotals(m), err
 	}
+	// round is lockstep's round in µs of its CPU time; the main table's
+	// is the default, 1000.
+	round := "1000"
 	launched := func(record ...string) func(string) (proc, error) {
 		return func(string) (proc, error) {
-			return execute("", record[0], append(slices.Clone(record[1:]), "--", bin, "1", "1")...)
+			return execute("", record[0], append(slices.Clone(record[1:]), "--", bin, "1", "1", round)...)
 		}
 	}
 	// attached runs lockstep and attaches record (its words before the
@@ -125,6 +128,43 @@ func (e *env) lockstepSuite() (string, error) {
 		truthSum [3]float64 // truth shares summed over runs, weighted by samples
 		n        float64
 		wall     []float64 // attached: lockstep's wall time, s
+		z        []float64 // per run, the three functions' errors in sampling errors, rms
+	}
+	// measure runs rec once and adds the run to r.
+	measure := func(rec recorder, r *result, out string) error {
+		p, self, err := rec.run(out)
+		if err != nil {
+			return err
+		}
+		m := lockstepTruthLine.FindStringSubmatch(string(p.out))
+		if m == nil {
+			return fmt.Errorf("lockstep printed no truth line: %q", p.out)
+		}
+		var truth, share, dev [3]float64
+		var n float64
+		for k := range funcs {
+			truth[k], _ = strconv.ParseFloat(m[k+1], 64)
+			n += float64(self[funcs[k]])
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no samples in %v", rec.name, funcs)
+		}
+		var z2 float64
+		for k, f := range funcs {
+			share[k] = 100 * float64(self[f]) / n
+			dev[k] = share[k] - truth[k]
+			r.got[k] += float64(self[f])
+			r.truthSum[k] += truth[k] * n
+			q := truth[k] / 100
+			z2 += dev[k] * dev[k] / (100 * 100 * q * (1 - q) / n)
+		}
+		r.n += n
+		r.z = append(r.z, math.Sqrt(z2/3))
+		r.wall = append(r.wall, p.wall)
+		r.dev = append(r.dev, dev)
+		r.share = append(r.share, share)
+		e.logf("lockstep (round %s µs): %s: %.1f/%.1f/%.1f against %.1f/%.1f/%.1f, %.0f samples", round, rec.name, share[0], share[1], share[2], truth[0], truth[1], truth[2], n)
+		return nil
 	}
 	res := make([]result, len(recorders))
 	var alone []float64 // lockstep's wall time with no recorder
@@ -135,37 +175,31 @@ func (e *env) lockstepSuite() (string, error) {
 		}
 		alone = append(alone, p.wall)
 		for _, i := range rotate([]int{0, 1, 2, 3, 4}, r) {
-			rec := recorders[i]
-			out := filepath.Join(e.tmp, fmt.Sprintf("lockstep-%d-%d.json", i, r))
-			p, self, err := rec.run(out)
-			if err != nil {
+			if err := measure(recorders[i], &res[i], filepath.Join(e.tmp, fmt.Sprintf("lockstep-%d-%d.json", i, r))); err != nil {
 				return "", err
 			}
-			m := lockstepTruthLine.FindStringSubmatch(string(p.out))
-			if m == nil {
-				return "", fmt.Errorf("lockstep printed no truth line: %q", p.out)
-			}
-			var truth, share, dev [3]float64
-			var n float64
-			for k := range funcs {
-				truth[k], _ = strconv.ParseFloat(m[k+1], 64)
-				n += float64(self[funcs[k]])
-			}
-			if n == 0 {
-				return "", fmt.Errorf("%s: no samples in %v", rec.name, funcs)
-			}
-			for k, f := range funcs {
-				share[k] = 100 * float64(self[f]) / n
-				dev[k] = share[k] - truth[k]
-				res[i].got[k] += float64(self[f])
-				res[i].truthSum[k] += truth[k] * n
-			}
-			res[i].n += n
-			res[i].wall = append(res[i].wall, p.wall)
-			res[i].dev = append(res[i].dev, dev)
-			res[i].share = append(res[i].share, share)
-			e.logf("lockstep: %s run %d: %.1f/%.1f/%.1f against %.1f/%.1f/%.1f, %.0f samples", rec.name, r, share[0], share[1], share[2], truth[0], truth[1], truth[2], n)
 		}
+	}
+	// Rounds near the interval and at its multiples and halves, launched.
+	sweep := []int{0, 2, 3} // gprof's two backends, perf -c
+	rounds := []string{"500", "900", "1100", "2000"}
+	swept := make([][]result, len(rounds))
+	for j, ru := range rounds {
+		round = ru
+		swept[j] = make([]result, len(recorders))
+		for r := 0; r < runs; r++ {
+			for _, i := range rotate(sweep, r) {
+				if err := measure(recorders[i], &swept[j][i], filepath.Join(e.tmp, fmt.Sprintf("lockstep-%s-%d-%d.json", ru, i, r))); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	pooled := func(r result) (p [3]float64) {
+		for k := range funcs {
+			p[k] = 100*r.got[k]/r.n - r.truthSum[k]/r.n
+		}
+		return p
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## 13. A program in step with the interval\n\n")
@@ -173,10 +207,7 @@ func (e *env) lockstepSuite() (string, error) {
 	fmt.Fprintf(&b, "| recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | alpha per run: median (max) | alpha spread across runs | lockstep's wall (attached) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, rec := range recorders {
 		r := res[i]
-		var pooled [3]float64
-		for k := range funcs {
-			pooled[k] = 100*r.got[k]/r.n - r.truthSum[k]/r.n
-		}
+		pooled := pooled(r)
 		var absA, shareA []float64
 		for j := range r.dev {
 			absA = append(absA, math.Abs(r.dev[j][0]))
@@ -190,6 +221,20 @@ func (e *env) lockstepSuite() (string, error) {
 			wall = fmt.Sprintf("%.3f s", median(r.wall))
 		}
 		fmt.Fprintf(&b, "| %s | %+.2f | %+.2f | %+.2f | %.2f | %.2f (%.2f) | %.1f–%.1f | %s |\n", rec.name, pooled[0], pooled[1], pooled[2], se, median(absA), maxA, lo, hi, wall)
+	}
+	fmt.Fprintf(&b, "\nThe same program with rounds of other lengths, launched, %d interleaved runs per recorder and round: halves and multiples of the interval, where a fixed period meets the same instants of each round or of every other one, and rounds a tenth off it, whose instants a fixed period walks through. *Runs' errors*: each run's three shares against its truth in that run's sampling errors, rms over the functions, then over the runs (a perfect random sampler: about 1).\n\n", runs)
+	b.WriteString("| round | recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | runs' errors, rms (max) |\n|---:|---|---:|---:|---:|---:|---:|\n")
+	for j, ru := range rounds {
+		for _, i := range sweep {
+			r := swept[j][i]
+			p := pooled(r)
+			var z2 float64
+			for _, z := range r.z {
+				z2 += z * z
+			}
+			_, maxZ := minMax(r.z)
+			fmt.Fprintf(&b, "| %s µs | %s | %+.2f | %+.2f | %+.2f | %.2f | %.2f (%.2f) |\n", ru, recorders[i].name, p[0], p[1], p[2], 4*100*math.Sqrt(0.5*0.5/r.n), math.Sqrt(z2/float64(len(r.z))), maxZ)
+		}
 	}
 	b.WriteString("\n")
 	return b.String(), nil

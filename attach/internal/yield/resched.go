@@ -24,9 +24,9 @@ import (
 // preempted for running too long, and it picks a moment when a late
 // hand-back costs nothing: a perf pacer right after setting a period
 // that runs for several intervals, the perf reader right after reading
-// its rings. (ptrace's stoppers do not pass yet: passing while a stopper
-// held its sampled thread stopped put testdata/lockstep.c's shares off
-// now and then; docs/recording.md.)
+// its rings. (ptrace's stoppers do not pass: tried at two kinds of
+// moment, passing put testdata/lockstep.c's shares off now and then, or
+// made more samples late than Go's own preemption did; docs/recording.md.)
 type Resched struct {
 	last time.Time
 	// Count counts the passes.

@@ -158,7 +158,7 @@ func TestAdoptedThreadAfterExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := target.Start(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
 	pid := target.Process.Pid

@@ -186,7 +186,7 @@ func (e *env) main(only, out string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# gprof benchmarks\n\n")
 	fmt.Fprintf(&b, "Reproduce with one command from the repository root: `bench/run` "+
-		"(about 15 minutes; `bench/run --quick` takes about 3; `bench/run --help` lists the parameters). "+
+		"(about 30 minutes; `bench/run --quick` takes about 3; `bench/run --help` lists the parameters). "+
 		"It builds gprof and the fixtures, runs every measurement against `perf` on the same machine, and rewrites this file. ")
 	fmt.Fprintf(&b, "This run: `bench/run %s`, %s, took %s.\n\n", strings.Join(os.Args[1:], " "),
 		start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second))

@@ -181,7 +181,12 @@ func (e *env) lockstepSuite() (string, error) {
 		}
 	}
 	// Rounds near the interval and at its multiples and halves, launched.
-	sweep := []int{0, 2, 3} // gprof's two backends, perf -c
+	var sweep []int // the recorders that launch lockstep
+	for i, rec := range recorders {
+		if !strings.Contains(rec.name, "attached") {
+			sweep = append(sweep, i)
+		}
+	}
 	rounds := []string{"500", "900", "1100", "2000"}
 	swept := make([][]result, len(rounds))
 	for j, ru := range rounds {
@@ -195,7 +200,8 @@ func (e *env) lockstepSuite() (string, error) {
 			}
 		}
 	}
-	pooled := func(r result) (p [3]float64) {
+	// pooledDev is each function's pooled share less its truth, points.
+	pooledDev := func(r result) (p [3]float64) {
 		for k := range funcs {
 			p[k] = 100*r.got[k]/r.n - r.truthSum[k]/r.n
 		}
@@ -207,7 +213,7 @@ func (e *env) lockstepSuite() (string, error) {
 	fmt.Fprintf(&b, "| recorder | pooled alpha | pooled beta | pooled gamma_ | 4 SE | alpha per run: median (max) | alpha spread across runs | lockstep's wall (attached) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, rec := range recorders {
 		r := res[i]
-		pooled := pooled(r)
+		pooled := pooledDev(r)
 		var absA, shareA []float64
 		for j := range r.dev {
 			absA = append(absA, math.Abs(r.dev[j][0]))
@@ -227,7 +233,7 @@ func (e *env) lockstepSuite() (string, error) {
 	for j, ru := range rounds {
 		for _, i := range sweep {
 			r := swept[j][i]
-			p := pooled(r)
+			p := pooledDev(r)
 			var z2 float64
 			for _, z := range r.z {
 				z2 += z * z

@@ -57,12 +57,14 @@ func (e *env) shortSuite() (string, error) {
 		wall, _ := strconv.ParseFloat(string(m[3]), 64)
 		return tid, run{cpu: cpu / 1e6, wall: wall / 1e6}, nil
 	}
-	gprof := func(backend string) func(string) (run, error) {
+	gprof := func(backend string, logged bool) func(string) (run, error) {
+		logged = logged || backend == "perf"
 		return func(out string) (run, error) {
 			args := []string{"record", "-q", "-r", "1000", "--backend", backend, "-o", out, "--", bin, strconv.Itoa(ms)}
-			if backend == "perf" {
-				// Its samples carry the period set, not the time
-				// elapsed: the program logs its clocks instead.
+			if logged {
+				// The perf backend's samples carry the period set,
+				// not the time elapsed: the program logs its clocks
+				// instead.
 				args = append(args, "1", "log")
 			}
 			realToMono := realMinusMono()
@@ -100,7 +102,7 @@ func (e *env) shortSuite() (string, error) {
 					}
 				}
 			}
-			if backend == "perf" {
+			if logged {
 				// What it prints after its burn (the log) is
 				// sampled too: its count is the burn's.
 				gap, n := burnGap(p.out, at)
@@ -108,6 +110,47 @@ func (e *env) shortSuite() (string, error) {
 			}
 			return r, nil
 		}
+	}
+	perfLogged := func(out string) (run, error) {
+		data := out + ".data"
+		p, err := execute("", "perf", "record", "-q", "-F", "1000", "-g", "-k", "CLOCK_MONOTONIC", "-o", data, "--", bin, strconv.Itoa(ms), "1", "log")
+		if err != nil {
+			return run{}, err
+		}
+		tid, r, err := parse(p)
+		if err != nil {
+			return r, err
+		}
+		script := out + ".txt"
+		if _, err := execute(script, "perf", "script", "--ns", "-F", "tid,time", "-i", data); err != nil {
+			return r, err
+		}
+		text, err := os.ReadFile(script)
+		if err != nil {
+			return r, err
+		}
+		var at []int64 // monotonic ns (-k)
+		var last int64 = -1
+		for _, line := range strings.Split(string(text), "\n") {
+			fs := strings.Fields(line)
+			if len(fs) != 2 {
+				continue
+			}
+			if t, _ := strconv.Atoi(fs[0]); t != tid {
+				continue
+			}
+			secs, ns, _ := strings.Cut(strings.TrimSuffix(fs[1], ":"), ".")
+			s, _ := strconv.ParseInt(secs, 10, 64)
+			n, _ := strconv.ParseInt(ns, 10, 64)
+			t := s*1e9 + n
+			if last >= 0 {
+				r.wallGap = max(r.wallGap, float64(t-last)/1e6)
+			}
+			at, last = append(at, t), t
+		}
+		gap, n := burnGap(p.out, at)
+		r.cpuGap, r.samples = gap/1e6, n
+		return r, nil
 	}
 	perf := func(out string) (run, error) {
 		data := out + ".data"
@@ -152,8 +195,8 @@ func (e *env) shortSuite() (string, error) {
 		return r, sc.Err()
 	}
 	recorders := []recorder{
-		{"gprof, perf backend", gprof("perf")},
-		{"gprof, ptrace backend", gprof("ptrace")},
+		{"gprof, perf backend", gprof("perf", false)},
+		{"gprof, ptrace backend", gprof("ptrace", false)},
 		{"perf record -F 1000 -g", perf},
 	}
 	runs := 10
@@ -210,6 +253,55 @@ func (e *env) shortSuite() (string, error) {
 		fmt.Fprintf(&b, "| %s | %.0f (%.0f–%.0f) | %d of %d | %s | %.2f (%.2f) | %.1f |\n", rec.name, median(n), lo, hi, ok, len(res[i]), gap, median(wallGap), worstWall, median(wall))
 	}
 	b.WriteString("\n")
+
+	// Beside two CPU-bound loops, which share the program's CPUs (each
+	// CPU has one and a half busy threads for it): every recorder's gaps
+	// read from the program's own log, the same ruler for all. A gap
+	// over two intervals is rare there, so the runs are many.
+	loaded := []recorder{
+		{"gprof, perf backend", gprof("perf", true)},
+		{"gprof, ptrace backend", gprof("ptrace", true)},
+		{"perf record -F 1000 -g", perfLogged},
+	}
+	loadedRuns := 60
+	if e.quick {
+		loadedRuns = 4
+	}
+	stop, err := loops(2)
+	if err != nil {
+		return "", err
+	}
+	lres := make([][]run, len(loaded))
+	for r := 0; r < loadedRuns; r++ {
+		for _, i := range rotate([]int{0, 1, 2}, r) {
+			rec := loaded[i]
+			got, err := rec.run(filepath.Join(e.tmp, fmt.Sprintf("brief-loaded-%d-%d.json", i, r)))
+			if err != nil {
+				stop()
+				return "", fmt.Errorf("%s beside two loops: %w", rec.name, err)
+			}
+			lres[i] = append(lres[i], got)
+			e.logf("short: %s beside two loops, run %d: %d samples for %.1f ms, longest gap %.2f ms of CPU", rec.name, r, got.samples, got.cpu, got.cpuGap)
+		}
+	}
+	stop()
+	fmt.Fprintf(&b, "Beside two CPU-bound shell loops (so that each of the two CPUs has one and a half busy threads), %d interleaved runs each, the program logging its clocks for every recorder: each gap is read from that log over its burn (for Linux perf, recording with `-k CLOCK_MONOTONIC` so that its sample times and the log share a clock). A jump of the program's CPU clock of over 0.5 ms between two readings some 5 µs of work apart is the host's (steal time on a VM) and is taken out. *Samples*: over the burn, per ms of the thread's CPU time.\n\n", loadedRuns)
+	b.WriteString("| recorder | samples per ms of CPU, median (min–max) | runs with a gap over 2 intervals | longest gap of a run, CPU time (ms), median (max) |\n|---|---:|---:|---:|\n")
+	for i, rec := range loaded {
+		var per, gaps []float64
+		over := 0
+		for _, r := range lres[i] {
+			per = append(per, float64(r.samples)/r.cpu)
+			gaps = append(gaps, r.cpuGap)
+			if r.cpuGap > 2 {
+				over++
+			}
+		}
+		lo, hi := minMax(per)
+		_, worst := minMax(gaps)
+		fmt.Fprintf(&b, "| %s | %.3f (%.3f–%.3f) | %d of %d | %.2f (%.2f) |\n", rec.name, median(per), lo, hi, over, len(lres[i]), median(gaps), worst)
+	}
+	b.WriteString("\n")
 	return b.String(), nil
 }
 
@@ -237,6 +329,19 @@ func burnGap(out []byte, at []int64) (float64, int) {
 	}
 	if len(wall) < 2 {
 		return -1, len(at)
+	}
+	// A jump of the clock past stolenStep between two readings some 5 µs
+	// of work apart is the host's, not the thread's: a VM's steal time
+	// (see e2e's burnLog.unsteal).
+	const stolenStep = 500_000
+	var stolen int64
+	for i, prev := 1, cpu[0]; i < len(cpu); i++ {
+		d := cpu[i] - prev
+		prev = cpu[i]
+		if d > stolenStep {
+			stolen += d - stolenStep
+		}
+		cpu[i] -= stolen
 	}
 	// The thread ran from a reading on, for as long as it took to the
 	// next.

@@ -3,12 +3,15 @@
 package ptrace
 
 import (
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gprof-dev/gprof/event"
 )
 
 // TestHandOverWakes: a stopper that lets a thread go to another CPU hands
@@ -82,5 +85,84 @@ func TestHandOverWakes(t *testing.T) {
 	}
 	if !th.dueAt.IsZero() {
 		t.Error("the due point stayed with the thread: its next look would skip again")
+	}
+}
+
+// TestLookHandsOverWoken: a thread that a stopper's look finds on another
+// CPU (let go onto one CPU and pulled back at once to the one it came
+// from, as a busy thread alone on two CPUs often is) goes to that CPU's
+// stopper with the time it falls due if it runs on, and that stopper
+// wakes at once to tick then, rather than at its own next tick, up to 1.5
+// intervals on (see look). A real thread of this process, busy, stands
+// for it; every CPU is the other stopper's.
+func TestLookHandsOverWoken(t *testing.T) {
+	restore, ok := interruptibleWaits()
+	if !ok {
+		t.Fatalf("signal %d has no Go handler to make interruptible", waitSignal)
+	}
+	defer restore()
+	var stop atomic.Bool
+	s := &ptSampler{interval: time.Millisecond, timedWaits: true}
+	s.byCPU = make([]int, runtime.NumCPU())
+	for i := range s.byCPU {
+		s.byCPU[i] = 1
+	}
+	from, to := newWorker(s, 0, -1, &stop), newWorker(s, 1, -1, &stop)
+	s.workers = []*worker{from, to}
+
+	const far = 2 * time.Second
+	slept := make(chan time.Duration, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		to.tid.Store(int32(unix.Gettid()))
+		defer to.tid.Store(0)
+		t0 := time.Now()
+		to.sleepUntil(t0.Add(far))
+		slept <- time.Since(t0)
+	}()
+	var done atomic.Bool
+	defer done.Store(true)
+	busy := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		busy <- unix.Gettid()
+		for !done.Load() {
+		}
+	}()
+	tid := <-busy
+	for to.tid.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // in its sleep; the busy thread ran
+
+	th := newShared(newSharedProc(os.Getpid(), false), tid, ptSched{})
+	defer th.closeFiles()
+	sched, ok := th.readSchedstat(from.buf)
+	if !ok {
+		t.Fatalf("no schedstat for thread %d", tid)
+	}
+	// Found runnable at its last look, just now, and owed 3 ms more of
+	// its CPU time then.
+	th.lastRun, th.credit, th.due, th.queued = sched.run, 0, int64(3*time.Millisecond), true
+	from.wokeAt, from.woke = time.Now(), event.Now()
+	if keep := from.look(th); keep {
+		t.Fatal("the stopper kept a thread running on another stopper's CPU")
+	}
+	select {
+	case d := <-slept:
+		if d > far/2 {
+			t.Fatalf("the new owner slept %v, its whole sleep: not woken for the thread", d)
+		}
+	case <-time.After(far + time.Second):
+		t.Fatal("the new owner's sleep never ended")
+	}
+	if latest := from.wokeAt.Add(3 * time.Millisecond); th.dueAt.Before(from.wokeAt) || th.dueAt.After(latest) {
+		t.Errorf("handed over due at %v after the look, want within the 3 ms it owed", th.dueAt.Sub(from.wokeAt))
+	}
+	to.mine = to.inbox.take(to.mine)
+	if len(to.mine) != 1 || to.mine[0] != th {
+		t.Fatalf("the new owner's inbox held %d threads, want the one handed over", len(to.mine))
 	}
 }

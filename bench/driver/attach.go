@@ -51,46 +51,65 @@ func (l cpuLog) at(w int64) (int64, bool) {
 	return l.cpu[i] + min(w-l.wall[i], l.cpu[i+1]-l.cpu[i]), true
 }
 
-// attachOnce runs cpulog under rec and returns samples per ms of the
-// thread's CPU time between its first and last sample, and that time.
-func (e *env) attachOnce(bin string, rec attachRecorder, out string, secs float64) (ratio, cpuMs float64, err error) {
+// attachRun is what one run of cpulog under a recorder gave: samples per
+// ms of the thread's CPU time between its first and last sample, that
+// time, and the gaps between two samples of more than two intervals (2 ms
+// of its CPU time at 1 kHz): how many, and the longest (ms).
+type attachRun struct {
+	ratio, cpuMs float64
+	late         int
+	longest      float64
+}
+
+// attachOnce runs cpulog under rec.
+func (e *env) attachOnce(bin string, rec attachRecorder, out string, secs float64) (run attachRun, err error) {
 	cmd := exec.Command(bin)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	lines := bufio.NewScanner(stdout)
 	if !lines.Scan() || lines.Text() != "ready" {
-		return 0, 0, fmt.Errorf("cpulog said %q", lines.Text())
+		return run, fmt.Errorf("cpulog said %q", lines.Text())
 	}
 	times, err := rec.run(cmd.Process.Pid, out, secs)
 	if err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	cmd.Process.Signal(syscall.SIGUSR1)
 	var l cpuLog
 	for lines.Scan() {
 		var w, c int64
 		if _, err := fmt.Sscan(lines.Text(), &w, &c); err != nil {
-			return 0, 0, fmt.Errorf("cpulog: %q: %v", lines.Text(), err)
+			return run, fmt.Errorf("cpulog: %q: %v", lines.Text(), err)
 		}
 		l.wall, l.cpu = append(l.wall, w), append(l.cpu, c)
 	}
 	if len(times) < 2 {
-		return 0, 0, fmt.Errorf("%s: %d samples", rec.name, len(times))
+		return run, fmt.Errorf("%s: %d samples", rec.name, len(times))
 	}
 	slices.Sort(times)
 	first, ok1 := l.at(times[0])
 	last, ok2 := l.at(times[len(times)-1])
 	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("%s: cpulog's readings do not cover the samples", rec.name)
+		return run, fmt.Errorf("%s: cpulog's readings do not cover the samples", rec.name)
 	}
-	cpuMs = float64(last-first) / 1e6
-	return float64(len(times)-1) / cpuMs, cpuMs, nil
+	prev := first
+	for _, t := range times[1:] {
+		c, _ := l.at(t)
+		if gap := float64(c-prev) / 1e6; gap > 2 {
+			run.late++
+			run.longest = max(run.longest, gap)
+		}
+		prev = c
+	}
+	run.cpuMs = float64(last-first) / 1e6
+	run.ratio = float64(len(times)-1) / run.cpuMs
+	return run, nil
 }
 
 // stopAfter interrupts cmd after secs and waits for it. perf record ends
@@ -175,9 +194,14 @@ func (e *env) attachSuite() (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## 16. An attached busy thread's count\n\n")
-	fmt.Fprintf(&b, "`testdata/cpulog.c`: one thread burns CPU and logs its own CPU clock against the wall clock every 20 µs or so. Each recorder attaches to it for %.0f s at 1 kHz, %d interleaved runs each, quiet and beside two CPU-bound shell loops (which share its CPU, so that the scheduler switches it in and out every millisecond or two). *Samples per ms*: the thread's samples between its first and its last, over the CPU time its clock says it had between them; a perfect sampler gets 1.000, within about 0.03 for the 1,000 or so samples of a run beside the loops. Median (min–max).\n\n", secs, runs)
-	b.WriteString("| recorder | quiet: samples per ms of CPU | beside two loops |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "`testdata/cpulog.c`: one thread burns CPU and logs its own CPU clock against the wall clock every 20 µs or so. Each recorder attaches to it for %.0f s at 1 kHz, %d interleaved runs each, quiet and beside two CPU-bound shell loops (which share its CPU, so that the scheduler switches it in and out every millisecond or two). *Samples per ms*: the thread's samples between its first and its last, over the CPU time its clock says it had between them; a perfect sampler gets 1.000, within about 0.03 for the 1,000 or so samples of a run beside the loops. Median (min–max). *Late*: the gaps between two samples of more than two intervals (2 ms) of the thread's CPU time, per 1,000 samples, all runs together, and the longest.\n\n", secs, runs)
+	b.WriteString("| recorder | quiet: samples per ms of CPU | quiet: late per 1,000 (longest, ms) | beside two loops | beside two loops: late per 1,000 (longest, ms) |\n|---|---:|---:|---:|---:|\n")
 	cells := make([][2][]float64, len(recorders))
+	type lateness struct {
+		late, samples int
+		longest       float64
+	}
+	lates := make([][2]lateness, len(recorders))
 	for load := range 2 {
 		stop, err := loops(2 * load)
 		if err != nil {
@@ -186,13 +210,17 @@ func (e *env) attachSuite() (string, error) {
 		for r := range runs {
 			for _, i := range rotate([]int{0, 1, 2}, r) {
 				rec := recorders[i]
-				ratio, cpu, err := e.attachOnce(bin, rec, filepath.Join(e.tmp, fmt.Sprintf("attach-%d-%d-%d.json", load, i, r)), secs)
+				got, err := e.attachOnce(bin, rec, filepath.Join(e.tmp, fmt.Sprintf("attach-%d-%d-%d.json", load, i, r)), secs)
 				if err != nil {
 					stop()
 					return "", fmt.Errorf("%s: %w", rec.name, err)
 				}
-				cells[i][load] = append(cells[i][load], ratio)
-				e.logf("attach: %s, %d loops, run %d: %.3f samples per ms of %.0f ms of CPU", rec.name, 2*load, r, ratio, cpu)
+				cells[i][load] = append(cells[i][load], got.ratio)
+				l := &lates[i][load]
+				l.late += got.late
+				l.samples += int(got.ratio*got.cpuMs + 0.5)
+				l.longest = max(l.longest, got.longest)
+				e.logf("attach: %s, %d loops, run %d: %.3f samples per ms of %.0f ms of CPU; %d gaps over 2 intervals (longest %.2f ms)", rec.name, 2*load, r, got.ratio, got.cpuMs, got.late, got.longest)
 			}
 		}
 		stop()
@@ -201,7 +229,12 @@ func (e *env) attachSuite() (string, error) {
 		fmt.Fprintf(&b, "| %s |", rec.name)
 		for load := range 2 {
 			lo, hi := minMax(cells[i][load])
-			fmt.Fprintf(&b, " %.3f (%.3f–%.3f) |", median(cells[i][load]), lo, hi)
+			l := lates[i][load]
+			longest := "—"
+			if l.late > 0 {
+				longest = fmt.Sprintf("%.2f", l.longest)
+			}
+			fmt.Fprintf(&b, " %.3f (%.3f–%.3f) | %.1f (%s) |", median(cells[i][load]), lo, hi, 1000*float64(l.late)/float64(max(1, l.samples)), longest)
 		}
 		b.WriteString("\n")
 	}

@@ -20,32 +20,8 @@ import (
 // falls due, without a look before: the thread's samples land just past
 // their due points however soon those come (see handOverMoved).
 func TestHandOverWakes(t *testing.T) {
-	restore, ok := interruptibleWaits()
-	if !ok {
-		t.Fatalf("signal %d has no Go handler to make interruptible", waitSignal)
-	}
-	defer restore()
-	var stop atomic.Bool
 	s := &ptSampler{interval: time.Millisecond, timedWaits: true}
-	from, to := newWorker(s, 0, -1, &stop), newWorker(s, 1, -1, &stop)
-	s.workers = []*worker{from, to}
-
-	// The new owner asleep until its next tick, far off.
-	const far = 2 * time.Second
-	slept := make(chan time.Duration, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		to.tid.Store(int32(unix.Gettid()))
-		defer to.tid.Store(0)
-		t0 := time.Now()
-		to.sleepUntil(t0.Add(far))
-		slept <- time.Since(t0)
-	}()
-	for to.tid.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // in its sleep
+	from, to, slept := sleepingOwner(t, s)
 
 	// A thread sampled and let go, started again on the other CPU.
 	th := &shared{pid: 1, tid: 1, statFD: -1, schedFD: -1, moveTo: 2,
@@ -57,14 +33,7 @@ func TestHandOverWakes(t *testing.T) {
 	if len(from.mine) != 0 {
 		t.Fatalf("the worker that let it go kept it")
 	}
-	select {
-	case d := <-slept:
-		if d > far/2 {
-			t.Fatalf("the new owner slept %v, its whole sleep: not woken for the thread", d)
-		}
-	case <-time.After(far + time.Second):
-		t.Fatal("the new owner's sleep never ended")
-	}
+	wokenEarly(t, slept)
 	if to.stats.woken != 1 {
 		t.Errorf("woken counted %d, want 1", to.stats.woken)
 	}
@@ -96,31 +65,11 @@ func TestHandOverWakes(t *testing.T) {
 // intervals on (see look). A real thread of this process, busy, stands
 // for it; every CPU is the other stopper's.
 func TestLookHandsOverWoken(t *testing.T) {
-	restore, ok := interruptibleWaits()
-	if !ok {
-		t.Fatalf("signal %d has no Go handler to make interruptible", waitSignal)
-	}
-	defer restore()
-	var stop atomic.Bool
 	s := &ptSampler{interval: time.Millisecond, timedWaits: true}
 	s.byCPU = make([]int, runtime.NumCPU())
 	for i := range s.byCPU {
 		s.byCPU[i] = 1
 	}
-	from, to := newWorker(s, 0, -1, &stop), newWorker(s, 1, -1, &stop)
-	s.workers = []*worker{from, to}
-
-	const far = 2 * time.Second
-	slept := make(chan time.Duration, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		to.tid.Store(int32(unix.Gettid()))
-		defer to.tid.Store(0)
-		t0 := time.Now()
-		to.sleepUntil(t0.Add(far))
-		slept <- time.Since(t0)
-	}()
 	var done atomic.Bool
 	defer done.Store(true)
 	busy := make(chan int)
@@ -132,10 +81,7 @@ func TestLookHandsOverWoken(t *testing.T) {
 		}
 	}()
 	tid := <-busy
-	for to.tid.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // in its sleep; the busy thread ran
+	from, to, slept := sleepingOwner(t, s) // the busy thread runs meanwhile
 
 	th := newShared(newSharedProc(os.Getpid(), false), tid, ptSched{})
 	defer th.closeFiles()
@@ -150,19 +96,59 @@ func TestLookHandsOverWoken(t *testing.T) {
 	if keep := from.look(th); keep {
 		t.Fatal("the stopper kept a thread running on another stopper's CPU")
 	}
-	select {
-	case d := <-slept:
-		if d > far/2 {
-			t.Fatalf("the new owner slept %v, its whole sleep: not woken for the thread", d)
-		}
-	case <-time.After(far + time.Second):
-		t.Fatal("the new owner's sleep never ended")
-	}
+	wokenEarly(t, slept)
 	if latest := from.wokeAt.Add(3 * time.Millisecond); th.dueAt.Before(from.wokeAt) || th.dueAt.After(latest) {
 		t.Errorf("handed over due at %v after the look, want within the 3 ms it owed", th.dueAt.Sub(from.wokeAt))
 	}
 	to.mine = to.inbox.take(to.mine)
 	if len(to.mine) != 1 || to.mine[0] != th {
 		t.Fatalf("the new owner's inbox held %d threads, want the one handed over", len(to.mine))
+	}
+}
+
+// handOverFar is how long the new owner would sleep unwoken.
+const handOverFar = 2 * time.Second
+
+// sleepingOwner gives s two stoppers: the second asleep on a thread of its
+// own until its next tick, handOverFar off, as a stopper whose CPU has
+// nothing to sample is. slept says how long that sleep lasted.
+func sleepingOwner(t *testing.T, s *ptSampler) (from, to *worker, slept <-chan time.Duration) {
+	t.Helper()
+	restore, ok := interruptibleWaits()
+	if !ok {
+		t.Fatalf("signal %d has no Go handler to make interruptible", waitSignal)
+	}
+	t.Cleanup(restore)
+	stop := new(atomic.Bool)
+	from, to = newWorker(s, 0, -1, stop), newWorker(s, 1, -1, stop)
+	s.workers = []*worker{from, to}
+	ch := make(chan time.Duration, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		to.tid.Store(int32(unix.Gettid()))
+		defer to.tid.Store(0)
+		t0 := time.Now()
+		to.sleepUntil(t0.Add(handOverFar))
+		ch <- time.Since(t0)
+	}()
+	for to.tid.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // in its sleep
+	return from, to, ch
+}
+
+// wokenEarly fails t unless the sleep of sleepingOwner's stopper ended
+// well before its tick.
+func wokenEarly(t *testing.T, slept <-chan time.Duration) {
+	t.Helper()
+	select {
+	case d := <-slept:
+		if d > handOverFar/2 {
+			t.Fatalf("the new owner slept %v, its whole sleep: not woken for the thread", d)
+		}
+	case <-time.After(handOverFar + time.Second):
+		t.Fatal("the new owner's sleep never ended")
 	}
 }

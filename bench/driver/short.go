@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,93 +110,70 @@ func (e *env) shortSuite() (string, error) {
 			return r, nil
 		}
 	}
-	perfLogged := func(out string) (run, error) {
-		data := out + ".data"
-		p, err := execute("", "perf", "record", "-q", "-F", "1000", "-g", "-k", "CLOCK_MONOTONIC", "-o", data, "--", bin, strconv.Itoa(ms), "1", "log")
-		if err != nil {
-			return run{}, err
-		}
-		tid, r, err := parse(p)
-		if err != nil {
-			return r, err
-		}
-		script := out + ".txt"
-		if _, err := execute(script, "perf", "script", "--ns", "-F", "tid,time", "-i", data); err != nil {
-			return r, err
-		}
-		text, err := os.ReadFile(script)
-		if err != nil {
-			return r, err
-		}
-		var at []int64 // monotonic ns (-k)
-		var last int64 = -1
-		for _, line := range strings.Split(string(text), "\n") {
-			fs := strings.Fields(line)
-			if len(fs) != 2 {
-				continue
+	// Linux perf, logged or not: logged, its sample times are on the
+	// log's clock (-k) and its gaps are read from the log, as gprof's.
+	perf := func(logged bool) func(string) (run, error) {
+		return func(out string) (run, error) {
+			data := out + ".data"
+			args := []string{"record", "-q", "-F", "1000", "-g", "-o", data}
+			if logged {
+				args = append(args, "-k", "CLOCK_MONOTONIC")
 			}
-			if t, _ := strconv.Atoi(fs[0]); t != tid {
-				continue
+			args = append(args, "--", bin, strconv.Itoa(ms))
+			if logged {
+				args = append(args, "1", "log")
 			}
-			secs, ns, _ := strings.Cut(strings.TrimSuffix(fs[1], ":"), ".")
-			s, _ := strconv.ParseInt(secs, 10, 64)
-			n, _ := strconv.ParseInt(ns, 10, 64)
-			t := s*1e9 + n
-			if last >= 0 {
-				r.wallGap = max(r.wallGap, float64(t-last)/1e6)
+			p, err := execute("", "perf", args...)
+			if err != nil {
+				return run{}, err
 			}
-			at, last = append(at, t), t
-		}
-		gap, n := burnGap(p.out, at)
-		r.cpuGap, r.samples = gap/1e6, n
-		return r, nil
-	}
-	perf := func(out string) (run, error) {
-		data := out + ".data"
-		p, err := execute("", "perf", "record", "-q", "-F", "1000", "-g", "-o", data, "--", bin, strconv.Itoa(ms))
-		if err != nil {
-			return run{}, err
-		}
-		tid, r, err := parse(p)
-		if err != nil {
-			return r, err
-		}
-		script := out + ".txt"
-		if _, err := execute(script, "perf", "script", "-F", "tid,time,period", "-i", data); err != nil {
-			return r, err
-		}
-		f, err := os.Open(script)
-		if err != nil {
-			return r, err
-		}
-		defer f.Close()
-		// "TID TIME: PERIOD": in frequency mode a cpu-clock sample's
-		// period is the thread's CPU time since its last one.
-		last := -1.0
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) != 3 {
-				continue
+			tid, r, err := parse(p)
+			if err != nil {
+				return r, err
 			}
-			if t, _ := strconv.Atoi(fs[0]); t != tid {
-				continue
+			script := out + ".txt"
+			if _, err := execute(script, "perf", "script", "--ns", "-F", "tid,time,period", "-i", data); err != nil {
+				return r, err
 			}
-			at, _ := strconv.ParseFloat(strings.TrimSuffix(fs[1], ":"), 64)
-			period, _ := strconv.ParseFloat(fs[2], 64)
-			if last >= 0 {
-				r.wallGap = max(r.wallGap, (at-last)*1e3)
-				r.cpuGap = max(r.cpuGap, period/1e6)
+			text, err := os.ReadFile(script)
+			if err != nil {
+				return r, err
 			}
-			last = at
-			r.samples++
+			// "TID SECONDS.NANOSECONDS: PERIOD": in frequency mode a
+			// cpu-clock sample's period is the thread's CPU time since
+			// its last one.
+			var at []int64
+			for _, line := range strings.Split(string(text), "\n") {
+				fs := strings.Fields(line)
+				if len(fs) != 3 {
+					continue
+				}
+				if t, _ := strconv.Atoi(fs[0]); t != tid {
+					continue
+				}
+				secs, frac, _ := strings.Cut(strings.TrimSuffix(fs[1], ":"), ".")
+				whole, _ := strconv.ParseInt(secs, 10, 64)
+				ns, _ := strconv.ParseInt(frac, 10, 64)
+				t := whole*1e9 + ns
+				period, _ := strconv.ParseFloat(fs[2], 64)
+				if len(at) > 0 {
+					r.wallGap = max(r.wallGap, float64(t-at[len(at)-1])/1e6)
+					r.cpuGap = max(r.cpuGap, period/1e6)
+				}
+				at = append(at, t)
+			}
+			r.samples = len(at)
+			if logged {
+				gap, n := burnGap(p.out, at)
+				r.cpuGap, r.samples = gap/1e6, n
+			}
+			return r, nil
 		}
-		return r, sc.Err()
 	}
 	recorders := []recorder{
 		{"gprof, perf backend", gprof("perf", false)},
 		{"gprof, ptrace backend", gprof("ptrace", false)},
-		{"perf record -F 1000 -g", perf},
+		{"perf record -F 1000 -g", perf(false)},
 	}
 	runs := 10
 	if e.quick {
@@ -261,7 +237,7 @@ func (e *env) shortSuite() (string, error) {
 	loaded := []recorder{
 		{"gprof, perf backend", gprof("perf", true)},
 		{"gprof, ptrace backend", gprof("ptrace", true)},
-		{"perf record -F 1000 -g", perfLogged},
+		{"perf record -F 1000 -g", perf(true)},
 	}
 	loadedRuns := 60
 	if e.quick {

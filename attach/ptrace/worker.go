@@ -562,7 +562,8 @@ func (w *worker) look(th *shared) (keep bool) {
 		// found it gone and handed it back unwoken. A busy thread alone
 		// on two CPUs, recorded for 5 s, had 130-150 of its 5,000
 		// samples over 2 intervals of its CPU time after the one before
-		// (all 44 in a traced 3 s run began so); now none.
+		// (all 44 in a traced 3 s run began so); now 0 to 3
+		// (TestPtraceLongRunGaps).
 		at := w.wokeAt
 		if th.credit < th.due {
 			at = at.Add(time.Duration(th.due - th.credit))

@@ -552,23 +552,22 @@ func (w *worker) look(th *shared) (keep bool) {
 		w.adoptNew(th.proc, int32(l.threads))
 	}
 	if owner := w.s.workerFor(cpu); owner != w.idx {
-		// On another CPU now: handed over with when it falls due if it
-		// runs on from now, and that CPU's worker woken to tick then, as
-		// for a thread that moved as it was let go (handOverMoved). Left
-		// to that worker's own next tick, up to 1.5 intervals on, it ran
-		// past its due point: a thread let go onto the idle CPU was
-		// often pulled back at once by the CPU it came from, whose
-		// stopper was going to sleep, so that the stopper woken for it
-		// found it gone and handed it back unwoken. A busy thread alone
-		// on two CPUs, recorded for 5 s, had 130-150 of its 5,000
-		// samples over 2 intervals of its CPU time after the one before
-		// (all 44 in a traced 3 s run began so); now 0 to 3
-		// (TestPtraceLongRunGaps).
-		at := w.wokeAt
-		if th.credit < th.due {
-			at = at.Add(time.Duration(th.due - th.credit))
-		}
-		th.dueAt = at
+		// On another CPU now: handed over, and that CPU's worker woken
+		// to look at it at once. Left to that worker's own next tick, up
+		// to 1.5 intervals on, it ran past its due point: a thread let go
+		// onto the idle CPU was often pulled back at once by the CPU it
+		// came from, whose stopper was going to sleep, so that the
+		// stopper woken for it found it gone and handed it back unwoken.
+		// A busy thread alone on two CPUs, recorded for 5 s, had 104-157
+		// of its 5,000 samples over 2 intervals of its CPU time after the
+		// one before (all 44 in a traced 3 s run began so); now 5 to 7
+		// (TestPtraceLongRunGaps). Handed over with a due point foreseen
+		// from here instead, as handOverMoved does, it had none, but
+		// testdata/lockstep.c's runs came off their shares beyond 4
+		// sampling errors in 4 of 17 TestLockstep sets (none in 15 now):
+		// a thread running on another CPU shows in its schedstat only the
+		// time up to that CPU's last tick, so the point came late by up
+		// to a tick.
 		w.handOver(th, owner)
 		w.s.workers[owner].wake()
 		return false
